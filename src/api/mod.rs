@@ -1,0 +1,322 @@
+//! Where the schemas are in each API's body, and how rewritten ones go back in.
+//!
+//! Only the schema subtrees are parsed into values; everything else (messages can be megabytes) is
+//! scanned once and copied through as the original bytes.
+
+pub mod raw;
+
+use crate::schema::{self, Context, Options, Profile, Report};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// A request or listing format: which members hold schemas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// OpenAI chat completions (also vLLM, llama-server `/v1/chat/completions`): `tools[].function.parameters`,
+    /// `response_format.json_schema.schema` (and llama-server's `response_format.schema`).
+    OpenAiChat,
+    /// OpenAI responses: `tools[].parameters`, `text.format.schema`.
+    OpenAiResponses,
+    /// Anthropic messages: `tools[].input_schema`.
+    Anthropic,
+    /// Ollama `/api/chat` and `/api/generate`: `tools[].function.parameters`, `format` (a schema object).
+    Ollama,
+    /// llama-server `/completion`: `json_schema`.
+    LlamaCompletion,
+    /// An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
+    /// `inputSchema` (tool context) and `outputSchema` (structured output).
+    McpTools,
+    /// Any of the above, recognised by their members.
+    Auto,
+}
+
+impl Format {
+    pub fn by_name(name: &str) -> Option<Format> {
+        Some(match name {
+            "openai-chat" => Format::OpenAiChat,
+            "openai-responses" => Format::OpenAiResponses,
+            "anthropic" => Format::Anthropic,
+            "ollama" => Format::Ollama,
+            "llama-completion" => Format::LlamaCompletion,
+            "mcp-tools" => Format::McpTools,
+            "auto" => Format::Auto,
+            _ => return None,
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::OpenAiChat => "openai-chat",
+            Format::OpenAiResponses => "openai-responses",
+            Format::Anthropic => "anthropic",
+            Format::Ollama => "ollama",
+            Format::LlamaCompletion => "llama-completion",
+            Format::McpTools => "mcp-tools",
+            Format::Auto => "auto",
+        }
+    }
+    fn has(self, other: Format) -> bool {
+        self == Format::Auto || self == other
+    }
+}
+
+/// One schema inside a body.
+pub struct Site<'a> {
+    pub raw: &'a RawValue,
+    pub tool: String,
+    pub context: Context,
+}
+
+/// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
+pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
+    let mut sites = Vec::new();
+    if let Some(arr) = raw::array(text) {
+        if format.has(Format::McpTools) {
+            for t in arr.0 {
+                mcp_tool(t, &mut sites);
+            }
+            return Some(sites);
+        }
+        return None;
+    }
+    let top = raw::object(text)?;
+    const KNOWN: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result", "messages", "model", "prompt", "input"];
+    if !top.0.iter().any(|(k, _)| KNOWN.contains(&k.as_str())) {
+        return None;
+    }
+    for tools in top.all("tools") {
+        let Some(arr) = raw::array(tools.get()) else { continue };
+        for t in arr.0 {
+            let Some(o) = raw::object(t.get()) else { continue };
+            let fname = o.str("name");
+            if format.has(Format::OpenAiChat) || format.has(Format::Ollama) {
+                for f in o.all("function") {
+                    if let Some(fo) = raw::object(f.get()) {
+                        let name = fo.str("name").unwrap_or_default();
+                        for p in fo.all("parameters") {
+                            sites.push(Site { raw: p, tool: name.clone(), context: Context::Tool });
+                        }
+                    }
+                }
+            }
+            if format.has(Format::OpenAiResponses) && o.get("function").is_none() {
+                for p in o.all("parameters") {
+                    sites.push(Site { raw: p, tool: fname.clone().unwrap_or_default(), context: Context::Tool });
+                }
+            }
+            if format.has(Format::Anthropic) {
+                for p in o.all("input_schema") {
+                    sites.push(Site { raw: p, tool: fname.clone().unwrap_or_default(), context: Context::Tool });
+                }
+            }
+            if format.has(Format::McpTools) {
+                mcp_tool(t, &mut sites);
+            }
+        }
+    }
+    if format.has(Format::McpTools) {
+        if let Some(r) = top.get("result").and_then(|r| raw::object(r.get())) {
+            for tools in r.all("tools") {
+                if let Some(arr) = raw::array(tools.get()) {
+                    for t in arr.0 {
+                        mcp_tool(t, &mut sites);
+                    }
+                }
+            }
+        }
+    }
+    if format.has(Format::OpenAiChat) {
+        for rf in top.all("response_format") {
+            let Some(o) = raw::object(rf.get()) else { continue };
+            for js in o.all("json_schema") {
+                if let Some(j) = raw::object(js.get()) {
+                    let name = j.str("name").unwrap_or_else(|| "response_format".into());
+                    for s in j.all("schema") {
+                        sites.push(Site { raw: s, tool: name.clone(), context: Context::Output });
+                    }
+                }
+            }
+            for s in o.all("schema") {
+                sites.push(Site { raw: s, tool: "response_format".into(), context: Context::Output });
+            }
+        }
+    }
+    if format.has(Format::OpenAiResponses) {
+        for tx in top.all("text") {
+            let Some(o) = raw::object(tx.get()) else { continue };
+            for f in o.all("format") {
+                if let Some(fo) = raw::object(f.get()) {
+                    let name = fo.str("name").unwrap_or_else(|| "text.format".into());
+                    for s in fo.all("schema") {
+                        sites.push(Site { raw: s, tool: name.clone(), context: Context::Output });
+                    }
+                }
+            }
+        }
+    }
+    if format.has(Format::Ollama) {
+        for f in top.all("format") {
+            if f.get().starts_with('{') {
+                sites.push(Site { raw: f, tool: "format".into(), context: Context::Output });
+            }
+        }
+    }
+    if format.has(Format::LlamaCompletion) {
+        for s in top.all("json_schema") {
+            if s.get().starts_with('{') {
+                sites.push(Site { raw: s, tool: "json_schema".into(), context: Context::Output });
+            }
+        }
+    }
+    Some(sites)
+}
+
+fn mcp_tool<'a>(t: &'a RawValue, sites: &mut Vec<Site<'a>>) {
+    let Some(o) = raw::object(t.get()) else { return };
+    let name = o.str("name").unwrap_or_default();
+    for s in o.all("inputSchema") {
+        sites.push(Site { raw: s, tool: name.clone(), context: Context::Tool });
+    }
+    for s in o.all("outputSchema") {
+        sites.push(Site { raw: s, tool: name.clone(), context: Context::Output });
+    }
+}
+
+/// Why a body was left as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Skip {
+    NotJson,
+    UnknownShape,
+}
+
+/// A schema the engine could not take (not valid JSON for `serde_json`, e.g. a number past f64 or
+/// nesting past its recursion limit): it is forwarded as it was.
+#[derive(Debug, Clone)]
+pub struct Unparsed {
+    pub tool: String,
+    pub reason: String,
+}
+
+pub struct BodyOutcome {
+    /// The rewritten body; `None` when nothing changed (forward the original bytes).
+    pub body: Option<Vec<u8>>,
+    pub report: Report,
+    pub tools: usize,
+    pub schemas_changed: usize,
+    pub unparsed: Vec<Unparsed>,
+}
+
+/// Rewrites every schema of `format` in `body`. Bytes outside changed schemas are kept exactly.
+pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Options) -> Result<BodyOutcome, Skip> {
+    let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
+    let sites = match locate(text, format) {
+        Some(s) => s,
+        None => {
+            return Err(if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() { Skip::UnknownShape } else { Skip::NotJson });
+        }
+    };
+    let mut report = Report::default();
+    let mut edits: Vec<(usize, usize, String)> = Vec::new();
+    let mut unparsed = Vec::new();
+    let tools = sites.iter().filter(|s| s.context == Context::Tool).count();
+    for site in &sites {
+        let src = site.raw.get();
+        if !(src.starts_with('{') || src == "true" || src == "false") {
+            continue; // `null` or another non-schema: nothing to compile, nothing to change
+        }
+        let mut v: Value = match serde_json::from_str(src) {
+            Ok(v) => v,
+            Err(e) => {
+                unparsed.push(Unparsed { tool: site.tool.clone(), reason: e.to_string() });
+                continue;
+            }
+        };
+        let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
+        if out.changed {
+            if let (Some(at), Ok(new)) = (raw::offset(text, src), serde_json::to_string(&v)) {
+                edits.push((at, at + src.len(), new));
+            }
+        }
+        report.extend(out.report);
+    }
+    let schemas_changed = edits.len();
+    let body = if edits.is_empty() {
+        None
+    } else {
+        edits.sort_by_key(|e| e.0);
+        let mut out = String::with_capacity(text.len() + 64);
+        let mut pos = 0;
+        for (a, b, new) in &edits {
+            if *a < pos {
+                continue; // overlapping sites (a duplicate member): the first rewrite wins
+            }
+            out.push_str(text.get(pos..*a).unwrap_or(""));
+            out.push_str(new);
+            pos = *b;
+        }
+        out.push_str(text.get(pos..).unwrap_or(""));
+        Some(out.into_bytes())
+    };
+    Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::profile::LLAMA_CPP;
+
+    fn run(body: &str, f: Format) -> BodyOutcome {
+        match rewrite_body(body.as_bytes(), f, &LLAMA_CPP, &Options::default()) {
+            Ok(o) => o,
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn only_the_schema_bytes_change() {
+        let body = r#"{ "messages" : [ {"role":"user", "content":"hi \u00e9"} ],
+  "tools": [{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"\\d+"}},"additionalProperties":false}}}] , "x": 1.50 }"#;
+        let o = run(body, Format::OpenAiChat);
+        let out = String::from_utf8(o.body.unwrap_or_default()).unwrap_or_default();
+        assert!(out.starts_with(r#"{ "messages" : [ {"role":"user", "content":"hi \u00e9"} ],"#));
+        assert!(out.ends_with(r#" , "x": 1.50 }"#));
+        assert!(out.contains(r#""pattern":"^.*[0-9]+.*$""#), "{out}");
+        assert_eq!(o.tools, 1);
+    }
+
+    #[test]
+    fn a_body_needing_nothing_is_not_rewritten() {
+        let body = r#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}}}]}"#;
+        let o = run(body, Format::OpenAiChat);
+        assert!(o.body.is_none());
+        assert!(o.report.is_empty());
+    }
+
+    #[test]
+    fn every_format_is_found() {
+        let s = r#"{"type":"object","properties":{"a":true}}"#;
+        let cases = [
+            (format!(r#"{{"tools":[{{"type":"function","name":"f","parameters":{s}}}]}}"#), Format::OpenAiResponses),
+            (format!(r#"{{"tools":[{{"name":"f","input_schema":{s}}}]}}"#), Format::Anthropic),
+            (format!(r#"{{"format":{s}}}"#), Format::Ollama),
+            (format!(r#"{{"json_schema":{s}}}"#), Format::LlamaCompletion),
+            (format!(r#"{{"tools":[{{"name":"f","inputSchema":{s}}}]}}"#), Format::McpTools),
+            (format!(r#"{{"text":{{"format":{{"type":"json_schema","name":"n","schema":{s}}}}}}}"#), Format::OpenAiResponses),
+            (format!(r#"{{"response_format":{{"type":"json_schema","json_schema":{{"name":"n","schema":{s}}}}}}}"#), Format::OpenAiChat),
+        ];
+        for (body, f) in cases {
+            let o = run(&body, f);
+            assert!(o.body.is_some(), "{f:?} not rewritten");
+            let o = run(&body, Format::Auto);
+            assert!(o.body.is_some(), "{f:?} not rewritten in auto");
+        }
+    }
+
+    #[test]
+    fn broken_bodies_are_refused_not_mangled() {
+        let p = &LLAMA_CPP;
+        let o = Options::default();
+        assert_eq!(rewrite_body(b"{\"tools\": [", Format::Auto, p, &o).err(), Some(Skip::NotJson));
+        assert_eq!(rewrite_body(b"\"x\"", Format::Auto, p, &o).err(), Some(Skip::UnknownShape));
+        assert_eq!(rewrite_body(&[0xff, 0xfe], Format::Auto, p, &o).err(), Some(Skip::NotJson));
+    }
+}

@@ -1,0 +1,118 @@
+//! The native command line: the same engine as the Envoy filter, for CI pipelines and debugging.
+
+use clap::{Arg, ArgAction, Command};
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use toolfit::api::{self, Format, Skip};
+use toolfit::schema::{self, Context, Kind, Profile, Report};
+
+fn cli() -> Command {
+    Command::new("toolfit")
+        .about("Rewrites tool and structured-output JSON Schemas into what a model server compiles")
+        .version(env!("CARGO_PKG_VERSION"))
+        .subcommand_required(true)
+        .subcommand(
+            Command::new("normalize")
+                .about("Rewrite a request body, an MCP tools/list result, or one schema (--schema)")
+                .arg(Arg::new("profile").long("profile").required(true).help("target profile: llama-cpp or mcp"))
+                .arg(Arg::new("schema").long("schema").action(ArgAction::SetTrue).help("INPUT is one bare JSON Schema (structured-output context)"))
+                .arg(Arg::new("strict").long("strict").action(ArgAction::SetTrue).help("refuse (exit 1) instead of making a lossy change"))
+                .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
+                .arg(Arg::new("format").long("format").default_value("auto").help("body format: auto, openai-chat, openai-responses, anthropic, ollama, llama-completion, mcp-tools"))
+                .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
+                .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).help("leave objects without additionalProperties closed, as llama.cpp reads them"))
+                .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
+        )
+        .subcommand(Command::new("kinds").about("Print the transformation kinds as a Markdown table"))
+        .subcommand(Command::new("profiles").about("List the profiles and their passes"))
+}
+
+fn fail(code: u8, msg: &str) -> ExitCode {
+    eprintln!("toolfit: {msg}");
+    ExitCode::from(code)
+}
+
+fn main() -> ExitCode {
+    let m = cli().get_matches();
+    match m.subcommand() {
+        Some(("kinds", _)) => {
+            println!("| counter | lossy | meaning |\n|---|---|---|");
+            for k in Kind::ALL {
+                println!("| `{}` | {} | {} |", k.name(), if k.lossy() { "yes" } else { "no" }, k.doc());
+            }
+            ExitCode::SUCCESS
+        }
+        Some(("profiles", _)) => {
+            for p in toolfit::schema::profile::ALL {
+                let names: Vec<&str> = p.passes.iter().map(|x| x.name).collect();
+                println!("{}: {}\n  passes: {}", p.name, p.about, names.join(", "));
+            }
+            ExitCode::SUCCESS
+        }
+        Some(("normalize", a)) => normalize(a),
+        _ => fail(2, "unknown command"),
+    }
+}
+
+fn normalize(a: &clap::ArgMatches) -> ExitCode {
+    let pname = a.get_one::<String>("profile").map(String::as_str).unwrap_or("");
+    let Some(profile) = Profile::by_name(pname) else {
+        return fail(2, &format!("unknown profile {pname:?} (known: llama-cpp, mcp)"));
+    };
+    let fname = a.get_one::<String>("format").map(String::as_str).unwrap_or("auto");
+    let Some(format) = Format::by_name(fname) else {
+        return fail(2, &format!("unknown format {fname:?}"));
+    };
+    let mut opts = profile.default_options();
+    opts.promote_to_description = !a.get_flag("no-promote");
+    opts.open_objects = !a.get_flag("closed-objects");
+    let mut input = Vec::new();
+    let read = match a.get_one::<String>("input") {
+        Some(path) if path != "-" => std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut input)),
+        _ => std::io::stdin().read_to_end(&mut input),
+    };
+    if let Err(e) = read {
+        return fail(2, &format!("cannot read input: {e}"));
+    }
+    let (output, report, unparsed) = if a.get_flag("schema") {
+        let mut v: serde_json::Value = match serde_json::from_slice(&input) {
+            Ok(v) => v,
+            Err(e) => return fail(2, &format!("input is not JSON: {e}")),
+        };
+        let out = schema::normalize(&mut v, profile, &opts, Context::Output, "schema");
+        let bytes = if out.changed { serde_json::to_vec(&v).unwrap_or(input.clone()) } else { input.clone() };
+        (bytes, out.report, vec![])
+    } else {
+        match api::rewrite_body(&input, format, profile, &opts) {
+            Ok(o) => (o.body.unwrap_or_else(|| input.clone()), o.report, o.unparsed),
+            Err(Skip::NotJson) => return fail(2, "input is not JSON"),
+            Err(Skip::UnknownShape) => {
+                return fail(2, "input is neither a tools/list result nor a known request body (use --schema for a bare schema)")
+            }
+        }
+    };
+    if let Some(path) = a.get_one::<String>("report") {
+        let text = report.to_json().to_string();
+        let res = if path == "-" { writeln!(std::io::stderr(), "{text}") } else { std::fs::write(path, text + "\n") };
+        if let Err(e) = res {
+            return fail(2, &format!("cannot write report: {e}"));
+        }
+    }
+    if a.get_flag("strict") {
+        if let Some(u) = unparsed.first() {
+            return fail(1, &format!("strict: tool {:?}: schema not usable: {}", u.tool, u.reason));
+        }
+        if let Some(r) = first_refusal(&report) {
+            return fail(1, &format!("strict: tool {:?} at {:?}: {}: {}", r.tool, if r.path.is_empty() { "/" } else { &r.path }, r.kind.name(), r.detail));
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if out.write_all(&output).and_then(|_| out.flush()).is_err() {
+        return fail(2, "cannot write output");
+    }
+    ExitCode::SUCCESS
+}
+
+fn first_refusal(r: &Report) -> Option<&schema::Record> {
+    r.first_lossy()
+}

@@ -1,0 +1,127 @@
+//! The one list of everything the engine can do to a schema.
+//!
+//! Each kind names its counter (the same name in the CLI report, in Envoy stats and in the README's table),
+//! says whether the change loses meaning (the schema accepts values it did not, or rejects values it
+//! accepted), and documents itself. Nothing else in the crate spells a counter name.
+
+macro_rules! kinds {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal, lossy = $lossy:literal; )*) => {
+        /// A transformation kind: one counter, one row of the README's table.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Kind { $( $(#[doc = $doc])* $variant, )* }
+
+        impl Kind {
+            /// Every kind, in documentation order.
+            pub const ALL: &'static [Kind] = &[ $( Kind::$variant, )* ];
+
+            /// The counter name (snake_case), used everywhere a kind is named.
+            pub const fn name(self) -> &'static str {
+                match self { $( Kind::$variant => $name, )* }
+            }
+
+            /// Whether the change alters which values the schema accepts.
+            pub const fn lossy(self) -> bool {
+                match self { $( Kind::$variant => $lossy, )* }
+            }
+
+            /// One paragraph for operators: what triggers it and what the output means.
+            pub fn doc(self) -> &'static str {
+                match self { $( Kind::$variant => concat!($($doc, " "),*).trim_ascii(), )* }
+            }
+
+            /// The kind with this counter name.
+            pub fn from_name(name: &str) -> Option<Kind> {
+                Kind::ALL.iter().copied().find(|k| k.name() == name)
+            }
+        }
+    };
+}
+
+kinds! {
+    /// A subtree was deeper than `max_depth` or the schema had more than `max_nodes` object nodes;
+    /// the offending subtrees were replaced by the loosest schema (any value).
+    BoundsExceeded = "bounds_exceeded", lossy = true;
+    /// A `$ref` to another document (URL or file) was replaced by "any value"; toolfit never fetches.
+    RefExternal = "ref_external", lossy = true;
+    /// A same-document `$ref` pointed at nothing and was replaced by "any value".
+    RefsUnresolved = "refs_unresolved", lossy = true;
+    /// A `$ref` that llama.cpp cannot resolve (`#`, an `$anchor`, escaped or array pointers, siblings
+    /// that constrain) was replaced by a copy of its target, merged with its siblings. Exact.
+    RefsInlined = "refs_inlined", lossy = false;
+    /// A `$ref` was pointed at a root `$defs` entry with a name every llama.cpp version resolves
+    /// (recursive targets, targets past the inlining budget). Exact.
+    RefsRetargeted = "refs_retargeted", lossy = false;
+    /// A `$ref` with constraining siblings could not be merged (recursive target): the siblings were
+    /// dropped.
+    RefSiblingsDropped = "ref_siblings_dropped", lossy = true;
+    /// `allOf` was merged into one schema (intersection). Exact.
+    AllofMerged = "allof_merged", lossy = false;
+    /// Keywords beside `anyOf`/`oneOf` (or a second union on the same node) were distributed into every
+    /// branch as an intersection, so llama.cpp no longer ignores them. Exact.
+    AnyofDistributed = "anyof_distributed", lossy = false;
+    /// `oneOf` became `anyOf`: llama.cpp cannot enforce "exactly one". Counted as lossy only when the
+    /// branches may overlap.
+    OneofAsAnyof = "oneof_as_anyof", lossy = true;
+    /// A union branch or optional property that no value can satisfy (`not: {}`, `false`, an empty
+    /// `enum`, contradictory types) was removed. Exact.
+    NeverDropped = "never_dropped", lossy = false;
+    /// A `not` that llama.cpp cannot express was removed: the schema now also accepts what it excluded.
+    NotDropped = "not_dropped", lossy = true;
+    /// A keyword llama.cpp ignores (`if`/`then`/`else`, `uniqueItems`, `contains`, `patternProperties`,
+    /// `propertyNames`, `dependent*`, `unevaluated*`, `min/maxProperties`, `multipleOf`, number bounds,
+    /// unsupported `format`, ...) was removed and, by default, described in `description`.
+    KeywordRemoved = "keyword_removed", lossy = true;
+    /// A keyword that has no effect on validation here (`$schema`/`$id`/`$comment` below the root,
+    /// `nullable: false`, a duplicate type) was removed. Exact.
+    KeywordNormalized = "keyword_normalized", lossy = false;
+    /// A schema without `type` got explicit types (llama.cpp infers one type from the keywords, or
+    /// rejects the schema on older versions), split per type where keywords apply to one type. Exact.
+    TypesExplicit = "types_explicit", lossy = false;
+    /// Draft-04/07 or OpenAPI 3.0 spelling (`items` arrays, `additionalItems`, boolean
+    /// `exclusiveMinimum`, `nullable: true`, upper-case types, `dependencies`) became 2020-12. Exact.
+    DialectNormalized = "dialect_normalized", lossy = false;
+    /// A boolean subschema became its object form (`true` is any value; `false` never matches). Exact.
+    BooleanSchema = "boolean_schema", lossy = false;
+    /// A regex was rewritten into the subset every llama.cpp compiles (`\d`, `\w`, `\s`, `(?:`, anchors,
+    /// escapes). Exact.
+    PatternRewritten = "pattern_rewritten", lossy = false;
+    /// A regex llama.cpp cannot express (look-around, back-references, Unicode classes, invalid syntax)
+    /// was removed, or it was kept while `minLength`/`maxLength`/`format` beside it cannot be.
+    PatternRemoved = "pattern_removed", lossy = true;
+    /// A repetition count (`minLength`, `maxLength`, `minItems`, `maxItems`, a regex `{n,m}`) past
+    /// llama.cpp's grammar limit was clamped.
+    RepetitionClamped = "repetition_clamped", lossy = true;
+    /// Integer bounds were rewritten into the form every llama.cpp reads the same way (whole numbers,
+    /// inclusive). Exact.
+    BoundsNormalized = "bounds_normalized", lossy = false;
+    /// Object properties not listed in `properties` were allowed (`additionalProperties: true`) where
+    /// JSON Schema allows them and llama.cpp would forbid them. Exact.
+    ObjectOpened = "object_opened", lossy = false;
+    /// A name listed in `required` but not in `properties` was declared (as any value): llama.cpp
+    /// enforces `required` only for declared properties. Exact.
+    RequiredDeclared = "required_declared", lossy = false;
+    /// An `enum`/`const` string value that older llama.cpp escapes wrongly was rewritten as an
+    /// anchored pattern. Exact.
+    EnumRewritten = "enum_rewritten", lossy = false;
+    /// A tool's parameters did not end with `type: object` at the root and were made to.
+    ToolRootFixed = "tool_root_fixed", lossy = false;
+    /// A whole schema could not be satisfied, or could not be parsed, and was replaced by the loosest
+    /// schema for its context.
+    SchemaReplaced = "schema_replaced", lossy = true;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_snake_case_and_documented() {
+        let mut seen = std::collections::HashSet::new();
+        for k in Kind::ALL {
+            assert!(seen.insert(k.name()), "duplicate counter name {}", k.name());
+            assert!(k.name().bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{}", k.name());
+            assert!(k.doc().len() > 20, "{} lacks documentation", k.name());
+            assert_eq!(Kind::from_name(k.name()), Some(*k));
+        }
+    }
+}

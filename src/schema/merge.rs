@@ -1,0 +1,294 @@
+//! Intersection of two schemas (what `allOf` means, and what a union's siblings mean for each branch).
+//!
+//! `intersect(a, b)` returns one schema that accepts exactly what both accept, or `Never` when nothing
+//! can satisfy both. Where two constraints cannot be combined into one keyword (two different
+//! patterns, say), `a`'s is kept and `b`'s is reported in `lost`, so the caller records a lossy change.
+//! Unions (`anyOf`/`oneOf`) and `$ref`s must be resolved by the caller first.
+
+use super::types::Types;
+use super::walk::is_annotation;
+use serde_json::{Map, Number, Value};
+
+pub enum Merged {
+    Schema(Map<String, Value>),
+    Never,
+}
+
+/// Whether a node is the "never" schema the boolean pass writes for `false` (`{"not": {}}`).
+pub fn is_never(node: &Map<String, Value>) -> bool {
+    let not_any = match node.get("not") {
+        Some(Value::Object(n)) => n.is_empty() || n.keys().all(|k| is_annotation(k)),
+        Some(Value::Bool(true)) => true,
+        _ => false,
+    };
+    not_any
+        || matches!(node.get("enum"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.get("type"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.get("anyOf"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.get("oneOf"), Some(Value::Array(a)) if a.is_empty())
+}
+
+pub fn never() -> Value {
+    let mut m = Map::new();
+    m.insert("not".into(), Value::Object(Map::new()));
+    Value::Object(m)
+}
+
+fn num(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn tighter(a: &Value, b: &Value, larger: bool) -> Value {
+    match (num(a), num(b)) {
+        (Some(x), Some(y)) => {
+            if (larger && y > x) || (!larger && y < x) {
+                b.clone()
+            } else {
+                a.clone()
+            }
+        }
+        (None, Some(_)) => b.clone(),
+        _ => a.clone(),
+    }
+}
+
+const LOWER: &[&str] = &["minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties", "minContains"];
+const UPPER: &[&str] = &["maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains"];
+
+/// Depth guard: intersecting nested properties recurses; past this depth the rest is kept from `a`.
+const MAX_MERGE_DEPTH: usize = 64;
+
+pub fn intersect(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(String, Value)>) -> Merged {
+    intersect_at(a, b, lost, 0)
+}
+
+fn as_obj(v: &Value) -> Option<Map<String, Value>> {
+    match v {
+        Value::Object(m) => Some(m.clone()),
+        Value::Bool(true) => Some(Map::new()),
+        Value::Bool(false) => match never() {
+            Value::Object(m) => Some(m),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Intersects two subschemas given as values; `None` result means "never".
+fn intersect_values(a: &Value, b: &Value, lost: &mut Vec<(String, Value)>, depth: usize) -> Option<Value> {
+    let (Some(x), Some(y)) = (as_obj(a), as_obj(b)) else { return Some(a.clone()) };
+    if is_never(&x) || is_never(&y) {
+        return None;
+    }
+    match intersect_at(&x, &y, lost, depth + 1) {
+        Merged::Schema(m) => Some(Value::Object(m)),
+        Merged::Never => None,
+    }
+}
+
+fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(String, Value)>, depth: usize) -> Merged {
+    if is_never(a) || is_never(b) {
+        return Merged::Never;
+    }
+    if depth > MAX_MERGE_DEPTH {
+        for (k, v) in b {
+            if !a.contains_key(k) && !is_annotation(k) {
+                lost.push((k.clone(), v.clone()));
+            }
+        }
+        return Merged::Schema(a.clone());
+    }
+    let mut out = a.clone();
+    for (k, vb) in b {
+        let Some(va) = a.get(k) else {
+            out.insert(k.clone(), vb.clone());
+            continue;
+        };
+        if va == vb {
+            continue;
+        }
+        let key = k.as_str();
+        match key {
+            "type" => {
+                let ta = Types::of(a).unwrap_or(Types::ALL);
+                let tb = Types::of(b).unwrap_or(Types::ALL);
+                let t = ta.inter(tb);
+                if t.is_empty() {
+                    return Merged::Never;
+                }
+                out.insert("type".into(), t.to_json());
+            }
+            "required" => {
+                let mut req: Vec<Value> = va.as_array().cloned().unwrap_or_default();
+                for r in vb.as_array().into_iter().flatten() {
+                    if !req.contains(r) {
+                        req.push(r.clone());
+                    }
+                }
+                out.insert(k.clone(), Value::Array(req));
+            }
+            "enum" => {
+                let (Some(ea), Some(eb)) = (va.as_array(), vb.as_array()) else { continue };
+                let both: Vec<Value> = ea.iter().filter(|v| eb.contains(v)).cloned().collect();
+                if both.is_empty() {
+                    return Merged::Never;
+                }
+                out.insert(k.clone(), Value::Array(both));
+            }
+            "const" => return Merged::Never, // two different constants
+            "properties" => {
+                let (Some(pa), Some(pb)) = (va.as_object(), vb.as_object()) else { continue };
+                let mut props = pa.clone();
+                for (name, sb) in pb {
+                    match pa.get(name) {
+                        Some(sa) => match intersect_values(sa, sb, lost, depth) {
+                            Some(s) => {
+                                props.insert(name.clone(), s);
+                            }
+                            None => {
+                                props.insert(name.clone(), never());
+                            }
+                        },
+                        None => {
+                            props.insert(name.clone(), sb.clone());
+                        }
+                    }
+                }
+                out.insert(k.clone(), Value::Object(props));
+            }
+            "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems"
+            | "unevaluatedProperties" => match intersect_values(va, vb, lost, depth) {
+                Some(s) => {
+                    out.insert(k.clone(), s);
+                }
+                None => {
+                    if key == "items" {
+                        out.remove("items");
+                        out.insert("maxItems".into(), Value::Number(Number::from(0)));
+                    } else {
+                        out.insert(k.clone(), Value::Bool(false));
+                    }
+                }
+            },
+            "prefixItems" => {
+                let (Some(xa), Some(xb)) = (va.as_array(), vb.as_array()) else { continue };
+                let n = xa.len().max(xb.len());
+                let mut items = Vec::with_capacity(n);
+                for i in 0..n {
+                    match (xa.get(i), xb.get(i)) {
+                        (Some(x), Some(y)) => items.push(intersect_values(x, y, lost, depth).unwrap_or_else(never)),
+                        (Some(x), None) | (None, Some(x)) => items.push(x.clone()),
+                        (None, None) => {}
+                    }
+                }
+                out.insert(k.clone(), Value::Array(items));
+            }
+            "uniqueItems" => {
+                out.insert(k.clone(), Value::Bool(va == &Value::Bool(true) || vb == &Value::Bool(true)));
+            }
+            "allOf" => {
+                let mut all = va.as_array().cloned().unwrap_or_default();
+                all.extend(vb.as_array().cloned().unwrap_or_default());
+                out.insert(k.clone(), Value::Array(all));
+            }
+            _ if LOWER.contains(&key) => {
+                out.insert(k.clone(), tighter(va, vb, true));
+            }
+            _ if UPPER.contains(&key) => {
+                out.insert(k.clone(), tighter(va, vb, false));
+            }
+            _ if is_annotation(key) => {
+                // the more specific side (b: a branch, or a later allOf member) describes the value
+                out.insert(k.clone(), vb.clone());
+            }
+            _ => lost.push((k.clone(), vb.clone())),
+        }
+    }
+    // A property that one side declares and the other leaves to additionalProperties must satisfy both.
+    for (x, y) in [(a, b), (b, a)] {
+        let (Some(px), Some(ap)) = (x.get("properties").and_then(Value::as_object), y.get("additionalProperties")) else {
+            continue;
+        };
+        let py = y.get("properties").and_then(Value::as_object);
+        for (name, sx) in px {
+            if py.is_some_and(|p| p.contains_key(name)) {
+                continue;
+            }
+            let merged = intersect_values(sx, ap, lost, depth).unwrap_or_else(never);
+            if let Some(Value::Object(props)) = out.get_mut("properties") {
+                props.insert(name.clone(), merged);
+            }
+        }
+    }
+    // A merged const or enum must also be of the merged type.
+    if let Some(t) = Types::of(&out) {
+        if let Some(c) = out.get("const") {
+            if !t.contains(Types::of_value(c)) && !(t.contains(Types::INTEGER) && Types::of_value(c) == Types::INTEGER) {
+                return Merged::Never;
+            }
+        }
+        if let Some(Value::Array(e)) = out.get("enum") {
+            let kept: Vec<Value> = e.iter().filter(|v| t.contains(Types::of_value(v))).cloned().collect();
+            if kept.is_empty() {
+                return Merged::Never;
+            }
+            out.insert("enum".into(), Value::Array(kept));
+        }
+    }
+    Merged::Schema(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn m(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn property_constraints_from_both_sides_are_kept() {
+        let mut lost = vec![];
+        let a = m(json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}));
+        let b = m(json!({"properties":{"a":{"maxLength":3},"b":{"type":"integer"}},"required":["b"]}));
+        let Merged::Schema(r) = intersect(&a, &b, &mut lost) else { panic!("never") };
+        assert_eq!(
+            Value::Object(r),
+            json!({"type":"object","properties":{"a":{"type":"string","maxLength":3},"b":{"type":"integer"}},"required":["a","b"]})
+        );
+        assert!(lost.is_empty());
+    }
+
+    #[test]
+    fn contradictions_are_never() {
+        let mut lost = vec![];
+        assert!(matches!(intersect(&m(json!({"type":"string"})), &m(json!({"type":"integer"})), &mut lost), Merged::Never));
+        assert!(matches!(intersect(&m(json!({"enum":[1,2]})), &m(json!({"enum":[3]})), &mut lost), Merged::Never));
+        assert!(matches!(intersect(&m(json!({"type":"string"})), &m(json!({"const":1})), &mut lost), Merged::Never));
+    }
+
+    #[test]
+    fn integer_inside_number_and_bounds_tighten() {
+        let mut lost = vec![];
+        let Merged::Schema(r) = intersect(&m(json!({"type":"number","minimum":1,"maximum":9})), &m(json!({"type":"integer","minimum":3})), &mut lost) else { panic!() };
+        assert_eq!(Value::Object(r), json!({"type":"integer","minimum":3,"maximum":9}));
+    }
+
+    #[test]
+    fn two_patterns_keep_one_and_report_the_other() {
+        let mut lost = vec![];
+        let Merged::Schema(r) = intersect(&m(json!({"pattern":"^a"})), &m(json!({"pattern":"b$"})), &mut lost) else { panic!() };
+        assert_eq!(r.get("pattern"), Some(&json!("^a")));
+        assert_eq!(lost, vec![("pattern".to_string(), json!("b$"))]);
+    }
+
+    #[test]
+    fn closed_object_forbids_the_others_properties() {
+        let mut lost = vec![];
+        let a = m(json!({"properties":{"a":{}},"additionalProperties":false}));
+        let b = m(json!({"properties":{"b":{}}}));
+        let Merged::Schema(r) = intersect(&a, &b, &mut lost) else { panic!() };
+        assert_eq!(r["properties"]["b"], never());
+    }
+}

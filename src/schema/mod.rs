@@ -1,0 +1,142 @@
+//! The schema engine: a profile's passes, run in order over one schema.
+//!
+//! Host-agnostic: no proxy-wasm here. The filter and the CLI both call [`normalize`].
+
+pub mod kind;
+pub mod merge;
+pub mod passes;
+pub mod pattern;
+pub mod profile;
+pub mod report;
+pub mod types;
+pub mod walk;
+
+pub use kind::Kind;
+pub use profile::Profile;
+pub use report::{Record, Report};
+
+use serde_json::{Map, Value};
+
+/// Where a schema sits: a tool's parameters must stay an object; a structured output may be anything.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Context {
+    Tool,
+    Output,
+}
+
+/// Bounds on the work one schema may cause (MCP SEP-2106 defaults for depth and nodes).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limits {
+    /// Deepest nesting of JSON containers kept (arrays count; schema maps such as `properties` do not).
+    pub max_depth: usize,
+    /// Most object nodes kept, outside data keywords.
+    pub max_nodes: usize,
+    /// Most object nodes that inlining `$ref` targets may add to one schema.
+    pub inline_budget: usize,
+    /// Most branches a union distribution or `allOf` merge may produce for one node.
+    pub max_branches: usize,
+    /// Largest repetition count (`maxLength`, `maxItems`, regex `{n}`) emitted.
+    pub max_repetition: u64,
+    /// Most declared properties an object may have and still be opened (`open_objects`): llama.cpp's
+    /// grammar for "any other key" grows with them and fails to parse past about 150.
+    pub max_open_properties: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_depth: 64, max_nodes: 10_000, inline_budget: 5_000, max_branches: 64, max_repetition: 1_000, max_open_properties: 64 }
+    }
+}
+
+/// Engine options, set per profile and overridable per filter route.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    pub limits: Limits,
+    /// Write each removed constraint into the node's `description`, so the model still reads it.
+    pub promote_to_description: bool,
+    /// Keep objects open where JSON Schema does (no `additionalProperties`): llama.cpp would close them.
+    pub open_objects: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options { limits: Limits::default(), promote_to_description: true, open_objects: true }
+    }
+}
+
+/// The state one pass sees: where it is, and where its records go.
+pub struct Cx<'a> {
+    pub tool: &'a str,
+    pub context: Context,
+    pub opts: &'a Options,
+    pub report: Report,
+}
+
+impl<'a> Cx<'a> {
+    pub fn new(tool: &'a str, context: Context, opts: &'a Options) -> Self {
+        Cx { tool, context, opts, report: Report::default() }
+    }
+
+    pub fn record(&mut self, path: &str, kind: Kind, detail: impl Into<String>) {
+        self.report.push(Record { tool: self.tool.to_string(), path: path.to_string(), kind, detail: detail.into() });
+    }
+
+    /// Records the removal of constraints from `node` and, when configured, says them in its description.
+    pub fn removed(&mut self, node: &mut Map<String, Value>, path: &str, kind: Kind, removed: &[(String, Value)]) {
+        if removed.is_empty() {
+            return;
+        }
+        let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", compact(v, 120))).collect();
+        let text = text.join("; ");
+        self.record(path, kind, format!("removed {text}"));
+        if self.opts.promote_to_description {
+            promote(node, &text);
+        }
+    }
+}
+
+/// Appends a sentence naming constraints the grammar does not enforce to a node's description.
+pub fn promote(node: &mut Map<String, Value>, text: &str) {
+    let sentence = format!("(Also required, not enforced: {text}.)");
+    match node.get_mut("description") {
+        Some(Value::String(d)) if !d.contains(&sentence) => {
+            if !d.is_empty() {
+                d.push(' ');
+            }
+            d.push_str(&sentence);
+        }
+        Some(Value::String(_)) => {}
+        _ => {
+            node.insert("description".into(), Value::String(sentence));
+        }
+    }
+}
+
+/// A JSON value as short text for logs and descriptions.
+pub fn compact(v: &Value, max: usize) -> String {
+    let s = v.to_string();
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", s.get(..end).unwrap_or(""))
+}
+
+/// The result of normalizing one schema.
+pub struct Outcome {
+    /// Whether the schema changed at all. When false, callers keep the original bytes.
+    pub changed: bool,
+    pub report: Report,
+}
+
+/// Rewrites `schema` in place with the profile's passes. Never panics on any input.
+pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
+    let mut cx = Cx::new(tool, context, opts);
+    for pass in profile.passes {
+        (pass.run)(schema, &mut cx);
+    }
+    Outcome { changed: !cx.report.is_empty(), report: cx.report }
+}

@@ -1,0 +1,124 @@
+//! `allOf` merged into one schema. llama.cpp merges only object `properties` (and older versions make
+//! every such property required); any other member (a string's bounds, a ref to a string) becomes a
+//! grammar for `{}`. Unions inside `allOf` become one `anyOf` of the combinations.
+
+use super::unions::cross;
+use crate::schema::merge::{intersect, never, Merged};
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let defs = root_defs(root);
+    let max_branches = cx.opts.limits.max_branches;
+    let mut recs: Vec<(String, Kind, String, Vec<(String, Value)>)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        let Some(Value::Array(members)) = node.remove("allOf") else { return };
+        let mut base = std::mem::take(node);
+        let mut lost = Vec::new();
+        let mut unions: Vec<Vec<Value>> = Vec::new();
+        for key in ["anyOf", "oneOf"] {
+            if let Some(Value::Array(u)) = base.remove(key) {
+                unions.push(u);
+            }
+        }
+        let mut is_never = false;
+        for m in flatten(members, &defs, 0) {
+            let Value::Object(mut m) = m else { continue };
+            for key in ["anyOf", "oneOf"] {
+                if let Some(Value::Array(u)) = m.remove(key) {
+                    unions.push(u);
+                }
+            }
+            match intersect(&base, &m, &mut lost) {
+                Merged::Schema(s) => base = s,
+                Merged::Never => is_never = true,
+            }
+        }
+        if is_never {
+            *node = obj(never());
+            recs.push((path.to_string(), Kind::AllofMerged, "allOf members contradict: no value matches".into(), vec![]));
+            return;
+        }
+        match unions.len() {
+            0 => {}
+            1 => {
+                base.insert("anyOf".into(), Value::Array(unions.pop().unwrap_or_default()));
+            }
+            _ => {
+                let (branches, dropped) = cross(&unions, max_branches, &mut lost);
+                if dropped {
+                    lost.push(("anyOf".into(), Value::String(format!("{} combined unions over {max_branches} branches", unions.len()))));
+                }
+                base.insert("anyOf".into(), Value::Array(branches));
+            }
+        }
+        *node = base;
+        recs.push((path.to_string(), Kind::AllofMerged, "allOf merged into one schema".into(), lost));
+    });
+    for (path, kind, detail, lost) in recs {
+        cx.record(&path, kind, detail);
+        if !lost.is_empty() {
+            let text: Vec<String> = lost.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
+            cx.record(&path, Kind::KeywordRemoved, format!("could not combine {}", text.join("; ")));
+        }
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// Root definitions, for members that are refs (the refs pass left only `#/$defs/X` and
+/// `#/definitions/X`; one level is copied in, its own refs stay refs).
+pub(crate) fn root_defs(root: &Value) -> Value {
+    let mut m = Map::new();
+    for k in ["$defs", "definitions"] {
+        if let Some(d) = root.get(k) {
+            m.insert(k.to_string(), d.clone());
+        }
+    }
+    Value::Object(m)
+}
+
+pub(crate) fn deref(m: Value, defs: &Value) -> Value {
+    if let Value::Object(o) = &m {
+        if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+            if let Some(t) = r.strip_prefix('#').and_then(|p| defs.pointer(p)) {
+                let mut t = obj(t.clone());
+                for (k, v) in o {
+                    if k != "$ref" {
+                        t.insert(k.clone(), v.clone());
+                    }
+                }
+                return Value::Object(t);
+            }
+        }
+    }
+    m
+}
+
+/// Members with nested `allOf`s spliced in and ref members replaced by their definitions.
+fn flatten(members: Vec<Value>, defs: &Value, depth: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    for m in members {
+        let m = deref(m, defs);
+        match m {
+            Value::Object(mut o) if depth < 16 && o.contains_key("allOf") => {
+                let inner = match o.remove("allOf") {
+                    Some(Value::Array(a)) => a,
+                    _ => vec![],
+                };
+                out.push(Value::Object(o));
+                out.extend(flatten(inner, defs, depth + 1));
+            }
+            Value::Bool(true) => {}
+            Value::Bool(false) => out.push(never()),
+            other => out.push(other),
+        }
+    }
+    out
+}

@@ -1,0 +1,38 @@
+//! Boolean subschemas, which llama.cpp rejects ("schema must be an object"), become objects:
+//! `true` is `{}` (any value), `false` is `{"not": {}}` (never), which later passes resolve.
+
+use crate::schema::merge::never;
+use crate::schema::walk::children_mut;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let mut path = String::new();
+    visit(root, &mut path, cx, 0);
+}
+
+fn visit(v: &mut Value, path: &mut String, cx: &mut Cx, depth: usize) {
+    match v {
+        Value::Bool(b) => {
+            let b = *b;
+            *v = if b { Value::Object(Map::new()) } else { never() };
+            cx.record(path, Kind::BooleanSchema, if b { "true became {}" } else { "false became {\"not\":{}}" });
+        }
+        Value::Object(node) if depth < crate::schema::walk::HARD_DEPTH => {
+            let base = path.len();
+            children_mut(node, |seg, child| {
+                // `additionalProperties`/`items` booleans are understood by llama.cpp where they are
+                // keywords with their own meaning; only their `false` forms need care, done elsewhere.
+                let keep = matches!(seg, "/additionalProperties" | "/unevaluatedProperties" | "/unevaluatedItems")
+                    || (seg == "/items" && child.is_boolean());
+                if keep {
+                    return;
+                }
+                path.push_str(seg);
+                visit(child, path, cx, depth + 1);
+                path.truncate(base);
+            });
+        }
+        _ => {}
+    }
+}

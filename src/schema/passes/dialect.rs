@@ -1,0 +1,184 @@
+//! Older dialects into 2020-12: draft-04/07 `items` arrays and `additionalItems`, boolean
+//! `exclusiveMinimum`/`exclusiveMaximum`, `dependencies`, OpenAPI 3.0 `nullable`, upper-case or unknown
+//! type names, boolean `items`, and `$schema`/`$id` below the root.
+
+use crate::schema::types::Types;
+use crate::schema::walk::pre_order;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let mut recs: Vec<(String, Kind, String, Vec<(String, Value)>)> = Vec::new();
+    pre_order(root, "", &mut |node, path| {
+        let mut changes: Vec<String> = Vec::new();
+        let mut lossy: Vec<(String, Value)> = Vec::new();
+        let mut normalized: Vec<String> = Vec::new();
+        fix_type(node, &mut changes, &mut lossy);
+        if let Some(Value::Array(items)) = node.get("items").cloned() {
+            node.remove("items");
+            let extra = node.remove("additionalItems");
+            let mut rebuilt = Map::new();
+            for (k, v) in std::mem::take(node) {
+                if k == "prefixItems" {
+                    continue;
+                }
+                rebuilt.insert(k, v);
+            }
+            rebuilt.insert("prefixItems".into(), Value::Array(items));
+            if let Some(x) = extra {
+                rebuilt.insert("items".into(), x);
+            }
+            *node = rebuilt;
+            changes.push("array items became prefixItems".into());
+        } else if node.contains_key("additionalItems") {
+            node.remove("additionalItems");
+            normalized.push("additionalItems without an items array has no effect".into());
+        }
+        match node.get("items") {
+            Some(Value::Bool(true)) => {
+                node.remove("items");
+                changes.push("items: true removed".into());
+            }
+            Some(Value::Bool(false)) => {
+                node.remove("items");
+                let n = node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
+                let cap = node.get("maxItems").and_then(Value::as_u64).map_or(n as u64, |m| m.min(n as u64));
+                node.insert("maxItems".into(), Value::from(cap));
+                changes.push("items: false became maxItems".into());
+            }
+            _ => {}
+        }
+        for (ex, inc) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+            if let Some(Value::Bool(b)) = node.get(ex).cloned() {
+                node.remove(ex);
+                if b {
+                    if let Some(v) = node.remove(inc) {
+                        node.insert(ex.into(), v);
+                    }
+                }
+                changes.push(format!("boolean {ex} became 2020-12"));
+            }
+        }
+        if let Some(Value::Object(deps)) = node.get("dependencies").cloned() {
+            node.remove("dependencies");
+            let mut req = Map::new();
+            let mut sch = Map::new();
+            for (k, v) in deps {
+                if v.is_array() {
+                    req.insert(k, v);
+                } else {
+                    sch.insert(k, v);
+                }
+            }
+            if !req.is_empty() {
+                node.insert("dependentRequired".into(), Value::Object(req));
+            }
+            if !sch.is_empty() {
+                node.insert("dependentSchemas".into(), Value::Object(sch));
+            }
+            changes.push("dependencies split into dependentRequired/dependentSchemas".into());
+        }
+        match node.get("nullable") {
+            Some(Value::Bool(true)) => {
+                node.remove("nullable");
+                if let Some(t) = Types::of(node) {
+                    if !t.contains(Types::NULL) {
+                        node.insert("type".into(), t.union(Types::NULL).to_json());
+                    }
+                }
+                if let Some(Value::Array(e)) = node.get_mut("enum") {
+                    if !e.contains(&Value::Null) {
+                        e.push(Value::Null);
+                    }
+                }
+                changes.push("nullable: true became a null type".into());
+            }
+            Some(Value::Bool(false)) => {
+                node.remove("nullable");
+                normalized.push("nullable: false has no effect".into());
+            }
+            _ => {}
+        }
+        if !path.is_empty() {
+            for k in ["$schema", "$id"] {
+                if let Some(v) = node.get(k) {
+                    // a `$id` naming a plain-name fragment is an anchor: the refs pass already used it
+                    if k == "$id" && !v.as_str().is_some_and(|s| s.starts_with('#')) {
+                        continue;
+                    }
+                    node.remove(k);
+                    normalized.push(format!("{k} below the root removed"));
+                }
+            }
+        }
+        if !changes.is_empty() {
+            recs.push((path.to_string(), Kind::DialectNormalized, changes.join("; "), vec![]));
+        }
+        if !normalized.is_empty() {
+            recs.push((path.to_string(), Kind::KeywordNormalized, normalized.join("; "), vec![]));
+        }
+        if !lossy.is_empty() {
+            let text: Vec<String> = lossy.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {}", text.join("; ")), lossy));
+        }
+    });
+    for (path, kind, detail, _) in recs {
+        cx.record(&path, kind, detail);
+    }
+}
+
+/// `type` into lower-case known names; "any" means no type; anything unusable is dropped (lossy).
+fn fix_type(node: &mut Map<String, Value>, changes: &mut Vec<String>, lossy: &mut Vec<(String, Value)>) {
+    let Some(t) = node.get("type").cloned() else { return };
+    let norm = |s: &str| -> Option<Option<String>> {
+        let l = s.to_ascii_lowercase();
+        if l == "any" {
+            return Some(None);
+        }
+        Types::from_name(&l).map(|_| Some(l))
+    };
+    match &t {
+        Value::String(s) => match norm(s) {
+            Some(Some(l)) if &l == s => {}
+            Some(Some(l)) => {
+                node.insert("type".into(), Value::String(l));
+                changes.push(format!("type {s} spelled in lower case"));
+            }
+            Some(None) => {
+                node.remove("type");
+                changes.push("type any means no type".into());
+            }
+            None => {
+                node.remove("type");
+                lossy.push(("type".into(), t.clone()));
+            }
+        },
+        Value::Array(a) => {
+            let mut out: Vec<Value> = Vec::new();
+            let mut any = false;
+            for v in a {
+                match v.as_str().and_then(norm) {
+                    Some(Some(l)) => {
+                        let l = Value::String(l);
+                        if !out.contains(&l) {
+                            out.push(l);
+                        }
+                    }
+                    Some(None) => any = true,
+                    None => lossy.push(("type".into(), v.clone())),
+                }
+            }
+            if any || out.is_empty() && !a.is_empty() {
+                node.remove("type");
+                changes.push("type list without usable names means no type".into());
+            } else if &out != a {
+                node.insert("type".into(), Value::Array(out));
+                changes.push("type list normalised".into());
+            }
+        }
+        _ => {
+            node.remove("type");
+            lossy.push(("type".into(), t.clone()));
+        }
+    }
+}

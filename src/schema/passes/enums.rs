@@ -1,0 +1,110 @@
+//! `enum` and `const`. Values of a type the node does not allow are dropped (they never validated);
+//! `const` beside `enum` wins in llama.cpp, so the two are intersected. Strings with `"`, `\` or control
+//! characters are escaped wrongly by llama.cpp before 2026 and fail its grammar parser: such a value is
+//! written as an anchored pattern over its JSON spelling, which every version compiles exactly.
+
+use super::primary_type;
+use crate::schema::merge::never;
+use crate::schema::types::Types;
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+fn needs_pattern(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.chars().any(|c| c == '"' || c == '\\' || (c as u32) < 0x20))
+}
+
+/// `^...$` matching exactly the JSON text of the string (without its quotes).
+pub fn literal_pattern(s: &str) -> String {
+    let json = Value::String(s.to_string()).to_string();
+    let inner = json.get(1..json.len().saturating_sub(1)).unwrap_or("");
+    let mut out = String::from("^");
+    for c in inner.chars() {
+        if "^$.[]()|{}*+?\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('$');
+    out
+}
+
+fn string_branch(s: &str) -> Value {
+    let mut m = Map::new();
+    m.insert("type".into(), Value::String("string".into()));
+    m.insert("pattern".into(), Value::String(literal_pattern(s)));
+    Value::Object(m)
+}
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        if let (Some(c), Some(Value::Array(e))) = (node.get("const").cloned(), node.get("enum").cloned()) {
+            node.remove("enum");
+            if !e.contains(&c) {
+                *node = obj(never());
+                recs.push((path.to_string(), Kind::NeverDropped, "const is not among the enum values".into()));
+                return;
+            }
+            recs.push((path.to_string(), Kind::KeywordNormalized, "enum beside const removed".into()));
+        }
+        let t = primary_type(node).map(|t| t.union(Types::of(node).unwrap_or(Types::NONE).inter(Types::NULL)));
+        if let (Some(t), Some(Value::Array(e))) = (t, node.get("enum")) {
+            let fits = |v: &Value| {
+                let vt = Types::of_value(v);
+                t.contains(vt) || (vt == Types::INTEGER && t.contains(Types::FRACTION))
+            };
+            if e.iter().any(|v| !fits(v)) {
+                let kept: Vec<Value> = e.iter().filter(|v| fits(v)).cloned().collect();
+                let n = e.len() - kept.len();
+                node.insert("enum".into(), Value::Array(kept));
+                recs.push((path.to_string(), Kind::KeywordNormalized, format!("{n} enum value(s) of another type dropped")));
+            }
+        }
+        if let (Some(t), Some(c)) = (t, node.get("const")) {
+            if !t.contains(Types::of_value(c)) && !(Types::of_value(c) == Types::INTEGER && t.contains(Types::FRACTION)) {
+                *node = obj(never());
+                recs.push((path.to_string(), Kind::NeverDropped, "const is not of the node's type".into()));
+                return;
+            }
+        }
+        if node.get("const").is_some_and(needs_pattern) {
+            let s = node.remove("const").and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+            node.remove("type");
+            if let Value::Object(b) = string_branch(&s) {
+                for (k, v) in b {
+                    node.insert(k, v);
+                }
+            }
+            recs.push((path.to_string(), Kind::EnumRewritten, "const string with escapes written as a pattern".into()));
+        }
+        if let Some(Value::Array(e)) = node.get("enum") {
+            if e.iter().any(needs_pattern) {
+                let plain: Vec<Value> = e.iter().filter(|v| !needs_pattern(v)).cloned().collect();
+                let mut branches: Vec<Value> = Vec::new();
+                if !plain.is_empty() {
+                    let mut m = Map::new();
+                    m.insert("enum".into(), Value::Array(plain));
+                    branches.push(Value::Object(m));
+                }
+                for v in e.iter().filter(|v| needs_pattern(v)) {
+                    branches.push(string_branch(v.as_str().unwrap_or("")));
+                }
+                node.remove("enum");
+                node.remove("type");
+                node.insert("anyOf".into(), Value::Array(branches));
+                recs.push((path.to_string(), Kind::EnumRewritten, "enum strings with escapes written as patterns".into()));
+            }
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}

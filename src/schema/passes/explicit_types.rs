@@ -1,0 +1,88 @@
+//! Explicit types. JSON Schema keywords apply to one type each and let every other type through;
+//! llama.cpp instead infers one type from them (`{"minLength": 2}` means only strings) and older
+//! versions reject a schema with no type at all, or read `{}` as "an object". So a schema without
+//! `type` gets one: all types when nothing constrains, else one branch per constrained type plus one for
+//! the rest.
+
+use crate::schema::merge::is_never;
+use crate::schema::types::{keyword_type, Types};
+use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+const ORDER: [Types; 5] = [Types::OBJECT, Types::ARRAY, Types::STRING, Types::NUMBER, Types::BOOLEAN];
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let mut recs: Vec<(String, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        if ["$ref", "anyOf", "oneOf", "allOf", "const", "enum"].iter().any(|k| node.contains_key(*k)) || is_never(node) {
+            return;
+        }
+        let declared = Types::of(node);
+        let allowed = declared.unwrap_or(Types::ALL);
+        let mut constrained = Types::NONE;
+        for k in node.keys() {
+            if let Some(t) = keyword_type(k) {
+                constrained = constrained.union(t.inter(allowed));
+            }
+        }
+        let groups: Vec<Types> = ORDER.iter().copied().filter(|g| !constrained.inter(*g).is_empty()).collect();
+        match declared {
+            None if groups.is_empty() => {
+                node.insert("type".into(), Types::ALL.to_json());
+                recs.push((path.to_string(), "no type: every type allowed explicitly".into()));
+                return;
+            }
+            None => {}
+            // a type list: llama.cpp copies the keywords into each listed type, each reads its own
+            Some(_) => return,
+        }
+        // split: one branch per constrained type with its keywords, one branch for the other types
+        let mut annotations = Map::new();
+        let mut rest = Map::new();
+        for (k, v) in std::mem::take(node) {
+            if k == "type" {
+                continue;
+            }
+            if is_annotation(&k) {
+                annotations.insert(k, v);
+            } else {
+                rest.insert(k, v);
+            }
+        }
+        let mut branches = Vec::new();
+        let mut covered = Types::NONE;
+        for g in &groups {
+            let t = allowed.inter(*g);
+            let mut b = Map::new();
+            b.insert("type".into(), t.to_json());
+            for (k, v) in &rest {
+                if keyword_type(k).is_some_and(|kt| !kt.inter(*g).is_empty()) {
+                    b.insert(k.clone(), v.clone());
+                }
+            }
+            covered = covered.union(t);
+            branches.push(Value::Object(b));
+        }
+        let others = allowed.minus(covered);
+        if !others.is_empty() {
+            let mut b = Map::new();
+            b.insert("type".into(), others.to_json());
+            branches.push(Value::Object(b));
+        }
+        *node = annotations;
+        if branches.len() == 1 {
+            if let Some(Value::Object(b)) = branches.pop() {
+                for (k, v) in b {
+                    node.insert(k, v);
+                }
+            }
+        } else {
+            node.insert("anyOf".into(), Value::Array(branches));
+        }
+        recs.push((path.to_string(), "keywords that apply to one type each: one branch per type".into()));
+    });
+    for (p, d) in recs {
+        cx.record(&p, Kind::TypesExplicit, d);
+    }
+}

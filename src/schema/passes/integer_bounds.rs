@@ -1,0 +1,85 @@
+//! Numeric bounds. llama.cpp enforces them for integers only, and reads them differently across
+//! versions (older ones truncate fractional bounds and overflow past 32 bits; the current one ignores
+//! `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive, 32-bit `minimum`/
+//! `maximum`; bounds on non-integer numbers, which no version enforces, are removed visibly.
+
+use super::primary_type;
+use crate::schema::merge::never;
+use crate::schema::types::Types;
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+const KEYS: [&str; 4] = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"];
+const LIMIT: f64 = 2_147_483_647.0;
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let promote_on = cx.opts.promote_to_description;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        if !KEYS.iter().any(|k| node.contains_key(*k)) {
+            return;
+        }
+        let t = primary_type(node);
+        let mut removed: Vec<(String, Value)> = Vec::new();
+        if t.is_some_and(|t| t.contains(Types::FRACTION)) || t.is_none() {
+            for k in KEYS {
+                if let Some(v) = node.remove(k) {
+                    removed.push((k.to_string(), v));
+                }
+            }
+        } else if t.is_some_and(|t| t.contains(Types::INTEGER)) {
+            for k in KEYS {
+                if node.get(k).is_some_and(|v| v.as_f64().is_none()) {
+                    if let Some(v) = node.remove(k) {
+                        removed.push((k.to_string(), v));
+                    }
+                }
+            }
+            let f = |k: &str| node.get(k).and_then(Value::as_f64);
+            let lo = [f("minimum").map(f64::ceil), f("exclusiveMinimum").map(|x| x.floor() + 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+            let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
+            if let (Some(l), Some(h)) = (lo, hi) {
+                if l > h {
+                    *node = match never() {
+                        Value::Object(m) => m,
+                        _ => Map::new(),
+                    };
+                    recs.push((path.to_string(), Kind::NeverDropped, format!("no integer lies between {l} and {h}")));
+                    return;
+                }
+            }
+            let in_range = |x: Option<f64>| x.is_none_or(|x| x.abs() <= LIMIT);
+            let whole = KEYS.iter().all(|k| node.get(*k).is_none_or(|v| v.is_i64() || v.is_u64()));
+            let doubled = (node.contains_key("minimum") && node.contains_key("exclusiveMinimum"))
+                || (node.contains_key("maximum") && node.contains_key("exclusiveMaximum"));
+            if whole && !doubled && in_range(lo) && in_range(hi) {
+                return;
+            }
+            for k in KEYS {
+                node.remove(k);
+            }
+            for (k, x) in [("minimum", lo), ("maximum", hi)] {
+                match x {
+                    Some(x) if x.abs() <= LIMIT => {
+                        node.insert(k.into(), Value::from(x as i64));
+                    }
+                    Some(x) => removed.push((k.to_string(), Value::from(x))),
+                    None => {}
+                }
+            }
+            recs.push((path.to_string(), Kind::BoundsNormalized, "integer bounds made whole and inclusive".into()));
+        }
+        if !removed.is_empty() {
+            let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let text = text.join("; ");
+            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text}: not enforced for this type")));
+            if promote_on {
+                crate::schema::promote(node, &text);
+            }
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}

@@ -1,0 +1,31 @@
+//! One file per transformation. A pass rewrites the schema in place and records every change it makes.
+
+pub mod all_of;
+pub mod boolean_schemas;
+pub mod bounds;
+pub mod dialect;
+pub mod enums;
+pub mod explicit_types;
+pub mod integer_bounds;
+pub mod never;
+pub mod open_objects;
+pub mod patterns;
+pub mod refs;
+pub mod repetition;
+pub mod tool_root;
+pub mod unions;
+pub mod unsupported;
+
+use super::Cx;
+use serde_json::Value;
+
+/// A named step of a profile.
+pub struct Pass {
+    pub name: &'static str,
+    pub run: fn(&mut Value, &mut Cx),
+}
+
+/// The types a node's `type` keyword allows, without `null`; `None` when untyped.
+pub(crate) fn primary_type(node: &serde_json::Map<String, Value>) -> Option<super::types::Types> {
+    super::types::Types::of(node).map(|t| t.minus(super::types::Types::NULL))
+}

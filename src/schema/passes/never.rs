@@ -1,0 +1,79 @@
+//! Schemas no value can satisfy (`not: {}` from zod's `never`, `false`, an empty `enum`, contradictory
+//! merges), which llama.cpp cannot express: dropped from unions, removed from `properties` when
+//! optional, and propagated to the parent when required. `items` that can never match means an empty
+//! array; `additionalProperties` that can never match means `false`.
+
+use crate::schema::merge::{is_never, never};
+use crate::schema::walk::post_order;
+use crate::schema::{Context, Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        for key in ["anyOf", "oneOf"] {
+            let Some(Value::Array(bs)) = node.get_mut(key) else { continue };
+            let before = bs.len();
+            bs.retain(|b| !b.as_object().is_some_and(is_never));
+            let n = before - bs.len();
+            if n > 0 {
+                recs.push((path.to_string(), Kind::NeverDropped, format!("{n} {key} branch(es) can never match")));
+                if bs.is_empty() {
+                    *node = obj(never());
+                    return;
+                }
+            }
+        }
+        let closed = node.get("additionalProperties") == Some(&Value::Bool(false));
+        let required: Vec<String> = node.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+        let mut dead_required = None;
+        if let Some(Value::Object(props)) = node.get_mut("properties") {
+            let dead: Vec<String> = props.iter().filter(|(_, v)| v.as_object().is_some_and(is_never)).map(|(k, _)| k.clone()).collect();
+            for name in dead {
+                if required.contains(&name) {
+                    dead_required = Some(name);
+                    break;
+                }
+                props.remove(&name);
+                let kind = if closed { Kind::NeverDropped } else { Kind::NotDropped };
+                let why = if closed { "can never be present; removed" } else { "can never be present; removed, and an open object cannot forbid it" };
+                recs.push((format!("{path}/properties/{name}"), kind, format!("property {name} {why}")));
+            }
+        }
+        if let Some(name) = dead_required {
+            // a required property that can never match: the object itself can never match
+            if node.get("type").and_then(Value::as_str) == Some("object") || !node.contains_key("type") {
+                recs.push((path.to_string(), Kind::NeverDropped, format!("required property {name} can never match")));
+                *node = obj(never());
+                return;
+            }
+        }
+        if node.get("items").and_then(Value::as_object).is_some_and(is_never) {
+            node.remove("items");
+            node.insert("maxItems".into(), Value::from(node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len)));
+            recs.push((path.to_string(), Kind::NeverDropped, "items can never match: no items allowed".into()));
+        }
+        if node.get("additionalProperties").and_then(Value::as_object).is_some_and(is_never) {
+            node.insert("additionalProperties".into(), Value::Bool(false));
+            recs.push((path.to_string(), Kind::NeverDropped, "additionalProperties can never match: false".into()));
+        }
+    });
+    if root.as_object().is_some_and(is_never) {
+        let (replacement, what) = match cx.context {
+            Context::Tool => (serde_json::json!({"type": "object"}), "any object"),
+            Context::Output => (Value::Object(Map::new()), "any value"),
+        };
+        *root = replacement;
+        recs.push((String::new(), Kind::SchemaReplaced, format!("no value can match the schema; replaced by {what}")));
+    }
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}
+
+fn obj(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}

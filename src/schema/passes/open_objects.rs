@@ -1,0 +1,55 @@
+//! Objects as JSON Schema means them. llama.cpp enforces `required` only for names in `properties`
+//! (`{"required": ["a"]}` alone accepts `{}`), so such names are declared as any value. And where
+//! `properties` is given without `additionalProperties`, JSON Schema allows other keys while llama.cpp
+//! forbids them: with `open_objects` (the default) the object is opened explicitly, up to
+//! `max_open_properties` declared properties (past that llama.cpp's grammar for "any other key" breaks;
+//! such objects stay closed, which never lets an invalid value through).
+
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let open = cx.opts.open_objects;
+    let max_open = cx.opts.limits.max_open_properties;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        let objecty = match node.get("type") {
+            Some(Value::String(t)) => t == "object",
+            Some(Value::Array(a)) => a.iter().any(|t| t == "object"),
+            _ => node.contains_key("properties") || node.contains_key("required"),
+        };
+        if !objecty || node.contains_key("$ref") || node.contains_key("anyOf") || node.contains_key("oneOf") {
+            return;
+        }
+        let required: Vec<String> = node.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+        let missing: Vec<String> = required
+            .iter()
+            .filter(|r| !node.get("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(r.as_str())))
+            .cloned()
+            .collect();
+        if !missing.is_empty() {
+            // an undeclared required name must still satisfy additionalProperties
+            let extra = match node.get("additionalProperties") {
+                Some(Value::Object(m)) => Value::Object(m.clone()),
+                Some(Value::Bool(false)) => crate::schema::merge::never(),
+                _ => Value::Object(Map::new()),
+            };
+            let props = node.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(p) = props {
+                for name in &missing {
+                    p.insert(name.clone(), extra.clone());
+                }
+            }
+            recs.push((path.to_string(), Kind::RequiredDeclared, format!("required {} declared in properties", missing.join(", "))));
+        }
+        let n_props = node.get("properties").and_then(Value::as_object).map_or(0, Map::len);
+        if open && node.contains_key("properties") && !node.contains_key("additionalProperties") && n_props <= max_open {
+            node.insert("additionalProperties".into(), Value::Bool(true));
+            recs.push((path.to_string(), Kind::ObjectOpened, "other properties allowed, as JSON Schema says".into()));
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}

@@ -1,0 +1,69 @@
+//! Regexes into the subset every llama.cpp compiles the same way (see `schema::pattern`). Versions up
+//! to 2025-08 crash on `(?:`, reject `\d` and unanchored patterns; the current one turns them into
+//! "any string" with a warning on stderr. What no grammar can express is removed, visibly.
+//! llama.cpp uses only one of `pattern`, `format`, `minLength`/`maxLength`: the others are recorded.
+
+use crate::schema::pattern::{rewrite, Unsupported};
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::Value;
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let max_rep = cx.opts.limits.max_repetition;
+    let promote_on = cx.opts.promote_to_description;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        let mut removed: Vec<(String, Value)> = Vec::new();
+        if let Some(p) = node.get("pattern").cloned() {
+            match p.as_str().map(|s| rewrite(s, max_rep)) {
+                Some(Ok(r)) => {
+                    if Some(r.pattern.as_str()) != p.as_str() {
+                        recs.push((path.to_string(), Kind::PatternRewritten, format!("{p} became {}", r.pattern)));
+                        node.insert("pattern".into(), Value::String(r.pattern));
+                    }
+                    if r.clamped {
+                        recs.push((path.to_string(), Kind::RepetitionClamped, format!("regex repetition over {max_rep} clamped")));
+                    }
+                }
+                other => {
+                    let why = match other {
+                        Some(Err(Unsupported::Feature(w))) => format!("no grammar equivalent: {w}"),
+                        Some(Err(Unsupported::Invalid(w))) => format!("invalid regex: {w}"),
+                        _ => "not a string".to_string(),
+                    };
+                    node.remove("pattern");
+                    recs.push((path.to_string(), Kind::PatternRemoved, format!("pattern {p} removed ({why})")));
+                    if promote_on {
+                        crate::schema::promote(node, &format!("pattern {p}"));
+                    }
+                }
+            }
+        }
+        // llama.cpp reads pattern, else a known format, else the lengths: the rest is ignored
+        let has_pattern = node.contains_key("pattern");
+        let has_format = node.get("format").and_then(Value::as_str).is_some_and(|f| super::unsupported::FORMATS.contains(&f));
+        if has_pattern || has_format {
+            let mut beside = vec!["minLength", "maxLength"];
+            if has_pattern {
+                beside.push("format");
+            }
+            for k in beside {
+                if let Some(v) = node.remove(k) {
+                    removed.push((k.to_string(), v));
+                }
+            }
+        }
+        if !removed.is_empty() {
+            let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+            let text = text.join("; ");
+            let what = if has_pattern { "pattern" } else { "format" };
+            recs.push((path.to_string(), Kind::PatternRemoved, format!("{text} removed: only the {what} is enforced")));
+            if promote_on {
+                crate::schema::promote(node, &text);
+            }
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}

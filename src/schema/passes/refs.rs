@@ -1,0 +1,401 @@
+//! `$ref` resolved the way JSON Schema defines it (`#`, any JSON pointer with `~0`/`~1` and
+//! percent-encoding, `$anchor`, a base equal to the root `$id`), then written in the one form every
+//! llama.cpp resolves: `#/$defs/Name` (or `#/definitions/Name`) with a plain name.
+//!
+//! A ref already in that form, without constraining siblings, is left alone. Others are inlined (the
+//! target merged with the siblings) when the target is not on a reference cycle and the inlining budget
+//! allows; otherwise the target is kept (or copied) under a root `$defs` entry and the ref points
+//! there, so recursive types keep working. Refs to other documents are never fetched.
+
+use crate::schema::merge::{intersect, never, Merged};
+use crate::schema::walk::{children_mut, is_annotation, push_escaped, HARD_DEPTH};
+use crate::schema::{Context, Cx, Kind};
+use percent_encoding::percent_decode_str;
+use serde_json::{Map, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Names llama.cpp's converters give their own rules; a definition with one of these names is renamed.
+const RESERVED: &[&str] = &[
+    "root", "space", "dot", "boolean", "number", "integer", "value", "object", "array", "uuid", "char", "string",
+    "null", "date", "time", "date-time", "date-string", "time-string", "date-time-string", "decimal-part",
+    "integral-part", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5",
+];
+
+/// Longest chain of refs followed at one node (`A` -> `B` -> ... ) before giving up.
+const MAX_HOPS: usize = 32;
+/// Most targets a cycle search visits before it assumes a cycle (keeps the ref, never loops).
+const MAX_CYCLE_SEARCH: usize = 2_000;
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    if !has_ref(root, 0) {
+        return;
+    }
+    let orig = root.clone();
+    let mut st = State::new(orig);
+    let before = cx.report.counters.clone();
+    walk(root, &mut String::new(), 0, &mut st, cx);
+    let mut added: Vec<(String, Value)> = Vec::new();
+    while let Some((name, ptr)) = st.pending.pop() {
+        let mut v = st.target(&ptr).unwrap_or(Value::Object(Map::new()));
+        if let Value::Object(m) = &mut v {
+            if ptr.is_empty() {
+                // a copy of the root: its definitions stay at the root
+                for k in ["$defs", "definitions", "$schema", "$id"] {
+                    m.remove(k);
+                }
+            }
+        }
+        let mut path = format!("/$defs/{name}");
+        walk(&mut v, &mut path, 1, &mut st, cx);
+        added.push((name, v));
+    }
+    if let Value::Object(r) = root {
+        if !added.is_empty() {
+            let defs = r.entry("$defs").or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(d) = defs {
+                for (n, v) in added.into_iter().rev() {
+                    d.insert(n, v);
+                }
+            }
+        }
+    }
+    if cx.report.counters != before {
+        drop_orphans(root, &st.targets);
+    }
+}
+
+fn has_ref(v: &Value, depth: usize) -> bool {
+    match v {
+        Value::Object(m) => {
+            if m.get("$ref").is_some_and(Value::is_string) {
+                return true;
+            }
+            if depth > HARD_DEPTH {
+                return false;
+            }
+            let mut found = false;
+            let mut m2 = m.clone();
+            children_mut(&mut m2, |_, c| found = found || has_ref(c, depth + 1));
+            found
+        }
+        _ => false,
+    }
+}
+
+enum Fail {
+    External,
+    Missing,
+}
+
+struct State {
+    orig: Value,
+    root_id: Option<String>,
+    anchors: HashMap<String, String>,
+    /// pointer of a target -> name of the root `$defs` entry that holds it
+    def_of: HashMap<String, String>,
+    used: HashSet<String>,
+    pending: Vec<(String, String)>,
+    inlined: usize,
+    on_cycle: HashMap<String, bool>,
+    refs_in: HashMap<String, Vec<String>>,
+    /// every pointer some ref resolved to
+    targets: HashSet<String>,
+}
+
+impl State {
+    fn new(orig: Value) -> Self {
+        let mut anchors = HashMap::new();
+        collect_anchors(&orig, &mut String::new(), &mut anchors, 0);
+        let root_id = orig.get("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#').to_string());
+        let mut used = HashSet::new();
+        for k in ["$defs", "definitions"] {
+            if let Some(Value::Object(d)) = orig.get(k) {
+                used.extend(d.keys().cloned());
+            }
+        }
+        State {
+            orig,
+            root_id,
+            anchors,
+            def_of: HashMap::new(),
+            used,
+            pending: Vec::new(),
+            inlined: 0,
+            on_cycle: HashMap::new(),
+            refs_in: HashMap::new(),
+            targets: HashSet::new(),
+        }
+    }
+
+    fn target(&self, ptr: &str) -> Option<Value> {
+        let v = self.orig.pointer(ptr)?;
+        Some(match v {
+            Value::Bool(true) => Value::Object(Map::new()),
+            Value::Bool(false) => never(),
+            v => v.clone(),
+        })
+    }
+
+    /// The JSON pointer a ref designates in this document.
+    fn resolve(&self, r: &str) -> Result<String, Fail> {
+        let (base, frag) = match r.split_once('#') {
+            Some((b, f)) => (b, f),
+            None => (r, ""),
+        };
+        if !base.is_empty() {
+            let same = self.root_id.as_deref().is_some_and(|id| id == base || id.ends_with(&format!("/{base}")));
+            if !same {
+                return Err(Fail::External);
+            }
+        }
+        let frag = percent_decode_str(frag).decode_utf8().map_err(|_| Fail::Missing)?;
+        let ptr = if frag.is_empty() {
+            String::new()
+        } else if frag.starts_with('/') {
+            frag.to_string()
+        } else {
+            self.anchors.get(frag.as_ref()).cloned().ok_or(Fail::Missing)?
+        };
+        match self.orig.pointer(&ptr) {
+            Some(Value::Object(_) | Value::Bool(_)) => Ok(ptr),
+            _ => Err(Fail::Missing),
+        }
+    }
+
+    fn refs_in(&mut self, ptr: &str) -> Vec<String> {
+        if let Some(r) = self.refs_in.get(ptr) {
+            return r.clone();
+        }
+        let mut raw = Vec::new();
+        if let Some(v) = self.orig.pointer(ptr) {
+            collect_refs(v, &mut raw, 0);
+        }
+        let out: Vec<String> = raw.iter().filter_map(|r| self.resolve(r).ok()).collect();
+        self.refs_in.insert(ptr.to_string(), out.clone());
+        out
+    }
+
+    /// Whether following refs from `ptr` can lead back to `ptr` (inlining it would never end).
+    fn on_cycle(&mut self, ptr: &str) -> bool {
+        if let Some(&b) = self.on_cycle.get(ptr) {
+            return b;
+        }
+        let mut seen = HashSet::new();
+        let mut stack = self.refs_in(ptr);
+        let mut found = false;
+        while let Some(p) = stack.pop() {
+            if p == ptr || seen.len() > MAX_CYCLE_SEARCH {
+                found = true;
+                break;
+            }
+            if seen.insert(p.clone()) {
+                stack.extend(self.refs_in(&p));
+            }
+        }
+        self.on_cycle.insert(ptr.to_string(), found);
+        found
+    }
+
+    /// A `$ref` string to a root `$defs` entry holding the target, creating the entry if needed.
+    fn def_ref(&mut self, ptr: &str) -> String {
+        for k in ["$defs", "definitions"] {
+            if let Some(name) = ptr.strip_prefix(&format!("/{k}/")) {
+                if safe_name(name) {
+                    return format!("#/{k}/{name}");
+                }
+            }
+        }
+        if let Some(n) = self.def_of.get(ptr) {
+            return format!("#/$defs/{n}");
+        }
+        let last = ptr.rsplit('/').next().unwrap_or("").replace("~1", "/").replace("~0", "~");
+        let mut base: String = last.chars().filter(char::is_ascii_alphanumeric).collect();
+        if !base.starts_with(|c: char| c.is_ascii_alphabetic()) {
+            base = format!("Def{base}");
+        }
+        let mut name = base.clone();
+        let mut i = 2;
+        while self.used.contains(&name) || RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
+            name = format!("{base}{i}");
+            i += 1;
+        }
+        self.used.insert(name.clone());
+        self.def_of.insert(ptr.to_string(), name.clone());
+        self.pending.push((name.clone(), ptr.to_string()));
+        format!("#/$defs/{name}")
+    }
+}
+
+fn safe_name(n: &str) -> bool {
+    n.starts_with(|c: char| c.is_ascii_alphabetic())
+        && n.chars().all(|c| c.is_ascii_alphanumeric())
+        && !RESERVED.contains(&n.to_ascii_lowercase().as_str())
+}
+
+fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, String>, depth: usize) {
+    let Value::Object(m) = v else { return };
+    for k in ["$anchor", "$dynamicAnchor"] {
+        if let Some(a) = m.get(k).and_then(Value::as_str) {
+            out.entry(a.to_string()).or_insert_with(|| path.clone());
+        }
+    }
+    if let Some(id) = m.get("$id").and_then(Value::as_str).and_then(|s| s.strip_prefix('#')) {
+        out.entry(id.to_string()).or_insert_with(|| path.clone());
+    }
+    if depth > HARD_DEPTH {
+        return;
+    }
+    let base = path.len();
+    let mut m2 = m.clone();
+    children_mut(&mut m2, |seg, c| {
+        path.push_str(seg);
+        collect_anchors(c, path, out, depth + 1);
+        path.truncate(base);
+    });
+}
+
+fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
+    let Value::Object(m) = v else { return };
+    if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+        out.push(r.to_string());
+    }
+    if depth > HARD_DEPTH {
+        return;
+    }
+    let mut m2 = m.clone();
+    children_mut(&mut m2, |_, c| collect_refs(c, out, depth + 1));
+}
+
+fn count_objects(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(count_objects).sum::<usize>(),
+        Value::Array(a) => a.iter().map(count_objects).sum(),
+        _ => 0,
+    }
+}
+
+fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut Cx) {
+    let Value::Object(node) = v else { return };
+    let mut hops = 0;
+    while let Some(r) = node.get("$ref").and_then(Value::as_str).map(str::to_string) {
+        hops += 1;
+        if hops > MAX_HOPS {
+            node.remove("$ref");
+            cx.record(path, Kind::RefsUnresolved, format!("$ref {r}: chain of refs longer than {MAX_HOPS}"));
+            break;
+        }
+        let ptr = match st.resolve(&r) {
+            Ok(p) => p,
+            Err(f) => {
+                node.remove("$ref");
+                let (kind, why) = match f {
+                    Fail::External => (Kind::RefExternal, "another document; never fetched"),
+                    Fail::Missing => (Kind::RefsUnresolved, "nothing at that location"),
+                };
+                cx.record(path, kind, format!("$ref {r}: {why}; any value allowed"));
+                break;
+            }
+        };
+        st.targets.insert(ptr.clone());
+        let constraining = node.keys().any(|k| k != "$ref" && !is_annotation(k));
+        let tool_root = path.is_empty() && cx.context == Context::Tool;
+        let plain = st.def_ref(&ptr) == r;
+        if plain && !constraining && !tool_root {
+            break;
+        }
+        let target = st.target(&ptr).unwrap_or_default();
+        let size = count_objects(&target);
+        let fits = st.inlined + size <= cx.opts.limits.inline_budget && depth < cx.opts.limits.max_depth;
+        // a tool's root must be an object schema, not a ref: one level is inlined even for a recursive
+        // target (the copy's own refs keep pointing at the definition)
+        if (!st.on_cycle(&ptr) && fits) || (tool_root && !ptr.is_empty()) {
+            st.inlined += size;
+            node.remove("$ref");
+            let siblings = std::mem::take(node);
+            let mut t = match target {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+            if ptr.is_empty() {
+                t.remove("$defs");
+                t.remove("definitions");
+            }
+            t.remove("$schema");
+            t.remove("$id");
+            let mut lost = Vec::new();
+            *node = match intersect(&t, &siblings, &mut lost) {
+                Merged::Schema(m) => m,
+                Merged::Never => match never() {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                },
+            };
+            cx.record(path, Kind::RefsInlined, format!("$ref {r} replaced by its target"));
+            cx.removed(node, path, Kind::KeywordRemoved, &lost);
+            continue;
+        }
+        let new_ref = st.def_ref(&ptr);
+        if new_ref != r {
+            node.insert("$ref".into(), Value::String(new_ref.clone()));
+            cx.record(path, Kind::RefsRetargeted, format!("$ref {r} now {new_ref}"));
+        }
+        if constraining {
+            let dropped: Vec<(String, Value)> = node
+                .iter()
+                .filter(|(k, _)| *k != "$ref" && !is_annotation(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            for (k, _) in &dropped {
+                node.remove(k);
+            }
+            cx.removed(node, path, Kind::RefSiblingsDropped, &dropped);
+        }
+        break;
+    }
+    if depth >= HARD_DEPTH {
+        return;
+    }
+    let base = path.len();
+    children_mut(node, |seg, child| {
+        path.push_str(seg);
+        walk(child, path, depth + 1, st, cx);
+        path.truncate(base);
+    });
+}
+
+/// Removes root definitions that some ref used to reach but no ref reaches any more.
+fn drop_orphans(root: &mut Value, targets: &HashSet<String>) {
+    let snapshot = root.clone();
+    let Value::Object(r) = root else { return };
+    let mut reached: HashSet<String> = HashSet::new();
+    let mut queue: Vec<String> = Vec::new();
+    let mut body = r.clone();
+    body.remove("$defs");
+    body.remove("definitions");
+    collect_refs(&Value::Object(body), &mut queue, 0);
+    while let Some(q) = queue.pop() {
+        let Some(ptr) = q.strip_prefix('#') else { continue };
+        if !reached.insert(ptr.to_string()) {
+            continue;
+        }
+        if let Some(v) = snapshot.pointer(ptr) {
+            collect_refs(v, &mut queue, 0);
+        }
+    }
+    for k in ["$defs", "definitions"] {
+        let Some(Value::Object(d)) = r.get_mut(k) else { continue };
+        let names: Vec<String> = d.keys().cloned().collect();
+        for n in names {
+            let mut p = format!("/{k}/");
+            push_escaped(&mut p, &n);
+            let inside = format!("{p}/");
+            let used = reached.iter().any(|x| x == &p || x.starts_with(&inside));
+            if targets.contains(&p) && !used {
+                d.remove(&n);
+            }
+        }
+        if d.is_empty() {
+            r.remove(k);
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Repetition counts llama.cpp's grammar can hold. `minLength`/`maxLength`/`minItems`/`maxItems`
+//! become repetitions in the GBNF, and its parser refuses counts past about 2,000 (older versions far
+//! less; some windows fail even for `maxItems`), so counts past `max_repetition` are clamped. Counts
+//! that are not whole non-negative numbers are made so.
+
+use crate::schema::merge::never;
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let max = cx.opts.limits.max_repetition;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        for (lo_k, hi_k) in [("minLength", "maxLength"), ("minItems", "maxItems")] {
+            let mut lo = None;
+            let mut hi = None;
+            for (k, is_min) in [(lo_k, true), (hi_k, false)] {
+                let Some(v) = node.get(k).cloned() else { continue };
+                let n = v.as_f64();
+                let fixed = match n {
+                    None => {
+                        node.remove(k);
+                        recs.push((path.to_string(), Kind::KeywordRemoved, format!("{k}: {v} is not a number")));
+                        continue;
+                    }
+                    Some(x) if x < 0.0 => {
+                        node.remove(k);
+                        recs.push((path.to_string(), Kind::KeywordNormalized, format!("negative {k} removed")));
+                        continue;
+                    }
+                    Some(x) => {
+                        let w = if is_min { x.ceil() } else { x.floor() };
+                        w.min(u64::MAX as f64) as u64
+                    }
+                };
+                if is_min && fixed > max {
+                    node.insert(k.into(), Value::from(max));
+                    recs.push((path.to_string(), Kind::RepetitionClamped, format!("{k} {fixed} clamped to {max}")));
+                    lo = Some(max);
+                } else if !is_min && fixed > max {
+                    node.remove(k);
+                    recs.push((path.to_string(), Kind::RepetitionClamped, format!("{k} {fixed} over {max}: removed")));
+                } else {
+                    if !(v.is_u64()) {
+                        node.insert(k.into(), Value::from(fixed));
+                        recs.push((path.to_string(), Kind::KeywordNormalized, format!("{k} made a whole number")));
+                    }
+                    if is_min {
+                        lo = Some(fixed);
+                    } else {
+                        hi = Some(fixed);
+                    }
+                }
+            }
+            if let (Some(l), Some(h)) = (lo, hi) {
+                if l > h {
+                    *node = match never() {
+                        Value::Object(m) => m,
+                        _ => Map::new(),
+                    };
+                    recs.push((path.to_string(), Kind::NeverDropped, format!("{lo_k} {l} over {hi_k} {h}: no value matches")));
+                    return;
+                }
+            }
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}

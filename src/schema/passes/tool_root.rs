@@ -1,0 +1,33 @@
+//! A tool's parameters end with `type: object` at the root (chat templates and llama.cpp's tool
+//! parsers expect one), including tools without parameters. Structured output keeps any root.
+
+use crate::schema::types::Types;
+use crate::schema::{Context, Cx, Kind};
+use serde_json::{json, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    if cx.context != Context::Tool {
+        return;
+    }
+    let Value::Object(node) = root else {
+        *root = json!({"type": "object"});
+        cx.record("", Kind::SchemaReplaced, "parameters were not a schema object; any object allowed");
+        return;
+    };
+    match Types::of(node) {
+        None if node.contains_key("type") => {}
+        None => {
+            node.insert("type".into(), Value::String("object".into()));
+            cx.record("", Kind::ToolRootFixed, "type: object added at the root");
+        }
+        Some(t) if t == Types::OBJECT => {}
+        Some(t) if t.contains(Types::OBJECT) => {
+            node.insert("type".into(), Value::String("object".into()));
+            cx.record("", Kind::ToolRootFixed, "tool arguments are an object: other root types dropped");
+        }
+        Some(_) => {
+            *root = json!({"type": "object"});
+            cx.record("", Kind::SchemaReplaced, "root type cannot hold tool arguments; any object allowed");
+        }
+    }
+}

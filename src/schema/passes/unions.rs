@@ -1,0 +1,178 @@
+//! `anyOf`/`oneOf` with keywords beside them. llama.cpp compiles the union alone and drops everything
+//! beside it (with only `required` in the branches, the union becomes "any JSON value"), so the
+//! siblings are intersected into every branch. `anyOf` and `oneOf` on one node are intersected
+//! pairwise. A `oneOf` whose branches may overlap becomes `anyOf` with a lossy record: grammars cannot
+//! say "exactly one".
+
+use super::all_of::{deref, root_defs};
+use crate::schema::merge::{intersect, is_never, never, Merged};
+use crate::schema::types::Types;
+use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::{promote, Cx, Kind};
+use serde_json::{Map, Value};
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let defs = root_defs(root);
+    let max_branches = cx.opts.limits.max_branches;
+    let promote_on = cx.opts.promote_to_description;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        if !node.contains_key("anyOf") && !node.contains_key("oneOf") {
+            return;
+        }
+        let mut lost = Vec::new();
+        let mut overlapping_one_of = false;
+        let mut unions: Vec<Vec<Value>> = Vec::new();
+        for key in ["anyOf", "oneOf"] {
+            match node.get(key) {
+                Some(Value::Array(u)) => {
+                    if key == "oneOf" && may_overlap(u, &defs) {
+                        overlapping_one_of = true;
+                    }
+                    unions.push(u.clone());
+                }
+                Some(_) => {
+                    node.remove(key);
+                }
+                None => {}
+            }
+        }
+        let siblings: Map<String, Value> =
+            node.iter().filter(|(k, _)| *k != "anyOf" && *k != "oneOf" && !is_annotation(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if unions.len() == 1 && siblings.is_empty() && !overlapping_one_of {
+            return; // llama.cpp compiles this union as it means
+        }
+        let n_unions = unions.len();
+        let (mut branches, dropped) = if unions.len() > 1 { cross(&unions, max_branches, &mut lost) } else { (unions.pop().unwrap_or_default(), false) };
+        if dropped {
+            lost.push(("oneOf".into(), Value::String(format!("intersection over {max_branches} branches"))));
+        }
+        let mut never_dropped = 0;
+        if !siblings.is_empty() {
+            let mut out = Vec::with_capacity(branches.len());
+            for b in branches {
+                let b = deref(b, &defs);
+                let Value::Object(bm) = b else { continue };
+                match intersect(&siblings, &bm, &mut lost) {
+                    Merged::Schema(m) => out.push(Value::Object(m)),
+                    Merged::Never => never_dropped += 1,
+                }
+            }
+            branches = out;
+            for k in siblings.keys() {
+                node.remove(k);
+            }
+        }
+        node.remove("oneOf");
+        node.remove("anyOf");
+        if branches.is_empty() {
+            *node = match never() {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            };
+        } else {
+            node.insert("anyOf".into(), Value::Array(branches));
+        }
+        if !siblings.is_empty() || n_unions > 1 {
+            recs.push((path.to_string(), Kind::AnyofDistributed, format!("{} keyword(s) beside the union moved into its branches", siblings.len())));
+        }
+        if never_dropped > 0 {
+            recs.push((path.to_string(), Kind::NeverDropped, format!("{never_dropped} branch(es) contradict the keywords beside the union")));
+        }
+        if overlapping_one_of {
+            recs.push((path.to_string(), Kind::OneofAsAnyof, "oneOf branches may overlap; exactly-one is not enforced".into()));
+            if promote_on {
+                promote(node, "exactly one of the alternatives");
+            }
+        }
+        if !lost.is_empty() {
+            let text: Vec<String> = lost.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
+            recs.push((path.to_string(), Kind::KeywordRemoved, format!("could not combine {}", text.join("; "))));
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}
+
+/// All combinations of one branch from each union, intersected; over `max` combinations only the
+/// first union is kept (the second return value says so).
+pub(crate) fn cross(unions: &[Vec<Value>], max: usize, lost: &mut Vec<(String, Value)>) -> (Vec<Value>, bool) {
+    let mut acc: Vec<Map<String, Value>> = vec![Map::new()];
+    for (i, u) in unions.iter().enumerate() {
+        if acc.len().saturating_mul(u.len()) > max {
+            if i == 0 {
+                return (u.clone(), true);
+            }
+            return (acc.into_iter().map(Value::Object).collect(), true);
+        }
+        let mut next = Vec::new();
+        for a in &acc {
+            for b in u {
+                let Value::Object(bm) = b else { continue };
+                if let Merged::Schema(m) = intersect(a, bm, lost) {
+                    next.push(m);
+                }
+            }
+        }
+        acc = next;
+    }
+    (acc.into_iter().map(Value::Object).collect(), false)
+}
+
+/// Whether two branches of a `oneOf` could both match one value. Conservative: true unless their types
+/// are disjoint, or a property both require has disjoint `const`/`enum` values.
+fn may_overlap(branches: &[Value], defs: &Value) -> bool {
+    let bs: Vec<Map<String, Value>> = branches
+        .iter()
+        .filter_map(|b| match deref(b.clone(), defs) {
+            Value::Object(m) if !is_never(&m) => Some(m),
+            _ => None,
+        })
+        .collect();
+    for (i, a) in bs.iter().enumerate() {
+        for b in bs.iter().skip(i + 1) {
+            if !disjoint(a, b) {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+fn values_of(s: &Value) -> Option<Vec<Value>> {
+    if let Some(c) = s.get("const") {
+        return Some(vec![c.clone()]);
+    }
+    s.get("enum").and_then(Value::as_array).cloned()
+}
+
+fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
+    if let (Some(ta), Some(tb)) = (Types::of(a), Types::of(b)) {
+        if ta.inter(tb).is_empty() {
+            return true;
+        }
+    }
+    if let (Some(va), Some(vb)) = (values_of(&Value::Object(a.clone())), values_of(&Value::Object(b.clone()))) {
+        return !va.iter().any(|v| vb.contains(v));
+    }
+    let req = |m: &Map<String, Value>| m.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    let (ra, rb) = (req(a), req(b));
+    let (Some(pa), Some(pb)) = (a.get("properties").and_then(Value::as_object), b.get("properties").and_then(Value::as_object)) else {
+        return false;
+    };
+    for (name, sa) in pa {
+        let n = Value::String(name.clone());
+        if !ra.contains(&n) || !rb.contains(&n) {
+            continue;
+        }
+        if let (Some(sb), Some(va)) = (pb.get(name), values_of(sa)) {
+            if let Some(vb) = values_of(sb) {
+                if !va.iter().any(|v| vb.contains(v)) {
+                    return true;
+                }
+            }
+        }
+    }
+    false
+}

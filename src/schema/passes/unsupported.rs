@@ -1,0 +1,113 @@
+//! Keywords llama.cpp ignores without a word, removed so the loss is visible (and, by default, said in
+//! the node's `description`). Exact equivalents are used where they exist: `unevaluatedProperties`
+//! on a node without applicators is `additionalProperties`, trivially true keywords are just dropped.
+
+use super::primary_type;
+use crate::schema::types::Types;
+use crate::schema::walk::post_order;
+use crate::schema::{Cx, Kind};
+use serde_json::Value;
+
+/// Keywords no llama.cpp grammar enforces.
+const IGNORED: &[&str] = &[
+    "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "patternProperties",
+    "propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
+    "minProperties", "maxProperties", "multipleOf", "$dynamicRef", "$recursiveRef", "contentSchema",
+];
+
+/// String formats llama.cpp turns into a grammar.
+pub const FORMATS: &[&str] = &["date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"];
+
+fn trivially_true(k: &str, v: &Value) -> bool {
+    match k {
+        "uniqueItems" => v == &Value::Bool(false),
+        "minProperties" | "minContains" => v.as_f64().is_some_and(|n| n <= 0.0) && k != "minContains",
+        "unevaluatedProperties" | "unevaluatedItems" => v == &Value::Bool(true) || v.as_object().is_some_and(|m| m.is_empty()),
+        "if" | "then" | "else" | "propertyNames" | "contentSchema" => v.as_object().is_some_and(|m| m.is_empty()) || v == &Value::Bool(true),
+        _ => false,
+    }
+}
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let promote_on = cx.opts.promote_to_description;
+    let mut jobs: Vec<(String, Vec<(String, Value)>, Vec<(String, Value)>, Vec<String>)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        let mut removed = Vec::new();
+        let mut normalized = Vec::new();
+        let mut exact = Vec::new();
+        let applicators = ["anyOf", "oneOf", "allOf", "$ref", "not", "if", "dependentSchemas"].iter().any(|k| node.contains_key(*k));
+        if !applicators && !node.contains_key("patternProperties") {
+            if !node.contains_key("additionalProperties") {
+                if let Some(u) = node.remove("unevaluatedProperties") {
+                    node.insert("additionalProperties".into(), u);
+                    exact.push("unevaluatedProperties became additionalProperties".to_string());
+                }
+            }
+            if !node.contains_key("items") && !node.contains_key("contains") {
+                if let Some(u) = node.remove("unevaluatedItems") {
+                    node.insert("items".into(), u);
+                    exact.push("unevaluatedItems became items".to_string());
+                }
+            }
+        }
+        for k in IGNORED {
+            if let Some(v) = node.remove(*k) {
+                if trivially_true(k, &v) {
+                    normalized.push((k.to_string(), v));
+                } else {
+                    removed.push((k.to_string(), v));
+                }
+            }
+        }
+        if let Some(v) = node.remove("not") {
+            removed.push(("not".to_string(), v));
+        }
+        let t = primary_type(node);
+        if let Some(f) = node.get("format").and_then(Value::as_str) {
+            let string_ok = t.is_none_or(|t| t.contains(Types::STRING));
+            if !FORMATS.contains(&f) && string_ok {
+                if let Some(v) = node.remove("format") {
+                    removed.push(("format".to_string(), v));
+                }
+            }
+        } else if let Some(v) = node.get("format").cloned() {
+            node.remove("format");
+            normalized.push(("format".to_string(), v));
+        }
+        if !removed.is_empty() || !normalized.is_empty() || !exact.is_empty() {
+            jobs.push((path.to_string(), removed.clone(), normalized, exact));
+            if promote_on {
+                if let Some(text) = describe(&removed) {
+                    crate::schema::promote(node, &text);
+                }
+            }
+        }
+    });
+    for (path, removed, normalized, exact) in jobs {
+        let nots: Vec<(String, Value)> = removed.iter().filter(|(k, _)| k == "not").cloned().collect();
+        let rest: Vec<(String, Value)> = removed.into_iter().filter(|(k, _)| k != "not").collect();
+        if !nots.is_empty() {
+            let text = describe(&nots).unwrap_or_default();
+            cx.record(&path, Kind::NotDropped, format!("removed {text}"));
+        }
+        if !rest.is_empty() {
+            let text = describe(&rest).unwrap_or_default();
+            cx.record(&path, Kind::KeywordRemoved, format!("removed {text}"));
+        }
+        if !normalized.is_empty() {
+            let names: Vec<&str> = normalized.iter().map(|(k, _)| k.as_str()).collect();
+            cx.record(&path, Kind::KeywordNormalized, format!("removed always-true {}", names.join(", ")));
+        }
+        for e in exact {
+            cx.record(&path, Kind::KeywordNormalized, e);
+        }
+    }
+}
+
+fn describe(removed: &[(String, Value)]) -> Option<String> {
+    if removed.is_empty() {
+        return None;
+    }
+    let t: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
+    Some(t.join("; "))
+}

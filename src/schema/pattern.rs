@@ -1,0 +1,555 @@
+//! ECMA-262 `pattern`s, re-emitted in the regex subset that every llama.cpp converter turns into the same
+//! grammar: anchored `^...$`, plain groups, classes whose escapes GBNF knows, no shorthand classes.
+//!
+//! Hand-written on purpose: the job is to *emit* one narrow dialect, which a general regex crate does not
+//! do, and the whole parser is smaller than such a crate in the wasm. Work is bounded by the pattern
+//! length and a nesting limit.
+
+use std::fmt::Write;
+
+/// Why a pattern cannot be kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unsupported {
+    /// Valid ECMA regex with no grammar equivalent (look-around, back-references, `\b`, `\p{..}`).
+    Feature(String),
+    /// Not a valid regex.
+    Invalid(String),
+}
+
+/// A rewritten pattern and what the rewrite cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    pub pattern: String,
+    /// A repetition count was clamped to the limit.
+    pub clamped: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Lit(char),
+    Class { neg: bool, items: Vec<(char, char)> },
+    Dot,
+    Group(Vec<Vec<Node>>),
+    Repeat(Box<Node>, u64, Option<u64>),
+}
+
+const MAX_PATTERN_LEN: usize = 8_192;
+const MAX_NESTING: usize = 32;
+
+struct Parser<'a> {
+    s: &'a [char],
+    i: usize,
+    depth: usize,
+}
+
+fn feature(m: &str) -> Unsupported {
+    Unsupported::Feature(m.to_string())
+}
+fn invalid(m: &str) -> Unsupported {
+    Unsupported::Invalid(m.to_string())
+}
+
+const DIGIT: &[(char, char)] = &[('0', '9')];
+const WORD: &[(char, char)] = &[('a', 'z'), ('A', 'Z'), ('0', '9'), ('_', '_')];
+const SPACE: &[(char, char)] = &[
+    (' ', ' '), ('\t', '\r'), ('\u{a0}', '\u{a0}'), ('\u{1680}', '\u{1680}'), ('\u{2000}', '\u{200a}'),
+    ('\u{2028}', '\u{2029}'), ('\u{202f}', '\u{202f}'), ('\u{205f}', '\u{205f}'), ('\u{3000}', '\u{3000}'),
+    ('\u{feff}', '\u{feff}'),
+];
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<char> {
+        self.s.get(self.i).copied()
+    }
+    fn peek_at(&self, n: usize) -> Option<char> {
+        self.s.get(self.i + n).copied()
+    }
+
+    /// alternatives until `)` or the end
+    fn alternation(&mut self, top: bool) -> Result<Vec<(bool, Vec<Node>, bool)>, Unsupported> {
+        let mut alts = Vec::new();
+        loop {
+            let mut start = false;
+            if self.peek() == Some('^') {
+                if !top {
+                    return Err(feature("anchor inside a group"));
+                }
+                start = true;
+                self.i += 1;
+            }
+            let mut seq = Vec::new();
+            let mut end = false;
+            while let Some(c) = self.peek() {
+                if c == '|' || c == ')' {
+                    break;
+                }
+                if c == '$' {
+                    if !top {
+                        return Err(feature("anchor inside a group"));
+                    }
+                    self.i += 1;
+                    if !matches!(self.peek(), None | Some('|')) {
+                        return Err(feature("anchor inside the pattern"));
+                    }
+                    end = true;
+                    break;
+                }
+                if c == '^' {
+                    return Err(feature("anchor inside the pattern"));
+                }
+                let atom = self.atom()?;
+                let atom = self.quantifier(atom)?;
+                seq.push(atom);
+            }
+            alts.push((start, seq, end));
+            if self.peek() == Some('|') {
+                self.i += 1;
+                continue;
+            }
+            return Ok(alts);
+        }
+    }
+
+    fn number(&mut self) -> Option<u64> {
+        let st = self.i;
+        let mut n: u64 = 0;
+        while let Some(d) = self.peek().and_then(|c| c.to_digit(10)) {
+            n = n.saturating_mul(10).saturating_add(u64::from(d));
+            self.i += 1;
+        }
+        (self.i > st).then_some(n)
+    }
+
+    fn quantifier(&mut self, atom: Node) -> Result<Node, Unsupported> {
+        let (min, max) = match self.peek() {
+            Some('*') => {
+                self.i += 1;
+                (0, None)
+            }
+            Some('+') => {
+                self.i += 1;
+                (1, None)
+            }
+            Some('?') => {
+                self.i += 1;
+                (0, Some(1))
+            }
+            Some('{') => {
+                let save = self.i;
+                self.i += 1;
+                let Some(lo) = self.number() else {
+                    self.i = save;
+                    return Ok(atom); // a literal `{` (ECMA Annex B)
+                };
+                let hi = if self.peek() == Some(',') {
+                    self.i += 1;
+                    self.number()
+                } else {
+                    Some(lo)
+                };
+                if self.peek() != Some('}') {
+                    self.i = save;
+                    return Ok(atom);
+                }
+                self.i += 1;
+                if hi.is_some_and(|h| h < lo) {
+                    return Err(invalid("numbers out of order in {} quantifier"));
+                }
+                (lo, hi)
+            }
+            _ => return Ok(atom),
+        };
+        if self.peek() == Some('?') {
+            self.i += 1; // lazy: the same language
+        }
+        if matches!(self.peek(), Some('*' | '+' | '?')) {
+            return Err(invalid("nothing to repeat"));
+        }
+        Ok(Node::Repeat(Box::new(atom), min, max))
+    }
+
+    fn hex(&mut self, n: usize) -> Option<char> {
+        let mut v: u32 = 0;
+        for k in 0..n {
+            let d = self.peek_at(k)?.to_digit(16)?;
+            v = v * 16 + d;
+        }
+        self.i += n;
+        char::from_u32(v)
+    }
+
+    /// After a backslash: one char, or a class for \d \w \s.
+    fn escape(&mut self, in_class: bool) -> Result<Result<char, (bool, &'static [(char, char)])>, Unsupported> {
+        let Some(c) = self.peek() else { return Err(invalid("trailing backslash")) };
+        self.i += 1;
+        Ok(Ok(match c {
+            'd' => return Ok(Err((false, DIGIT))),
+            'D' => return Ok(Err((true, DIGIT))),
+            'w' => return Ok(Err((false, WORD))),
+            'W' => return Ok(Err((true, WORD))),
+            's' => return Ok(Err((false, SPACE))),
+            'S' => return Ok(Err((true, SPACE))),
+            'n' => '\n',
+            't' => '\t',
+            'r' => '\r',
+            'f' => '\u{c}',
+            'v' => '\u{b}',
+            '0' if !self.peek().is_some_and(|d| d.is_ascii_digit()) => '\0',
+            'b' if in_class => '\u{8}',
+            'b' | 'B' => return Err(feature("word boundary")),
+            '1'..='9' => return Err(feature("back-reference")),
+            'k' => return Err(feature("named back-reference")),
+            'p' | 'P' => return Err(feature("Unicode property class")),
+            'c' => match self.peek() {
+                Some(l) if l.is_ascii_alphabetic() => {
+                    self.i += 1;
+                    char::from_u32(l as u32 % 32).unwrap_or('\0')
+                }
+                _ => return Err(invalid("bad control escape")),
+            },
+            'x' => self.hex(2).ok_or_else(|| invalid("bad \\x escape"))?,
+            'u' => {
+                if self.peek() == Some('{') {
+                    return Err(feature("\\u{...} escape"));
+                }
+                let save = self.i;
+                let Some(hi) = self.s.get(self.i..self.i + 4).and_then(|h| u32::from_str_radix(&h.iter().collect::<String>(), 16).ok()) else {
+                    return Err(invalid("bad \\u escape"));
+                };
+                self.i += 4;
+                if (0xD800..0xDC00).contains(&hi) && self.peek() == Some('\\') && self.peek_at(1) == Some('u') {
+                    let lo = self.s.get(self.i + 2..self.i + 6).and_then(|h| u32::from_str_radix(&h.iter().collect::<String>(), 16).ok());
+                    if let Some(lo) = lo.filter(|l| (0xDC00..0xE000).contains(l)) {
+                        self.i += 6;
+                        return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
+                            .map(Ok)
+                            .ok_or_else(|| invalid("bad surrogate pair"));
+                    }
+                }
+                match char::from_u32(hi) {
+                    Some(ch) => ch,
+                    None => {
+                        self.i = save;
+                        return Err(feature("lone surrogate"));
+                    }
+                }
+            }
+            c if c.is_ascii_alphanumeric() => return Err(invalid("unknown escape")),
+            c => c, // identity escape of punctuation
+        }))
+    }
+
+    fn class(&mut self) -> Result<Node, Unsupported> {
+        let mut neg = false;
+        if self.peek() == Some('^') {
+            neg = true;
+            self.i += 1;
+        }
+        let mut items: Vec<(char, char)> = Vec::new();
+        loop {
+            let Some(c) = self.peek() else { return Err(invalid("unterminated character class")) };
+            if c == ']' {
+                self.i += 1;
+                break;
+            }
+            self.i += 1;
+            let lo = if c == '\\' {
+                match self.escape(true)? {
+                    Ok(ch) => ch,
+                    Err((false, set)) => {
+                        items.extend_from_slice(set);
+                        continue;
+                    }
+                    Err((true, _)) => return Err(feature("negated shorthand inside a class")),
+                }
+            } else {
+                c
+            };
+            if self.peek() == Some('-') && self.peek_at(1).is_some_and(|n| n != ']') {
+                self.i += 1;
+                let Some(h) = self.peek() else { return Err(invalid("unterminated character class")) };
+                self.i += 1;
+                let hi = if h == '\\' {
+                    match self.escape(true)? {
+                        Ok(ch) => ch,
+                        Err(_) => return Err(invalid("class range with a shorthand")),
+                    }
+                } else {
+                    h
+                };
+                if hi < lo {
+                    return Err(invalid("range out of order in character class"));
+                }
+                items.push((lo, hi));
+            } else {
+                items.push((lo, lo));
+            }
+        }
+        if items.is_empty() {
+            if neg {
+                return Ok(Node::Class { neg: false, items: vec![('\0', char::MAX)] });
+            }
+            return Err(feature("empty character class"));
+        }
+        Ok(Node::Class { neg, items })
+    }
+
+    fn atom(&mut self) -> Result<Node, Unsupported> {
+        let Some(c) = self.peek() else { return Err(invalid("unexpected end")) };
+        self.i += 1;
+        match c {
+            '.' => Ok(Node::Dot),
+            '[' => self.class(),
+            '(' => {
+                if self.peek() == Some('?') {
+                    match (self.peek_at(1), self.peek_at(2)) {
+                        (Some(':'), _) => self.i += 2,
+                        (Some('<'), Some(n)) if n != '=' && n != '!' => {
+                            // named group: same language as a plain one
+                            while let Some(x) = self.peek() {
+                                self.i += 1;
+                                if x == '>' {
+                                    break;
+                                }
+                            }
+                        }
+                        _ => return Err(feature("look-around or inline flags")),
+                    }
+                }
+                self.depth += 1;
+                if self.depth > MAX_NESTING {
+                    return Err(feature("nesting too deep"));
+                }
+                let alts = self.alternation(false)?;
+                self.depth -= 1;
+                if self.peek() != Some(')') {
+                    return Err(invalid("unbalanced parentheses"));
+                }
+                self.i += 1;
+                Ok(Node::Group(alts.into_iter().map(|(_, s, _)| s).collect()))
+            }
+            ')' => Err(invalid("unbalanced parentheses")),
+            '*' | '+' | '?' => Err(invalid("nothing to repeat")),
+            '\\' => match self.escape(false)? {
+                Ok(ch) => Ok(Node::Lit(ch)),
+                Err((neg, set)) => Ok(Node::Class { neg, items: set.to_vec() }),
+            },
+            c => Ok(Node::Lit(c)),
+        }
+    }
+}
+
+fn push_class_char(out: &mut String, c: char) {
+    match c {
+        '\\' => out.push_str("\\\\"),
+        ']' => out.push_str("\\]"),
+        '[' => out.push_str("\\["),
+        '"' => out.push_str("\\\""),
+        '-' | '^' => {
+            let _ = write!(out, "\\x{:02X}", c as u32);
+        }
+        c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+            let _ = write!(out, "\\x{:02X}", c as u32);
+        }
+        c => out.push(c),
+    }
+}
+
+struct Emitter {
+    out: String,
+    max_rep: u64,
+    clamped: bool,
+    /// A single empty alternative cannot be written in every llama.cpp's grammar.
+    empty_alt: bool,
+}
+
+impl Emitter {
+    fn lit(&mut self, c: char) {
+        match c {
+            '^' | '$' | '.' | '[' | ']' | '(' | ')' | '|' | '{' | '}' | '*' | '+' | '?' => {
+                self.out.push('\\');
+                self.out.push(c);
+            }
+            '\\' => self.out.push_str("\\\\"),
+            '\n' => self.out.push_str("\\n"),
+            '\t' => self.out.push_str("\\t"),
+            '\r' => self.out.push_str("\\r"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(self.out, "\\x{:02X}", c as u32);
+            }
+            c => self.out.push(c),
+        }
+    }
+    fn node(&mut self, n: &Node) {
+        match n {
+            Node::Lit(c) => self.lit(*c),
+            Node::Dot => self.out.push('.'),
+            Node::Class { neg, items } => {
+                self.out.push('[');
+                if *neg {
+                    self.out.push('^');
+                }
+                for &(lo, hi) in items {
+                    push_class_char(&mut self.out, lo);
+                    if hi != lo {
+                        self.out.push('-');
+                        push_class_char(&mut self.out, hi);
+                    }
+                }
+                self.out.push(']');
+            }
+            Node::Group(alts) => {
+                self.out.push('(');
+                self.alts(alts);
+                self.out.push(')');
+            }
+            Node::Repeat(inner, min, max) => {
+                let needs_group = matches!(**inner, Node::Repeat(..));
+                if needs_group {
+                    self.out.push('(');
+                }
+                self.node(inner);
+                if needs_group {
+                    self.out.push(')');
+                }
+                let mut lo = *min;
+                let mut hi = *max;
+                if lo > self.max_rep {
+                    lo = self.max_rep;
+                    self.clamped = true;
+                }
+                if hi.is_some_and(|h| h > self.max_rep) {
+                    hi = None;
+                    self.clamped = true;
+                }
+                match (lo, hi) {
+                    (0, None) => self.out.push('*'),
+                    (1, None) => self.out.push('+'),
+                    (0, Some(1)) => self.out.push('?'),
+                    (l, None) => {
+                        let _ = write!(self.out, "{{{l},}}");
+                    }
+                    (l, Some(h)) if l == h => {
+                        let _ = write!(self.out, "{{{l}}}");
+                    }
+                    (l, Some(h)) => {
+                        let _ = write!(self.out, "{{{l},{h}}}");
+                    }
+                }
+            }
+        }
+    }
+    fn seq(&mut self, s: &[Node]) {
+        for n in s {
+            self.node(n);
+        }
+    }
+    fn alts(&mut self, alts: &[Vec<Node>]) {
+        if alts.len() > 1 && alts.iter().any(Vec::is_empty) {
+            self.empty_alt = true;
+        }
+        for (i, s) in alts.iter().enumerate() {
+            if i > 0 {
+                self.out.push('|');
+            }
+            self.seq(s);
+        }
+    }
+}
+
+/// Rewrites an ECMA-262 pattern into the subset every llama.cpp version compiles identically.
+/// Returns the pattern unchanged when it already is in that subset.
+pub fn rewrite(pattern: &str, max_repetition: u64) -> Result<Rewritten, Unsupported> {
+    if pattern.len() > MAX_PATTERN_LEN {
+        return Err(feature("pattern too long"));
+    }
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut p = Parser { s: &chars, i: 0, depth: 0 };
+    let alts = p.alternation(true)?;
+    if p.i < chars.len() {
+        return Err(invalid("unbalanced parentheses"));
+    }
+    let mut e = Emitter { out: String::with_capacity(pattern.len() + 8), max_rep: max_repetition, clamped: false, empty_alt: false };
+    e.out.push('^');
+    let single = alts.len() == 1;
+    if !single {
+        e.out.push('(');
+    }
+    for (i, (start, seq, end)) in alts.iter().enumerate() {
+        if i > 0 {
+            e.out.push('|');
+        }
+        if !start {
+            e.out.push_str(".*");
+        }
+        e.seq(seq);
+        if seq.is_empty() && *start && *end && !single {
+            e.empty_alt = true;
+        }
+        if !end {
+            e.out.push_str(".*");
+        }
+    }
+    if !single {
+        e.out.push(')');
+    }
+    e.out.push('$');
+    if e.empty_alt {
+        return Err(feature("empty alternative"));
+    }
+    if e.out == "^$" && !(alts.len() == 1 && alts.first().is_some_and(|a| a.0 && a.2)) {
+        return Err(invalid("empty pattern"));
+    }
+    Ok(Rewritten { pattern: e.out, clamped: e.clamped })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(p: &str) -> String {
+        match rewrite(p, 1000) {
+            Ok(r) => r.pattern,
+            Err(e) => format!("ERR {e:?}"),
+        }
+    }
+
+    #[test]
+    fn safe_patterns_are_kept_byte_for_byte() {
+        for p in ["^[a-z]+$", "^[A-Z]{2}[0-9]{3}$", "^(a|b)*c$", "^\\.x$", "^[^/]+/x$", "^a\\\\b$"] {
+            assert_eq!(rw(p), p);
+        }
+    }
+
+    #[test]
+    fn shorthands_and_groups_become_the_common_subset() {
+        assert_eq!(rw("^\\d{3}-\\w+$"), "^[0-9]{3}-[a-zA-Z0-9_]+$");
+        assert_eq!(rw("^[A-Z][A-Z0-9_]+-\\d+(?:-\\d+)*$"), "^[A-Z][A-Z0-9_]+-[0-9]+(-[0-9]+)*$");
+        assert_eq!(rw("^[\\w.-]+$"), "^[a-zA-Z0-9_.\\x2D]+$");
+        assert_eq!(rw("^hello there indeed\\!$"), "^hello there indeed!$");
+        assert_eq!(rw("^a+?$"), "^a+$");
+    }
+
+    #[test]
+    fn unanchored_patterns_search_anywhere() {
+        assert_eq!(rw("[a-z]+"), "^.*[a-z]+.*$");
+        assert_eq!(rw("^ab"), "^ab.*$");
+        assert_eq!(rw("^a|b$"), "^(a.*|.*b)$");
+    }
+
+    #[test]
+    fn what_no_grammar_can_say_is_refused() {
+        assert!(matches!(rewrite("^(?=.*\\d)[a-z\\d]+$", 1000), Err(Unsupported::Feature(_))));
+        assert!(matches!(rewrite("^(a)\\1$", 1000), Err(Unsupported::Feature(_))));
+        assert!(matches!(rewrite("^\\p{L}+$", 1000), Err(Unsupported::Feature(_))));
+        assert!(matches!(rewrite("^(ab$", 1000), Err(_)));
+        assert!(matches!(rewrite("^[b-a]$", 1000), Err(Unsupported::Invalid(_))));
+    }
+
+    #[test]
+    fn big_counts_are_clamped() {
+        let r = rewrite("^x{2001}$", 1000).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(r.pattern, "^x{1000,}$");
+        assert!(r.clamped);
+    }
+}

@@ -1,0 +1,61 @@
+//! Profiles: an ordered list of passes per target backend, plus the options they run with.
+
+use super::passes::*;
+use super::Options;
+
+pub struct Profile {
+    pub name: &'static str,
+    pub passes: &'static [Pass],
+    /// What this profile is for, for `toolfit profiles` and the README.
+    pub about: &'static str,
+}
+
+macro_rules! pass {
+    ($m:ident) => {
+        Pass { name: stringify!($m), run: $m::run }
+    };
+}
+
+/// llama.cpp's converter (llama-server, Ollama's `format`), every version from 2024-08 on.
+pub static LLAMA_CPP: Profile = Profile {
+    name: "llama-cpp",
+    about: "llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on",
+    passes: &[
+        pass!(bounds),
+        pass!(dialect),
+        pass!(boolean_schemas),
+        pass!(refs),
+        pass!(all_of),
+        pass!(unions),
+        pass!(never),
+        pass!(tool_root),
+        pass!(unsupported),
+        pass!(open_objects),
+        pass!(explicit_types),
+        pass!(patterns),
+        pass!(integer_bounds),
+        pass!(repetition),
+        pass!(enums),
+        pass!(never),
+    ],
+};
+
+/// Bounds and dialect clean-up only, for MCP clients and backends that take 2020-12 as it is.
+pub static MCP: Profile = Profile {
+    name: "mcp",
+    about: "MCP SEP-2106 bounds and dialect clean-up only; meaning unchanged",
+    passes: &[pass!(bounds), pass!(dialect)],
+};
+
+pub static ALL: &[&Profile] = &[&LLAMA_CPP, &MCP];
+
+impl Profile {
+    pub fn by_name(name: &str) -> Option<&'static Profile> {
+        ALL.iter().copied().find(|p| p.name == name)
+    }
+
+    /// The options a profile runs with unless a route overrides them.
+    pub fn default_options(&self) -> Options {
+        Options::default()
+    }
+}

@@ -1,0 +1,82 @@
+//! What the engine did: one record per change, and counters per kind.
+
+use super::kind::Kind;
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+
+/// One change to one schema.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    /// The tool (or structured-output name) whose schema changed.
+    pub tool: String,
+    /// JSON pointer within that tool's schema.
+    pub path: String,
+    pub kind: Kind,
+    /// A short human explanation.
+    pub detail: String,
+}
+
+impl Record {
+    pub fn lossy(&self) -> bool {
+        self.kind.lossy()
+    }
+    pub fn to_json(&self) -> Value {
+        json!({"tool": self.tool, "path": self.path, "kind": self.kind.name(), "lossy": self.lossy(), "detail": self.detail})
+    }
+}
+
+/// Records of a run, plus the counters they add up to. Records beyond `max_records` are counted but
+/// not kept, so a hostile schema cannot make the report grow without bound.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub records: Vec<Record>,
+    pub counters: BTreeMap<Kind, u64>,
+    pub dropped_records: u64,
+}
+
+/// Upper bound on kept records per report.
+pub const MAX_RECORDS: usize = 2_000;
+
+impl Report {
+    pub fn push(&mut self, r: Record) {
+        *self.counters.entry(r.kind).or_insert(0) += 1;
+        if self.records.len() < MAX_RECORDS {
+            self.records.push(r);
+        } else {
+            self.dropped_records += 1;
+        }
+    }
+    pub fn extend(&mut self, other: Report) {
+        for (k, n) in other.counters {
+            *self.counters.entry(k).or_insert(0) += n;
+        }
+        for r in other.records {
+            if self.records.len() < MAX_RECORDS {
+                self.records.push(r);
+            } else {
+                self.dropped_records += 1;
+            }
+        }
+        self.dropped_records += other.dropped_records;
+    }
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty()
+    }
+    pub fn lossy_count(&self) -> u64 {
+        self.counters.iter().filter(|(k, _)| k.lossy()).map(|(_, n)| n).sum()
+    }
+    pub fn first_lossy(&self) -> Option<&Record> {
+        self.records.iter().find(|r| r.lossy())
+    }
+    pub fn to_json(&self) -> Value {
+        let mut c = Map::new();
+        for (k, n) in &self.counters {
+            c.insert(k.name().to_string(), json!(n));
+        }
+        json!({
+            "counters": c,
+            "records": self.records.iter().map(Record::to_json).collect::<Vec<_>>(),
+            "records_not_kept": self.dropped_records,
+        })
+    }
+}
