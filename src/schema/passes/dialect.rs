@@ -34,19 +34,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.remove("additionalItems");
             normalized.push("additionalItems without an items array has no effect".into());
         }
-        match node.get("items") {
-            Some(Value::Bool(true)) => {
-                node.remove("items");
-                changes.push("items: true removed".into());
-            }
-            Some(Value::Bool(false)) => {
-                node.remove("items");
-                let n = node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
-                let cap = node.get("maxItems").and_then(Value::as_u64).map_or(n as u64, |m| m.min(n as u64));
-                node.insert("maxItems".into(), Value::from(cap));
-                changes.push("items: false became maxItems".into());
-            }
-            _ => {}
+        if let Some(c) = boolean_items(node) {
+            changes.push(c.into());
         }
         for (ex, inc) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
             if let Some(Value::Bool(b)) = node.get(ex).cloned() {
@@ -124,6 +113,25 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     });
     for (path, kind, detail, _) in recs {
         cx.record(&path, kind, detail);
+    }
+}
+
+/// `items: true` is no constraint; `items: false` allows no items past `prefixItems`. llama.cpp
+/// rejects both spellings ("schema must be an object").
+pub fn boolean_items(node: &mut Map<String, Value>) -> Option<&'static str> {
+    match node.get("items") {
+        Some(Value::Bool(true)) => {
+            node.remove("items");
+            Some("items: true removed")
+        }
+        Some(Value::Bool(false)) => {
+            node.remove("items");
+            let n = node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+            let cap = node.get("maxItems").and_then(Value::as_u64).map_or(n, |m| m.min(n));
+            node.insert("maxItems".into(), Value::from(cap));
+            Some("items: false became maxItems")
+        }
+        _ => None,
     }
 }
 

@@ -44,7 +44,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if k == "type" {
                 continue;
             }
-            if is_annotation(&k) {
+            if is_annotation(&k) || keyword_type(&k).is_none() {
+                // descriptions, `$defs` and the like stay on the node itself
                 annotations.insert(k, v);
             } else {
                 rest.insert(k, v);

@@ -46,6 +46,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if !node.contains_key("items") && !node.contains_key("contains") {
                 if let Some(u) = node.remove("unevaluatedItems") {
                     node.insert("items".into(), u);
+                    super::dialect::boolean_items(node);
                     exact.push("unevaluatedItems became items".to_string());
                 }
             }
