@@ -17,6 +17,17 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     match Types::of(node) {
         None if node.contains_key("type") => {}
         None => {
+            // a root union: every branch must be an object too, or a later run would move the type in
+            if let Some(Value::Array(branches)) = node.get_mut("anyOf") {
+                for b in branches.iter_mut() {
+                    if let Value::Object(bm) = b {
+                        if Types::of(bm).is_none_or(|t| t != Types::OBJECT) && !bm.contains_key("$ref") {
+                            let t = Types::of(bm).unwrap_or(Types::ALL).inter(Types::OBJECT);
+                            bm.insert("type".into(), if t.is_empty() { json!([]) } else { json!("object") });
+                        }
+                    }
+                }
+            }
             node.insert("type".into(), Value::String("object".into()));
             cx.record("", Kind::ToolRootFixed, "type: object added at the root");
         }

@@ -1,0 +1,124 @@
+//! Engine properties over the real corpus and over arbitrary JSON: no panic, deterministic, idempotent.
+
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::path::Path;
+use toolfit::schema::{normalize, profile, Context, Kind, Options};
+
+fn corpus() -> Vec<(String, Value, Context)> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let mut out = Vec::new();
+    for kind in ["servers", "issues", "synthetic"] {
+        let mut files: Vec<_> = std::fs::read_dir(dir.join(kind)).into_iter().flatten().flatten().map(|e| e.path()).collect();
+        files.sort();
+        for f in files {
+            let Ok(text) = std::fs::read_to_string(&f) else { continue };
+            let Ok(d) = serde_json::from_str::<Value>(&text) else { continue };
+            let name = f.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+            match kind {
+                "servers" => {
+                    for t in d["tools"].as_array().into_iter().flatten() {
+                        out.push((format!("{name}/{}", t["name"]), t["inputSchema"].clone(), Context::Tool));
+                    }
+                }
+                "issues" => out.push((name, d["schema"].clone(), Context::Tool)),
+                _ => {
+                    for e in d["entries"].as_array().into_iter().flatten() {
+                        out.push((format!("{name}:{}", e["name"]), e["schema"].clone(), Context::Tool));
+                        if e["outputSchema"].is_object() {
+                            out.push((format!("{name}:{}:out", e["name"]), e["outputSchema"].clone(), Context::Output));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn run(v: &Value, ctx: Context) -> (Value, toolfit::schema::Report) {
+    let mut v = v.clone();
+    let o = normalize(&mut v, &profile::LLAMA_CPP, &Options::default(), ctx, "t");
+    (v, o.report)
+}
+
+#[test]
+fn corpus_is_deterministic_and_idempotent() {
+    let all = corpus();
+    assert!(all.len() > 3000, "corpus missing: {}", all.len());
+    let mut changed = 0;
+    for (label, schema, ctx) in &all {
+        let (once, rep) = run(schema, *ctx);
+        let (again, _) = run(schema, *ctx);
+        assert_eq!(once, again, "{label}: not deterministic");
+        let (twice, rep2) = run(&once, *ctx);
+        assert_eq!(once, twice, "{label}: not idempotent; second run: {:?}", rep2.records.first());
+        assert!(rep2.is_empty(), "{label}: second run reported {:?}", rep2.records.first());
+        if !rep.is_empty() {
+            changed += 1;
+        }
+        if *ctx == Context::Tool {
+            assert_eq!(once["type"], json!("object"), "{label}: tool root not an object");
+        }
+    }
+    assert!(changed > 0 && changed < all.len());
+}
+
+#[test]
+fn the_mcp_profile_keeps_meaning() {
+    for (label, schema, ctx) in corpus() {
+        let mut v = schema.clone();
+        let o = normalize(&mut v, &profile::MCP, &Options::default(), ctx, "t");
+        assert!(o.report.lossy_count() == 0, "{label}: {:?}", o.report.first_lossy());
+    }
+}
+
+fn arb_json() -> impl Strategy<Value = Value> {
+    let key = prop_oneof![
+        Just("type".to_string()), Just("properties".to_string()), Just("anyOf".to_string()), Just("oneOf".to_string()),
+        Just("allOf".to_string()), Just("$ref".to_string()), Just("items".to_string()), Just("not".to_string()),
+        Just("required".to_string()), Just("enum".to_string()), Just("const".to_string()), Just("$defs".to_string()),
+        Just("pattern".to_string()), Just("minimum".to_string()), Just("maxLength".to_string()), Just("prefixItems".to_string()),
+        Just("additionalProperties".to_string()), Just("a".to_string()), Just("format".to_string()), Just("nullable".to_string()),
+    ];
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i32>().prop_map(|n| json!(n)),
+        (-1e6f64..1e6).prop_map(|n| json!(n)),
+        prop_oneof![Just("string"), Just("object"), Just("integer"), Just("#"), Just("#/$defs/a"), Just("^\\d+$"), Just("a"), Just("null"), Just("(?:x")].prop_map(|s| json!(s)),
+    ];
+    leaf.prop_recursive(6, 64, 6, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+            prop::collection::vec((key.clone(), inner), 0..6).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+    #[test]
+    fn arbitrary_json_never_panics_and_settles(v in arb_json()) {
+        for ctx in [Context::Tool, Context::Output] {
+            let (once, _) = run(&v, ctx);
+            let (again, _) = run(&v, ctx);
+            prop_assert_eq!(&once, &again);
+            // the output is a JSON document again and the engine runs on it without panicking
+            prop_assert!(serde_json::to_string(&once).is_ok());
+            let _ = run(&once, ctx);
+            // Known gap (see CHANGELOG): idempotence holds on the whole real corpus (test above) but not
+            // yet for every synthetic shape, e.g. a root that refers to itself (`{"$ref": "#"}`).
+        }
+    }
+}
+
+#[test]
+fn every_kind_has_a_counter_name_the_report_uses() {
+    let (_, rep) = run(&json!({"type":"object","properties":{"a":{"type":"string","format":"email"}},"anyOf":[{"required":["a"]}]}), Context::Tool);
+    for k in rep.counters.keys() {
+        assert_eq!(Kind::from_name(k.name()), Some(*k));
+    }
+    assert!(rep.counters.contains_key(&Kind::AnyofDistributed));
+    assert!(rep.counters.contains_key(&Kind::KeywordRemoved));
+}
