@@ -44,7 +44,7 @@ def run_judge(binary, items):
 
 
 def toolfit(doc, schema_mode=False):
-    args = [TOOLFIT, "normalize", "--profile", "llama-cpp", "--report", "/dev/stderr"]
+    args = [TOOLFIT, "normalize", "--profile", "llama-cpp", "--report", "-"]
     if schema_mode:
         args.append("--schema")
     p = subprocess.run(args, input=json.dumps(doc).encode(), capture_output=True)
