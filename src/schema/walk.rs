@@ -66,6 +66,33 @@ pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut 
     }
 }
 
+/// Read-only [`children_mut`]: the same subschemas, in the same order.
+pub fn children(node: &Map<String, Value>, mut f: impl FnMut(&str, &Value)) {
+    for (key, v) in node {
+        let key = key.as_str();
+        if MAP.contains(&key) {
+            if let Value::Object(m) = v {
+                for (name, child) in m {
+                    if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
+                        continue;
+                    }
+                    let mut seg = format!("/{key}/");
+                    push_escaped(&mut seg, name);
+                    f(&seg, child);
+                }
+            }
+        } else if ARRAY.contains(&key) && v.is_array() {
+            if let Value::Array(a) = v {
+                for (i, child) in a.iter().enumerate() {
+                    f(&format!("/{key}/{i}"), child);
+                }
+            }
+        } else if SINGLE.contains(&key) {
+            f(&format!("/{key}"), v);
+        }
+    }
+}
+
 /// Appends a JSON-pointer reference token (RFC 6901: `~` is `~0`, `/` is `~1`).
 pub fn push_escaped(out: &mut String, token: &str) {
     for c in token.chars() {

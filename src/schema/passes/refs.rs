@@ -8,7 +8,7 @@
 //! there, so recursive types keep working. Refs to other documents are never fetched.
 
 use crate::schema::merge::{intersect, never, Merged};
-use crate::schema::walk::{children_mut, is_annotation, push_escaped, HARD_DEPTH};
+use crate::schema::walk::{children, children_mut, is_annotation, push_escaped, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
@@ -74,8 +74,7 @@ fn has_ref(v: &Value, depth: usize) -> bool {
                 return false;
             }
             let mut found = false;
-            let mut m2 = m.clone();
-            children_mut(&mut m2, |_, c| found = found || has_ref(c, depth + 1));
+            children(m, |_, c| found = found || has_ref(c, depth + 1));
             found
         }
         _ => false,
@@ -246,8 +245,7 @@ fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, Strin
         return;
     }
     let base = path.len();
-    let mut m2 = m.clone();
-    children_mut(&mut m2, |seg, c| {
+    children(m, |seg, c| {
         path.push_str(seg);
         collect_anchors(c, path, out, depth + 1);
         path.truncate(base);
@@ -262,8 +260,7 @@ fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
     if depth > HARD_DEPTH {
         return;
     }
-    let mut m2 = m.clone();
-    children_mut(&mut m2, |_, c| collect_refs(c, out, depth + 1));
+    children(m, |_, c| collect_refs(c, out, depth + 1));
 }
 
 fn count_objects(v: &Value) -> usize {
