@@ -4,10 +4,11 @@
 build:
 	cargo build --release
 
-# Unit, property and corpus tests. The acceptance run against five llama.cpp versions' own converters
-# (`make test-judges`) is not yet part of CI: its runner still has a parse bug to fix (see CHANGELOG).
+# Unit, property and corpus tests, then acceptance against five llama.cpp versions' own converters
+# (judges built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit/judges).
 test: build
 	cargo test --release
+	python3 tests/llama_judges.py
 
 test-unit:
 	cargo test --release

@@ -34,7 +34,8 @@ def run_judge(binary, items):
     out, i = [], 0
     while i < len(lines):
         p = subprocess.run([binary], input=("\n".join(lines[i:]) + "\n").encode(), capture_output=True, timeout=1800)
-        got = [json.loads(x) for x in p.stdout.decode().splitlines()]
+        # split on "\n" only: str.splitlines() also splits on U+2028/U+2029, which JSON strings may hold raw
+        got = [json.loads(x) for x in p.stdout.decode().split("\n") if x.strip()]
         out += got
         i += len(got)
         if p.returncode != 0 and i < len(lines):
@@ -50,7 +51,7 @@ def toolfit(doc, schema_mode=False):
     p = subprocess.run(args, input=json.dumps(doc).encode(), capture_output=True)
     if p.returncode != 0:
         raise RuntimeError(p.stderr.decode()[:500])
-    return json.loads(p.stdout), json.loads(p.stderr.decode().strip().splitlines()[-1])
+    return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
 
 
 def corpus_schemas():
