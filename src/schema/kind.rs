@@ -103,6 +103,15 @@ kinds! {
     /// An `enum`/`const` string value that older llama.cpp escapes wrongly was rewritten as an
     /// anchored pattern. Exact.
     EnumRewritten = "enum_rewritten", lossy = false;
+    /// `prefixItems` allowing arrays of several lengths became one fixed-length tuple per allowed
+    /// length (and a branch for the other types the node allows): llama.cpp only writes a tuple of
+    /// exactly `prefixItems` items. Arrays longer than the tuple, where allowed, lose their positional
+    /// constraints (also recorded as `keyword_removed`).
+    TupleExpanded = "tuple_expanded", lossy = false;
+    /// A property whose name some llama.cpp versions cannot write into a grammar (a quote, backslash
+    /// or control character, or the name `$ref`) was removed from `properties` and `required`; its
+    /// value is then allowed only as any other property is.
+    PropertyUnspellable = "property_unspellable", lossy = true;
     /// A tool's parameters did not end with `type: object` at the root and were made to.
     ToolRootFixed = "tool_root_fixed", lossy = false;
     /// A whole schema could not be satisfied, or could not be parsed, and was replaced by the loosest

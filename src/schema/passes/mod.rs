@@ -10,10 +10,13 @@ pub mod integer_bounds;
 pub mod never;
 pub mod open_objects;
 pub mod patterns;
+pub mod prefix_items;
 pub mod refs;
 pub mod repetition;
 pub mod tool_root;
+pub mod unevaluated;
 pub mod unions;
+pub mod unspellable_names;
 pub mod unsupported;
 
 use super::Cx;

@@ -38,12 +38,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         let siblings: Map<String, Value> =
-            node.iter().filter(|(k, _)| *k != "anyOf" && *k != "oneOf" && !is_annotation(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            node.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf" | "$defs" | "definitions") && !is_annotation(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         // a `type` beside the union that every branch already has constrains nothing more
         let implied = siblings.len() == 1
             && Types::of(&siblings).is_some_and(|t| {
                 unions.len() == 1
-                    && unions.iter().flatten().all(|b| b.as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt)))
+                    && unions.iter().flatten().all(|b| deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt)))
             });
         if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of {
             return; // llama.cpp compiles this union as it means

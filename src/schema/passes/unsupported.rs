@@ -1,6 +1,6 @@
 //! Keywords llama.cpp ignores without a word, removed so the loss is visible (and, by default, said in
-//! the node's `description`). Exact equivalents are used where they exist: `unevaluatedProperties`
-//! on a node without applicators is `additionalProperties`, trivially true keywords are just dropped.
+//! the node's `description`). Trivially true keywords are just dropped. (`unevaluated*` with a plain
+//! meaning was already converted by `unevaluated`, before applicators were flattened.)
 
 use super::primary_type;
 use crate::schema::types::Types;
@@ -30,33 +30,27 @@ fn trivially_true(k: &str, v: &Value) -> bool {
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
-    let mut jobs: Vec<(String, Vec<(String, Value)>, Vec<(String, Value)>, Vec<String>)> = Vec::new();
+    let mut jobs: Vec<(String, Vec<(String, Value)>, Vec<(String, Value)>)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
-        let mut exact = Vec::new();
-        let applicators = ["anyOf", "oneOf", "allOf", "$ref", "not", "if", "dependentSchemas"].iter().any(|k| node.contains_key(*k));
-        if !applicators && !node.contains_key("patternProperties") {
-            if !node.contains_key("additionalProperties") {
-                if let Some(u) = node.remove("unevaluatedProperties") {
-                    node.insert("additionalProperties".into(), u);
-                    exact.push("unevaluatedProperties became additionalProperties".to_string());
-                }
-            }
-            if !node.contains_key("items") && !node.contains_key("contains") {
-                if let Some(u) = node.remove("unevaluatedItems") {
-                    node.insert("items".into(), u);
-                    super::dialect::boolean_items(node);
-                    exact.push("unevaluatedItems became items".to_string());
-                }
-            }
-        }
         for k in IGNORED {
             if let Some(v) = node.remove(*k) {
                 if trivially_true(k, &v) {
                     normalized.push((k.to_string(), v));
                 } else {
                     removed.push((k.to_string(), v));
+                }
+            }
+        }
+        // additionalProperties does not apply to names patternProperties matched: without them it would
+        // forbid properties the schema allows, so it goes too (looser, never tighter)
+        if removed.iter().any(|(k, _)| k == "patternProperties") {
+            if let Some(v) = node.remove("additionalProperties") {
+                if v == Value::Bool(true) {
+                    node.insert("additionalProperties".into(), v);
+                } else {
+                    removed.push(("additionalProperties".to_string(), v));
                 }
             }
         }
@@ -75,8 +69,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.remove("format");
             normalized.push(("format".to_string(), v));
         }
-        if !removed.is_empty() || !normalized.is_empty() || !exact.is_empty() {
-            jobs.push((path.to_string(), removed.clone(), normalized, exact));
+        if !removed.is_empty() || !normalized.is_empty() {
+            jobs.push((path.to_string(), removed.clone(), normalized));
             if promote_on {
                 if let Some(text) = describe(&removed) {
                     crate::schema::promote(node, &text);
@@ -84,7 +78,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
     });
-    for (path, removed, normalized, exact) in jobs {
+    for (path, removed, normalized) in jobs {
         let nots: Vec<(String, Value)> = removed.iter().filter(|(k, _)| k == "not").cloned().collect();
         let rest: Vec<(String, Value)> = removed.into_iter().filter(|(k, _)| k != "not").collect();
         if !nots.is_empty() {
@@ -98,9 +92,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if !normalized.is_empty() {
             let names: Vec<&str> = normalized.iter().map(|(k, _)| k.as_str()).collect();
             cx.record(&path, Kind::KeywordNormalized, format!("removed always-true {}", names.join(", ")));
-        }
-        for e in exact {
-            cx.record(&path, Kind::KeywordNormalized, e);
         }
     }
 }

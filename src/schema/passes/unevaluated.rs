@@ -1,0 +1,107 @@
+//! `unevaluatedProperties`/`unevaluatedItems` where they mean exactly `additionalProperties`/`items`.
+//!
+//! This runs first (before `dialect` drops `items: true`, which still evaluates every item), before refs, `allOf` and unions are flattened, because the meaning depends on the
+//! original structure: the keyword sees what in-place applicators beside it (and, for a subschema
+//! of an applicator, its parent's siblings) evaluated. Only a node with no in-place applicator that
+//! is not itself one (an `allOf`/`anyOf`/... branch or a `$defs` entry reached through `$ref`) has the
+//! simple meaning. Everywhere else the keyword is left for `unsupported`, which removes it with a
+//! lossy record: after flattening, converting it would forbid properties that were evaluated.
+
+use crate::schema::walk::{post_order, ARRAY, MAP};
+use crate::schema::{Cx, Kind};
+
+/// Keywords that evaluate in place: an `unevaluated*` beside them can see what they evaluated.
+const IN_PLACE: &[&str] =
+    &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$ref", "$dynamicRef", "$recursiveRef"];
+/// Path segments of a subschema that is evaluated in place of its parent (or reached by `$ref`).
+const IN_PLACE_PARENTS: &[&str] =
+    &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$defs", "definitions"];
+
+pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
+    let mut recs = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        if !node.contains_key("unevaluatedProperties") && !node.contains_key("unevaluatedItems") {
+            return;
+        }
+        // beside additionalProperties (items), every property (item) is evaluated by this very node,
+        // whatever applicators say: the unevaluated* keyword can never apply
+        if node.contains_key("additionalProperties") && node.remove("unevaluatedProperties").is_some() {
+            recs.push((path.to_string(), "unevaluatedProperties beside additionalProperties never applies; removed"));
+        }
+        if node.contains_key("items") && node.remove("unevaluatedItems").is_some() {
+            recs.push((path.to_string(), "unevaluatedItems beside items never applies; removed"));
+        }
+        if IN_PLACE.iter().any(|k| node.contains_key(*k)) || is_in_place_child(path) {
+            return;
+        }
+        if let Some(u) = node.remove("unevaluatedProperties") {
+            node.insert("additionalProperties".into(), u);
+            recs.push((path.to_string(), "unevaluatedProperties became additionalProperties"));
+        }
+        if !node.contains_key("contains") {
+            if let Some(u) = node.remove("unevaluatedItems") {
+                node.insert("items".into(), u);
+                super::dialect::boolean_items(node);
+                recs.push((path.to_string(), "unevaluatedItems became items"));
+            }
+        }
+    });
+    for (p, d) in recs {
+        cx.record(&p, Kind::KeywordNormalized, d.to_string());
+    }
+}
+
+/// Whether the node at `path` is an applicator's subschema: `/allOf/0`, `/then`, `/$defs/a`, ...
+/// The pointer is read from the root, so a property *named* `allOf` is not taken for the keyword.
+fn is_in_place_child(path: &str) -> bool {
+    let mut segs = path.split('/').skip(1).peekable();
+    let mut last_keyword = "";
+    while let Some(k) = segs.next() {
+        last_keyword = k;
+        let takes_name = MAP.contains(&k)
+            || ARRAY.contains(&k) && segs.peek().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if takes_name {
+            segs.next();
+        }
+    }
+    IN_PLACE_PARENTS.contains(&last_keyword)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Context, Options, Report};
+    use serde_json::json;
+
+    fn run_on(mut v: serde_json::Value) -> serde_json::Value {
+        let opts = Options::default();
+        let mut cx = Cx { tool: "t", context: Context::Output, opts: &opts, report: Report::default() };
+        run(&mut v, &mut cx);
+        v
+    }
+
+    #[test]
+    fn plain_node_converts() {
+        let v = run_on(json!({"properties": {"a": {}}, "unevaluatedProperties": false}));
+        assert_eq!(v, json!({"properties": {"a": {}}, "additionalProperties": false}));
+    }
+
+    #[test]
+    fn beside_or_inside_applicators_is_left_alone() {
+        for s in [
+            json!({"allOf": [{"properties": {"a": {}}}], "unevaluatedProperties": false}),
+            json!({"$ref": "#/$defs/x", "unevaluatedProperties": false}),
+            json!({"allOf": [{"unevaluatedProperties": false}], "properties": {"a": {}}}),
+            json!({"$defs": {"x": {"unevaluatedProperties": false}}}),
+            json!({"anyOf": [{"prefixItems": [{}]}, {"unevaluatedItems": false}]}),
+        ] {
+            assert_eq!(run_on(s.clone()), s);
+        }
+    }
+
+    #[test]
+    fn property_named_like_an_applicator_is_still_a_property() {
+        let v = run_on(json!({"properties": {"allOf": {"unevaluatedProperties": false}}}));
+        assert_eq!(v, json!({"properties": {"allOf": {"additionalProperties": false}}}));
+    }
+}

@@ -1,0 +1,72 @@
+//! Property names that llama.cpp up to 2025-08 cannot write into a grammar.
+//!
+//! Those versions paste a property's JSON-quoted name into a grammar literal without escaping it
+//! again: a name with `"` or a form feed makes the grammar unparsable (the request fails), and a
+//! backslash or another control character gives a literal that never matches the name (the property
+//! can never be sent). A property named `$ref` is taken for a reference and the converter throws.
+//! Such properties are removed from `properties` and `required`, and a closed object is opened so the
+//! value can still be sent as any other property (lossy, recorded).
+
+use crate::schema::walk::{post_order, push_escaped};
+use crate::schema::{Cx, Kind};
+use serde_json::Value;
+
+fn unspellable(name: &str) -> bool {
+    name == "$ref" || name.chars().any(|c| c == '"' || c == '\\' || c < ' ')
+}
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    let mut recs: Vec<(String, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        let mut gone: Vec<String> = Vec::new();
+        if let Some(Value::Object(props)) = node.get_mut("properties") {
+            gone = props.keys().filter(|k| unspellable(k)).cloned().collect();
+            for k in &gone {
+                props.remove(k);
+            }
+        }
+        if let Some(Value::Array(req)) = node.get_mut("required") {
+            for r in req.iter().filter_map(Value::as_str) {
+                if unspellable(r) && !gone.iter().any(|g| g == r) {
+                    gone.push(r.to_string());
+                }
+            }
+            req.retain(|r| !r.as_str().is_some_and(unspellable));
+        }
+        if gone.is_empty() {
+            return;
+        }
+        if node.get("required").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+            node.remove("required");
+        }
+        if node.get("additionalProperties").is_some_and(|a| a != &Value::Bool(true)) {
+            node.remove("additionalProperties");
+        }
+        for g in gone {
+            let mut p = format!("{path}/properties");
+            push_escaped(&mut p, &g);
+            recs.push((p, format!("property {} cannot be written in every llama.cpp grammar; removed", Value::String(g))));
+        }
+    });
+    for (p, d) in recs {
+        cx.record(&p, Kind::PropertyUnspellable, d);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Context, Options, Report};
+    use serde_json::json;
+
+    #[test]
+    fn quotes_backslashes_controls_and_ref_go_ordinary_names_stay() {
+        let mut v = json!({"type": "object", "properties": {"a\"b": {}, "a\\b": {}, "a\nb": {}, "$ref": {"type": "string"}, "ok-é b": {}},
+                           "required": ["a\"b", "ok-é b"], "additionalProperties": false});
+        let opts = Options::default();
+        let mut cx = Cx { tool: "t", context: Context::Tool, opts: &opts, report: Report::default() };
+        run(&mut v, &mut cx);
+        assert_eq!(v, json!({"type": "object", "properties": {"ok-é b": {}}, "required": ["ok-é b"]}));
+        assert_eq!(cx.report.lossy_count(), 4);
+    }
+}
