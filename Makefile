@@ -1,5 +1,5 @@
 # toolfit: `make test` is the one test command (CI runs it through .ci/run).
-.PHONY: test test-unit test-judges build kinds
+.PHONY: test test-unit test-judges build kinds bench-engine
 
 build:
 	cargo build --release
@@ -19,3 +19,7 @@ test-judges: build
 # The transformation table in the README is generated from the engine's enum.
 kinds: build
 	./target/release/toolfit kinds
+
+# Engine throughput per catalog beside serde_json and mcp-schema-normalize (prints a table; no assertions).
+bench-engine:
+	python3 tests/bench_engine.py

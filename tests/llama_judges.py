@@ -77,6 +77,7 @@ def corpus_schemas():
 
 
 MAX_SPELLINGS = 16
+MATRIX_KEYS = ("rejected", "crashed", "valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected", "silent_groups")
 
 # Valid instances the grammar of the rewritten schema refuses on purpose or cannot spell, with why.
 # (file, group description, instance as compact JSON) -> reason
@@ -150,15 +151,19 @@ def spellings(inst, schema, root):
     return combos
 
 
-def jsts_matrix(binary, groups, rewrite):
+def msn(schemas):
+    """Each schema through mcp-schema-normalize: [(schema, lossy)]."""
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    p = subprocess.run([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tests", "msn.py"), "normalize"],
+                       input="".join(json.dumps(x) + "\n" for x in schemas), capture_output=True, text=True, check=True)
+    return [(o["schema"], o["lossy"]) for o in (json.loads(x) for x in p.stdout.split("\n") if x.strip())]
+
+
+def jsts_matrix(binary, groups, rewritten):
+    """rewritten: [(schema, lossy)] per group, from the tool under test (or the raw schema, not lossy)."""
     items, lossy, counts = [], [], []
-    for g in groups:
-        if rewrite:
-            s, rep = toolfit(g["schema"], schema_mode=True)
-            lossy.append(any(r["lossy"] for r in rep["records"]))
-        else:
-            s = g["schema"]
-            lossy.append(False)
+    for g, (s, l) in zip(groups, rewritten):
+        lossy.append(l)
         spelled = [spellings(t["data"], s, s) for t in g["tests"]]
         items.append({"schema": s, "instances": [v for sp in spelled for v in sp]})
         counts.append([len(sp) for sp in spelled])
@@ -197,11 +202,17 @@ def main():
     groups = [json.loads(l) for l in open(os.path.join(CORPUS, "jsts-2020-12.jsonl"))]
     groups = [g for g in groups if not g["file"].startswith("optional/")]
     print(f"JSON-Schema-Test-Suite 2020-12: {len(groups)} groups outside optional/")
+    variants = {
+        "raw llama.cpp": [(g["schema"], False) for g in groups],
+        "mcp-schema-normalize": msn([g["schema"] for g in groups]),
+        "toolfit": [(lambda s, rep: (s, any(r["lossy"] for r in rep["records"])))(*toolfit(g["schema"], schema_mode=True)) for g in groups],
+    }
     for v in VERSIONS:
-        raw, _, _ = jsts_matrix(judges[v], groups, rewrite=False)
-        ours, silent, refused = jsts_matrix(judges[v], groups, rewrite=True)
-        print(f"  {v} raw llama.cpp: {dict(sorted(raw.items()))}")
-        print(f"  {v} toolfit:       {dict(sorted(ours.items()))}")
+        runs = {name: jsts_matrix(judges[v], groups, rw) for name, rw in variants.items()}
+        for name, (m, _, _) in runs.items():
+            print(f"  {v} {name + ':':22} " + "  ".join(f"{k} {m[k]}" for k in MATRIX_KEYS))
+        raw = runs["raw llama.cpp"][0]
+        ours, silent, refused = runs["toolfit"]
         check(f"{v}: JSTS no schema refused, no crash", ours["rejected"] + ours["crashed"] == 0,
               f"{ours['rejected']} refused, {ours['crashed']} crashed (raw: {raw['rejected']}, {raw['crashed']})")
         if v == CURRENT:

@@ -223,7 +223,7 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
     // A merged const or enum must also be of the merged type.
     if let Some(t) = Types::of(&out) {
         if let Some(c) = out.get("const") {
-            if !t.contains(Types::of_value(c)) && !(t.contains(Types::INTEGER) && Types::of_value(c) == Types::INTEGER) {
+            if !(t.contains(Types::of_value(c)) || t.contains(Types::INTEGER) && Types::of_value(c) == Types::INTEGER) {
                 return Merged::Never;
             }
         }

@@ -112,6 +112,9 @@ pub fn promote(node: &mut Map<String, Value>, text: &str) {
     }
 }
 
+/// Keywords taken out of a node, with their values: what a lossy record names.
+pub type Removed = Vec<(String, Value)>;
+
 /// A JSON value as short text for logs and descriptions.
 pub fn compact(v: &Value, max: usize) -> String {
     let s = v.to_string();

@@ -36,6 +36,9 @@ enum Node {
 const MAX_PATTERN_LEN: usize = 8_192;
 const MAX_NESTING: usize = 32;
 
+/// One escape: a character, or a class (negated?, ranges) such as `\d`.
+type Escape = Result<char, (bool, &'static [(char, char)])>;
+
 struct Parser<'a> {
     s: &'a [char],
     i: usize,
@@ -179,7 +182,7 @@ impl Parser<'_> {
     }
 
     /// After a backslash: one char, or a class for \d \w \s.
-    fn escape(&mut self, in_class: bool) -> Result<Result<char, (bool, &'static [(char, char)])>, Unsupported> {
+    fn escape(&mut self, in_class: bool) -> Result<Escape, Unsupported> {
         let Some(c) = self.peek() else { return Err(invalid("trailing backslash")) };
         self.i += 1;
         Ok(Ok(match c {
@@ -542,7 +545,7 @@ mod tests {
         assert!(matches!(rewrite("^(?=.*\\d)[a-z\\d]+$", 1000), Err(Unsupported::Feature(_))));
         assert!(matches!(rewrite("^(a)\\1$", 1000), Err(Unsupported::Feature(_))));
         assert!(matches!(rewrite("^\\p{L}+$", 1000), Err(Unsupported::Feature(_))));
-        assert!(matches!(rewrite("^(ab$", 1000), Err(_)));
+        assert!(rewrite("^(ab$", 1000).is_err());
         assert!(matches!(rewrite("^[b-a]$", 1000), Err(Unsupported::Invalid(_))));
     }
 

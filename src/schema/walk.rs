@@ -22,6 +22,21 @@ pub const ANNOTATIONS: &[&str] = &[
     "$schema", "$id", "$anchor", "$dynamicAnchor", "discriminator", "x-nullable",
 ];
 
+/// Keywords that constrain a value (2020-12 and the older spellings `dialect` rewrites). Anything else,
+/// unknown keywords included, is not a constraint: it is never moved into union branches or merged.
+pub const CONSTRAINTS: &[&str] = &[
+    "type", "enum", "const", "multipleOf", "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum",
+    "maxLength", "minLength", "pattern", "format", "items", "prefixItems", "additionalItems", "contains",
+    "maxItems", "minItems", "uniqueItems", "maxContains", "minContains", "properties", "patternProperties",
+    "additionalProperties", "propertyNames", "required", "dependentRequired", "dependentSchemas",
+    "dependencies", "maxProperties", "minProperties", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+    "$ref", "$dynamicRef", "$recursiveRef", "unevaluatedItems", "unevaluatedProperties", "nullable",
+];
+
+pub fn is_constraint(k: &str) -> bool {
+    CONSTRAINTS.contains(&k)
+}
+
 pub fn is_annotation(k: &str) -> bool {
     ANNOTATIONS.contains(&k) || k.starts_with("x-")
 }

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
-    let mut recs: Vec<(String, Kind, String, Vec<(String, Value)>)> = Vec::new();
+    let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let Some(Value::Array(members)) = node.remove("allOf") else { return };
         let mut base = std::mem::take(node);

@@ -3,17 +3,18 @@
 //! type names, boolean `items`, and `$schema`/`$id` below the root.
 
 use crate::schema::types::Types;
-use crate::schema::walk::pre_order;
+use crate::schema::walk::{children_mut, pre_order, MAP};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut recs: Vec<(String, Kind, String, Vec<(String, Value)>)> = Vec::new();
+    let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
     pre_order(root, "", &mut |node, path| {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();
         let mut normalized: Vec<String> = Vec::new();
         fix_type(node, &mut changes, &mut lossy);
+        malformed(node, &mut lossy);
         if let Some(Value::Array(items)) = node.get("items").cloned() {
             node.remove("items");
             let extra = node.remove("additionalItems");
@@ -86,7 +87,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 node.remove("nullable");
                 normalized.push("nullable: false has no effect".into());
             }
-            _ => {}
+            Some(_) => {
+                node.remove("nullable");
+                normalized.push("nullable that is not a boolean has no effect".into());
+            }
+            None => {}
         }
         if !path.is_empty() {
             for k in ["$schema", "$id"] {
@@ -133,6 +138,33 @@ pub fn boolean_items(node: &mut Map<String, Value>) -> Option<&'static str> {
         }
         _ => None,
     }
+}
+
+/// Schema keywords whose value is not a schema (or a map/list of them), and subschemas that are neither
+/// objects nor booleans: an invalid schema constrains nothing anyone can rely on, so it becomes "any
+/// value" (lossy) instead of reaching a converter that would reject or misread it.
+fn malformed(node: &mut Map<String, Value>, lossy: &mut Vec<(String, Value)>) {
+    let bad: Vec<String> = node
+        .iter()
+        .filter(|(k, v)| match k.as_str() {
+            k if MAP.contains(&k) => !v.is_object() && !(k == "dependencies" && v.is_null()),
+            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "enum" => !v.is_array(),
+            "$ref" | "pattern" | "format" => !v.is_string(),
+            "required" => !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+            _ => false,
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in bad {
+        if let Some(v) = node.remove(&k) {
+            lossy.push((k, v));
+        }
+    }
+    children_mut(node, |seg, child| {
+        if !child.is_object() && !child.is_boolean() {
+            lossy.push((seg.trim_start_matches('/').to_string(), std::mem::replace(child, Value::Object(Map::new()))));
+        }
+    });
 }
 
 /// `type` into lower-case known names; "any" means no type; anything unusable is dropped (lossy).

@@ -6,7 +6,7 @@
 use super::primary_type;
 use crate::schema::merge::never;
 use crate::schema::types::Types;
-use crate::schema::walk::post_order;
+use crate::schema::walk::{is_constraint, post_order};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -62,7 +62,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         if let (Some(t), Some(c)) = (t, node.get("const")) {
-            if !t.contains(Types::of_value(c)) && !(Types::of_value(c) == Types::INTEGER && t.contains(Types::FRACTION)) {
+            if !(t.contains(Types::of_value(c)) || Types::of_value(c) == Types::INTEGER && t.contains(Types::FRACTION)) {
                 *node = obj(never());
                 recs.push((path.to_string(), Kind::NeverDropped, "const is not of the node's type".into()));
                 return;
@@ -92,6 +92,15 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
                 node.remove("enum");
                 node.remove("type");
+                // keywords beside the new union go into its branches, as `unions` would put them
+                let siblings: Vec<String> = node.keys().filter(|k| is_constraint(k) && k.as_str() != "pattern").cloned().collect();
+                for k in siblings {
+                    if let Some(v) = node.remove(&k) {
+                        for b in branches.iter_mut().filter_map(Value::as_object_mut) {
+                            b.entry(k.clone()).or_insert_with(|| v.clone());
+                        }
+                    }
+                }
                 node.insert("anyOf".into(), Value::Array(branches));
                 recs.push((path.to_string(), Kind::EnumRewritten, "enum strings with escapes written as patterns".into()));
             }

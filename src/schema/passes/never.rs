@@ -48,6 +48,22 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 return;
             }
         }
+        // a tuple position no value can fill: arrays end before it
+        let cut = node.get("prefixItems").and_then(Value::as_array).and_then(|t| t.iter().position(|x| x.as_object().is_some_and(is_never)));
+        if let Some(i) = cut {
+            if node.get("minItems").and_then(Value::as_u64).is_some_and(|m| m > i as u64) {
+                recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match")));
+                *node = obj(never());
+                return;
+            }
+            if let Some(Value::Array(t)) = node.get_mut("prefixItems") {
+                t.truncate(i);
+            }
+            node.remove("items");
+            let cap = node.get("maxItems").and_then(Value::as_u64).map_or(i as u64, |m| m.min(i as u64));
+            node.insert("maxItems".into(), Value::from(cap));
+            recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match: arrays end before it")));
+        }
         if node.get("items").and_then(Value::as_object).is_some_and(is_never) {
             node.remove("items");
             node.insert("maxItems".into(), Value::from(node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len)));
@@ -61,7 +77,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if root.as_object().is_some_and(is_never) {
         let (replacement, what) = match cx.context {
             Context::Tool => (serde_json::json!({"type": "object"}), "any object"),
-            Context::Output => (Value::Object(Map::new()), "any value"),
+            // spelled as `explicit_types` spells "any value", so a second run leaves it as it is
+            Context::Output => (serde_json::json!({"type": crate::schema::types::Types::ALL.to_json()}), "any value"),
         };
         *root = replacement;
         recs.push((String::new(), Kind::SchemaReplaced, format!("no value can match the schema; replaced by {what}")));

@@ -9,6 +9,7 @@
 //! one branch for the node's non-array types. This runs before `unions`, which moves the node's other
 //! keywords into the branches.
 
+use super::unions::cross;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
@@ -20,6 +21,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let Some(Value::Array(tuple)) = node.get("prefixItems") else { return };
+        if Types::of(node).is_some_and(|t| !t.contains(Types::ARRAY)) {
+            return; // array keywords on a node that cannot be an array constrain nothing
+        }
         let n = tuple.len() as u64;
         let lo = node.get("minItems").and_then(Value::as_u64).unwrap_or(0);
         let hi = node.get("maxItems").and_then(Value::as_u64);
@@ -31,8 +35,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         let key = match (node.contains_key("anyOf"), node.contains_key("oneOf")) {
             (false, _) => "anyOf",
-            (true, false) => "oneOf", // tuples of different lengths are exclusive: oneOf is exact
-            (true, true) => return,
+            // tuples of different lengths are exclusive: as a oneOf (or intersected into one) they are exact
+            _ => "oneOf",
         };
         let top = hi.map_or(n, |h| h.min(n));
         if top.saturating_sub(lo) + 2 > max_branches {
@@ -42,6 +46,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             // minItems/maxItems say the tuple is exact (llama.cpp ignores them): the output is a fixed point
             .map(|k| json!({"type": "array", "prefixItems": tuple.iter().take(k as usize).cloned().collect::<Vec<_>>(), "minItems": k, "maxItems": k}))
             .collect();
+        let mut tail_lost = false;
         if longer {
             let mut any_of: Vec<Value> = tuple.clone();
             let tail = match items {
@@ -56,16 +61,27 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 m.insert("maxItems".into(), Value::from(h));
             }
             branches.push(b);
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("items past the first {n} are not checked by position")));
+            tail_lost = true;
         }
         let others = Types::of(node).unwrap_or(Types::ALL).minus(Types::ARRAY);
         if !others.is_empty() {
             branches.push(json!({"type": others.to_json()}));
         }
+        if let Some(Value::Array(one_of)) = node.get("oneOf").filter(|_| key == "oneOf") {
+            let mut lost = Vec::new();
+            let (crossed, dropped) = cross(&[one_of.clone(), branches], max_branches as usize, &mut lost);
+            if dropped || !lost.is_empty() {
+                return; // too many combinations: the exact tuple stays (a later run sees the same)
+            }
+            branches = crossed;
+        }
         for k in ["prefixItems", "items", "minItems", "maxItems"] {
             node.remove(k);
         }
         node.insert(key.into(), Value::Array(branches));
+        if tail_lost {
+            recs.push((path.to_string(), Kind::KeywordRemoved, format!("items past the first {n} are not checked by position")));
+        }
         recs.push((path.to_string(), Kind::TupleExpanded, format!("prefixItems of {n}: one exact tuple per allowed length")));
     });
     for (p, k, d) in recs {

@@ -8,7 +8,7 @@
 //! there, so recursive types keep working. Refs to other documents are never fetched.
 
 use crate::schema::merge::{intersect, never, Merged};
-use crate::schema::walk::{children, children_mut, is_annotation, push_escaped, HARD_DEPTH};
+use crate::schema::walk::{children, children_mut, is_constraint, push_escaped, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
@@ -175,6 +175,25 @@ impl State {
     }
 
     /// Whether following refs from `ptr` can lead back to `ptr` (inlining it would never end).
+    /// Whether following refs from `ptr` comes back to a visited target with nothing but refs between.
+    fn pure_cycle(&self, ptr: &str) -> bool {
+        let mut seen: Vec<String> = vec![ptr.to_string()];
+        let mut cur = ptr.to_string();
+        while seen.len() <= MAX_HOPS {
+            let Some(Value::Object(t)) = self.target(&cur) else { return false };
+            if t.keys().any(|k| constrains(k)) {
+                return false;
+            }
+            let Some(next) = t.get("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r).ok()) else { return false };
+            if seen.contains(&next) {
+                return true;
+            }
+            seen.push(next.clone());
+            cur = next;
+        }
+        false
+    }
+
     fn on_cycle(&mut self, ptr: &str) -> bool {
         if let Some(&b) = self.on_cycle.get(ptr) {
             return b;
@@ -223,6 +242,33 @@ impl State {
         self.pending.push((name.clone(), ptr.to_string()));
         format!("#/$defs/{name}")
     }
+}
+
+/// Whether the node at `path` refers to itself or to an ancestor it is applied in place of (`allOf`
+/// branches, `then`, ...): checking it would loop without consuming anything of the value.
+fn refers_in_place(path: &str, ptr: &str) -> bool {
+    let Some(rest) = path.strip_prefix(ptr) else { return false };
+    if !rest.is_empty() && !rest.starts_with('/') {
+        return false;
+    }
+    let mut segs = rest.split('/').skip(1);
+    while let Some(k) = segs.next() {
+        match k {
+            "allOf" | "anyOf" | "oneOf" => {
+                if segs.next().is_none() {
+                    return false;
+                }
+            }
+            "not" | "if" | "then" | "else" => {}
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// Whether a keyword beside `$ref` constrains the value (definitions and annotations do not).
+fn constrains(k: &str) -> bool {
+    k != "$ref" && is_constraint(k)
 }
 
 fn safe_name(n: &str) -> bool {
@@ -293,8 +339,15 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
                 break;
             }
         };
+        if st.pure_cycle(&ptr) || refers_in_place(path, &ptr) {
+            // `{"$ref": "#"}` and friends: refs that lead back to themselves without a constraint on the
+            // way. No value is ever checked against anything; llama.cpp would recurse without end.
+            node.remove("$ref");
+            cx.record(path, Kind::RefsUnresolved, format!("$ref {r}: only refers back to itself; any value allowed"));
+            break;
+        }
         st.targets.insert(ptr.clone());
-        let constraining = node.keys().any(|k| k != "$ref" && !is_annotation(k));
+        let constraining = node.keys().any(|k| constrains(k));
         let tool_root = path.is_empty() && cx.context == Context::Tool;
         let plain = st.def_ref(&ptr) == r;
         if plain && !constraining && !tool_root {
@@ -339,7 +392,7 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
         if constraining {
             let dropped: Vec<(String, Value)> = node
                 .iter()
-                .filter(|(k, _)| *k != "$ref" && !is_annotation(k))
+                .filter(|(k, _)| constrains(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect();
             for (k, _) in &dropped {

@@ -18,7 +18,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         None if node.contains_key("type") => {}
         None => {
             // a root union: every branch must be an object too, or a later run would move the type in
-            if let Some(Value::Array(branches)) = node.get_mut("anyOf") {
+            for key in ["anyOf", "oneOf"] {
+                let Some(Value::Array(branches)) = node.get_mut(key) else { continue };
                 for b in branches.iter_mut() {
                     if let Value::Object(bm) = b {
                         if Types::of(bm).is_none_or(|t| t != Types::OBJECT) && !bm.contains_key("$ref") {

@@ -7,7 +7,7 @@
 use super::all_of::{deref, root_defs};
 use crate::schema::merge::{intersect, is_never, never, Merged};
 use crate::schema::types::Types;
-use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::walk::{is_constraint, post_order};
 use crate::schema::{promote, Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -38,7 +38,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         let siblings: Map<String, Value> =
-            node.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf" | "$defs" | "definitions") && !is_annotation(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            node.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf") && is_constraint(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
         // a `type` beside the union that every branch already has constrains nothing more
         let implied = siblings.len() == 1
             && Types::of(&siblings).is_some_and(|t| {

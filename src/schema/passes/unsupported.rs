@@ -30,7 +30,7 @@ fn trivially_true(k: &str, v: &Value) -> bool {
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
-    let mut jobs: Vec<(String, Vec<(String, Value)>, Vec<(String, Value)>)> = Vec::new();
+    let mut jobs: Vec<(String, crate::schema::Removed, crate::schema::Removed)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
