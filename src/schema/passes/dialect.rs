@@ -147,7 +147,7 @@ fn malformed(node: &mut Map<String, Value>, lossy: &mut Vec<(String, Value)>) {
     let bad: Vec<String> = node
         .iter()
         .filter(|(k, v)| match k.as_str() {
-            k if MAP.contains(&k) => !v.is_object() && !(k == "dependencies" && v.is_null()),
+            k if MAP.contains(&k) => !(v.is_object() || k == "dependencies" && v.is_null()),
             "allOf" | "anyOf" | "oneOf" | "prefixItems" | "enum" => !v.is_array(),
             "$ref" | "pattern" | "format" => !v.is_string(),
             "required" => !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),

@@ -1,0 +1,318 @@
+//! One group of cases per pass of the llama-cpp profile, with the failure cases the issue names: the
+//! whole profile runs (as in production) and each case checks what its pass is for, plus the counters.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+use serde_json::{json, Value};
+use toolfit::schema::{normalize, profile, Context, Kind, Options, Report};
+
+fn llama(v: Value, ctx: Context) -> (Value, Report) {
+    let mut v = v;
+    let out = normalize(&mut v, &profile::LLAMA_CPP, &Options::default(), ctx, "t");
+    (v, out.report)
+}
+
+fn out(v: Value) -> (Value, Report) {
+    llama(v, Context::Output)
+}
+
+fn count(r: &Report, k: Kind) -> u64 {
+    r.counters.get(&k).copied().unwrap_or(0)
+}
+
+/// The string form of the output, for "does not contain" checks.
+fn text(v: &Value) -> String {
+    v.to_string()
+}
+
+#[test]
+fn bounds_depth_and_node_count() {
+    let mut deep = json!({"type": "string", "maxLength": 7});
+    for _ in 0..80 {
+        deep = json!({"type": "object", "properties": {"a": deep}});
+    }
+    let (v, r) = llama(deep, Context::Tool);
+    assert!(count(&r, Kind::BoundsExceeded) >= 1);
+    assert!(!text(&v).contains("maxLength"), "the part past depth 64 is gone");
+    let props: serde_json::Map<String, Value> = (0..10_050).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
+    let (_, r) = llama(json!({"type": "object", "properties": props}), Context::Tool);
+    assert!(count(&r, Kind::BoundsExceeded) >= 1);
+    assert!(r.lossy_count() >= 1);
+}
+
+#[test]
+fn dialect_draft07_and_openapi() {
+    let (v, r) = out(json!({
+        "type": "object",
+        "definitions": {"n": {"type": "integer", "minimum": 0, "exclusiveMinimum": true}},
+        "properties": {
+            "t": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}], "additionalItems": false},
+            "n": {"$ref": "#/definitions/n"},
+            "o": {"type": "string", "nullable": true},
+            "s": {"$schema": "http://json-schema.org/draft-07/schema#", "type": "STRING"}
+        },
+        "required": ["t", "n", "o", "s"]
+    }));
+    let p = &v["properties"];
+    // items array + additionalItems: false is a tuple of at most two: one exact tuple per length
+    let lengths: Vec<usize> = p["t"]["anyOf"].as_array().unwrap().iter().map(|b| b["prefixItems"].as_array().unwrap().len()).collect();
+    assert_eq!(lengths, vec![0, 1, 2]);
+    assert_eq!(p["t"]["anyOf"][2]["prefixItems"], json!([{"type": "string"}, {"type": "integer"}]));
+    assert!(text(&p["o"]).contains("null"), "nullable became a null type: {}", p["o"]);
+    assert_eq!(p["s"], json!({"type": "string"}));
+    assert!(text(&v).contains("exclusiveMinimum") || text(&v).contains("\"minimum\":1"), "{v}");
+    assert!(count(&r, Kind::DialectNormalized) >= 3);
+    assert_eq!(r.lossy_count(), 0, "{:?}", r.first_lossy());
+}
+
+#[test]
+fn boolean_subschemas() {
+    let (v, r) = llama(json!({"type": "object", "properties": {"a": true, "b": false}, "additionalProperties": false}), Context::Tool);
+    assert!(v["properties"].get("b").is_none(), "a property that can never be present is removed: {v}");
+    assert!(v["properties"]["a"].is_object());
+    assert!(count(&r, Kind::BooleanSchema) >= 1);
+}
+
+#[test]
+fn refs_every_spelling_resolves() {
+    let (v, r) = llama(
+        json!({
+            "type": "object",
+            "$defs": {"a~b/c": {"type": "string", "maxLength": 3}, "x": {"$anchor": "here", "type": "integer"}},
+            "properties": {
+                "p": {"type": "array", "items": {"type": "boolean"}},
+                "escaped": {"$ref": "#/$defs/a~0b~1c"},
+                "pct": {"$ref": "#/$defs/a~0b%7E1c"},
+                "into_props": {"$ref": "#/properties/p/items"},
+                "anchor": {"$ref": "#here"},
+                "with_siblings": {"$ref": "#/$defs/a~0b~1c", "minLength": 1}
+            }
+        }),
+        Context::Tool,
+    );
+    let p = &v["properties"];
+    assert_eq!(p["escaped"]["maxLength"], json!(3));
+    assert_eq!(p["into_props"]["type"], json!("boolean"));
+    assert_eq!(p["anchor"]["type"], json!("integer"));
+    // siblings of a $ref are constraints (2020-12): both kept
+    assert_eq!(p["with_siblings"]["maxLength"], json!(3));
+    assert_eq!(p["with_siblings"]["minLength"], json!(1));
+    assert_eq!(count(&r, Kind::RefsUnresolved), 0, "{:?}", r.records);
+    let _ = p["pct"].clone();
+}
+
+#[test]
+fn refs_recursive_targets_stay_in_defs() {
+    let (v, r) = llama(
+        json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/node"}},
+               "$defs": {"node": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}}}}}),
+        Context::Tool,
+    );
+    let s = text(&v);
+    assert!(v["$defs"].is_object(), "$defs kept for the recursive target: {s}");
+    // every ref points at a root $defs entry that exists
+    let defs = v["$defs"].as_object().unwrap();
+    for r in s.split("\"$ref\":\"#/$defs/").skip(1) {
+        let name = r.split('"').next().unwrap();
+        assert!(defs.contains_key(name), "dangling {name} in {s}");
+    }
+    assert_eq!(r.lossy_count(), 0);
+}
+
+#[test]
+fn refs_dangling_and_external_become_any_value_never_fetched() {
+    let (v, r) = llama(
+        json!({"type": "object", "properties": {"d": {"$ref": "#/$defs/missing"}, "e": {"$ref": "https://example.invalid/s.json"}, "f": {"$ref": "file:///etc/passwd"}}}),
+        Context::Tool,
+    );
+    assert_eq!(count(&r, Kind::RefsUnresolved), 1);
+    assert_eq!(count(&r, Kind::RefExternal), 2);
+    assert!(!text(&v).contains("$ref"));
+}
+
+#[test]
+fn all_of_of_string_constraints_merges() {
+    let (v, r) = out(json!({"allOf": [{"type": "string", "minLength": 2}, {"maxLength": 5}]}));
+    assert_eq!(v, json!({"type": "string", "minLength": 2, "maxLength": 5}));
+    assert_eq!(count(&r, Kind::AllofMerged), 1);
+    assert_eq!(r.lossy_count(), 0);
+    // llama.cpp's string rule uses the pattern and ignores lengths beside it: that loss is recorded
+    let (v, r) = out(json!({"allOf": [{"type": "string", "minLength": 2}, {"pattern": "^a"}]}));
+    assert_eq!(v["pattern"], json!("^a.*$"));
+    assert_eq!(count(&r, Kind::PatternRemoved), 1);
+}
+
+#[test]
+fn unions_beside_properties_are_intersected() {
+    let (v, r) = llama(
+        json!({"type": "object", "properties": {"a": {"type": "string", "maxLength": 4}, "b": {"type": "integer"}}, "required": ["b"],
+               "anyOf": [{"required": ["a"], "properties": {"a": {"minLength": 1}}}, {"required": ["c"]}]}),
+        Context::Tool,
+    );
+    let branches = v["anyOf"].as_array().expect("anyOf stays");
+    assert_eq!(branches.len(), 2);
+    let b0 = &branches[0];
+    assert_eq!(b0["properties"]["a"]["maxLength"], json!(4), "parent constraint kept");
+    assert_eq!(b0["properties"]["a"]["minLength"], json!(1), "branch constraint kept");
+    let req: Vec<&str> = b0["required"].as_array().unwrap().iter().map(|x| x.as_str().unwrap()).collect();
+    assert!(req.contains(&"a") && req.contains(&"b"), "required is the union: {req:?}");
+    assert!(branches.iter().all(|b| b["type"] == json!("object")), "no branch is 'any JSON value'");
+    assert_eq!(count(&r, Kind::AnyofDistributed), 1);
+}
+
+#[test]
+fn any_of_and_one_of_on_one_node() {
+    let (v, r) = out(json!({"anyOf": [{"type": "string"}, {"type": "integer"}], "oneOf": [{"minLength": 2, "type": "string"}, {"type": "boolean"}]}));
+    let b = v["anyOf"].as_array().unwrap();
+    assert_eq!(b.len(), 1, "only string survives both unions: {v}");
+    assert_eq!(b[0]["minLength"], json!(2));
+    assert!(count(&r, Kind::AnyofDistributed) == 1);
+}
+
+#[test]
+fn never_branches_and_impossible_optional_properties() {
+    let (v, r) = llama(
+        json!({"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"not": {}}]}, "gone": {"not": {}}}, "additionalProperties": false}),
+        Context::Tool,
+    );
+    assert_eq!(v["properties"]["a"], json!({"anyOf": [{"type": "string"}]}));
+    assert!(v["properties"].get("gone").is_none());
+    assert!(count(&r, Kind::NeverDropped) >= 2);
+    assert_eq!(r.lossy_count(), 0);
+}
+
+#[test]
+fn tool_root_is_an_object() {
+    for (input, why) in [(json!({}), "no parameters"), (json!({"properties": {"a": {"type": "string"}}}), "untyped"), (json!(true), "boolean")] {
+        let (v, _) = llama(input, Context::Tool);
+        assert_eq!(v["type"], json!("object"), "{why}: {v}");
+    }
+    let (v, _) = out(json!({"type": "string"}));
+    assert_eq!(v, json!({"type": "string"}), "structured output keeps any root");
+}
+
+#[test]
+fn unsupported_keywords_removed_and_described() {
+    let (v, r) = llama(
+        json!({"type": "object", "properties": {"a": {"type": "string", "not": {"const": "x"}}, "l": {"type": "array", "items": {"type": "integer"}, "uniqueItems": true}},
+               "if": {"required": ["a"]}, "then": {"required": ["l"]}}),
+        Context::Tool,
+    );
+    let s = text(&v);
+    for k in ["not", "if", "then", "uniqueItems"] {
+        assert!(!s.contains(&format!("\"{k}\":")), "{k} left in {s}");
+    }
+    assert!(v["properties"]["a"]["description"].as_str().unwrap().contains("not"));
+    assert_eq!(count(&r, Kind::NotDropped), 1);
+    assert!(count(&r, Kind::KeywordRemoved) >= 2);
+    assert!(r.records.iter().all(|x| !x.kind.lossy() || !x.path.is_empty() || x.kind == Kind::KeywordRemoved));
+}
+
+#[test]
+fn unsupported_without_promotion_leaves_descriptions_alone() {
+    let mut v = json!({"type": "string", "not": {"const": "x"}});
+    let opts = Options { promote_to_description: false, ..Options::default() };
+    normalize(&mut v, &profile::LLAMA_CPP, &opts, Context::Output, "t");
+    assert_eq!(v, json!({"type": "string"}));
+}
+
+#[test]
+fn open_objects_and_required_declared() {
+    let (v, r) = llama(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]}), Context::Tool);
+    assert_eq!(v["additionalProperties"], json!(true));
+    assert!(v["properties"].get("b").is_some(), "required b declared so llama.cpp enforces it");
+    assert_eq!(count(&r, Kind::ObjectOpened), 1);
+    assert_eq!(count(&r, Kind::RequiredDeclared), 1);
+    let mut closed = json!({"type": "object", "properties": {"a": {"type": "string"}}});
+    let opts = Options { open_objects: false, ..Options::default() };
+    normalize(&mut closed, &profile::LLAMA_CPP, &opts, Context::Tool, "t");
+    assert!(closed.get("additionalProperties").is_none());
+}
+
+#[test]
+fn explicit_types_for_untyped_subschemas() {
+    let (v, r) = llama(json!({"type": "object", "properties": {"d": {"description": "anything"}, "n": {"minLength": 1}}}), Context::Tool);
+    assert!(v["properties"]["d"]["type"].is_array(), "{v}");
+    // minLength applies to strings only: a string branch keeps it, the other types stay allowed
+    let n = v["properties"]["n"]["anyOf"].as_array().unwrap();
+    assert_eq!(n[0], json!({"type": "string", "minLength": 1}));
+    assert!(!text(&n[1]).contains("\"string\""));
+    assert!(count(&r, Kind::TypesExplicit) >= 2);
+    assert_eq!(r.lossy_count(), 0);
+}
+
+#[test]
+fn patterns_rewritten_or_removed() {
+    let (v, r) = out(json!({"type": "object", "properties": {
+        "digits": {"type": "string", "pattern": "^\\d{3}-\\w+$"},
+        "group": {"type": "string", "pattern": "^(?:[A-Z]+)-[0-9]+$"},
+        "unanchored": {"type": "string", "pattern": "abc"},
+        "look": {"type": "string", "pattern": "^(?=.*[a-z]).{8,}$"},
+        "backref": {"type": "string", "pattern": "^(a)\\1$"}
+    }}));
+    let p = &v["properties"];
+    for k in ["digits", "group"] {
+        let pat = p[k]["pattern"].as_str().unwrap();
+        assert!(!pat.contains("\\d") && !pat.contains("\\w") && !pat.contains("(?"), "{k}: {pat}");
+    }
+    assert_eq!(p["unanchored"]["pattern"], json!("^.*abc.*$"));
+    assert!(p["look"].get("pattern").is_none() && p["backref"].get("pattern").is_none());
+    assert!(count(&r, Kind::PatternRewritten) >= 3);
+    assert_eq!(count(&r, Kind::PatternRemoved), 2);
+}
+
+#[test]
+fn integer_bounds_normalized() {
+    let (v, r) = out(json!({"type": "integer", "exclusiveMinimum": 0, "maximum": 9.5}));
+    assert_eq!(v["minimum"], json!(1));
+    assert_eq!(v["maximum"], json!(9));
+    assert!(count(&r, Kind::BoundsNormalized) >= 1);
+    assert_eq!(r.lossy_count(), 0);
+}
+
+#[test]
+fn repetition_clamped() {
+    let (v, r) = out(json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 100000}, "a": {"type": "array", "minItems": 5000, "items": {"type": "integer"}}}}));
+    // clamping a maximum would refuse valid values: it goes (looser); a minimum is lowered (looser)
+    assert!(v["properties"]["s"].get("maxLength").is_none());
+    assert!(v["properties"]["a"]["minItems"].as_u64().unwrap() <= 1000);
+    assert_eq!(count(&r, Kind::RepetitionClamped), 2);
+}
+
+#[test]
+fn enums_empty_and_escaped() {
+    let (v, r) = llama(json!({"type": "object", "properties": {"e": {"enum": []}, "q": {"type": "string", "enum": ["say \"hi\"", "plain"]}}}), Context::Tool);
+    assert!(v["properties"].get("e").is_none(), "an optional property no value satisfies is removed: {v}");
+    let q = text(&v["properties"]["q"]);
+    assert!(q.contains("pattern") && q.contains("plain"), "{q}");
+    assert!(count(&r, Kind::EnumRewritten) == 1);
+    // an open object cannot forbid the property: removing it allows any value there (lossy)
+    assert_eq!(count(&r, Kind::NotDropped), 1);
+}
+
+#[test]
+fn data_keywords_are_not_schemas_and_property_names_are_names() {
+    let input = json!({"type": "object", "properties": {
+        "not": {"type": "string", "default": {"$ref": "#/nowhere", "not": {}}},
+        "anyOf": {"type": "integer", "examples": [{"allOf": []}]}
+    }, "required": ["not"], "additionalProperties": false});
+    let (v, r) = llama(input.clone(), Context::Tool);
+    assert_eq!(v, input, "nothing here needs a change: {:?}", r.records);
+    assert!(r.records.is_empty());
+}
+
+#[test]
+fn a_schema_llama_cpp_already_handles_is_untouched() {
+    let input = json!({"type": "object", "properties": {"q": {"type": "string", "description": "query"}, "n": {"type": "integer", "minimum": 1, "maximum": 50}},
+                       "required": ["q"], "additionalProperties": false});
+    let (v, r) = llama(input.clone(), Context::Tool);
+    assert_eq!(v, input);
+    assert!(r.records.is_empty());
+}
+
+#[test]
+fn strict_refusals_name_tool_and_path() {
+    let (_, r) = llama(json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "^(?!x)"}}}), Context::Tool);
+    let first = r.first_lossy().expect("a lossy record");
+    assert_eq!(first.tool, "t");
+    assert_eq!(first.path, "/properties/a");
+}
