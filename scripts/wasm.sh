@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds dist/toolfit.wasm: the filter for wasm32-wasip1, size-tuned (profile `wasm`), then wasm-opt -Oz.
+# Installs what it needs: the Rust target (rustup) and binaryen's wasm-opt (Debian package).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
+  rustup target add wasm32-wasip1 >&2
+fi
+# cdylib only here: the native build keeps an rlib, so the CLI binary and the library never collide
+cargo rustc --quiet --profile wasm --target wasm32-wasip1 --lib --no-default-features --crate-type cdylib
+raw=target/wasm32-wasip1/wasm/toolfit.wasm
+mkdir -p dist
+if ! command -v wasm-opt >/dev/null; then
+  if [[ $(id -u) == 0 ]]; then apt-get install -y -qq binaryen >/dev/null 2>&1 || true
+  elif command -v sudo >/dev/null; then sudo apt-get install -y -qq binaryen >/dev/null 2>&1 || true
+  fi
+fi
+if command -v wasm-opt >/dev/null; then
+  # stripped modules lose their target_features section: name the features rustc emits
+  wasm-opt -Oz --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+    --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
+    "$raw" -o dist/toolfit.wasm
+else
+  echo "wasm-opt not available: dist/toolfit.wasm is not size-optimised" >&2
+  cp "$raw" dist/toolfit.wasm
+fi
+echo "dist/toolfit.wasm: $(stat -c %s dist/toolfit.wasm) bytes (before wasm-opt: $(stat -c %s "$raw"))" >&2

@@ -1,0 +1,269 @@
+//! The plugin configuration: JSON, every field with a default, validated completely at load.
+//!
+//! `{"profile": "llama-cpp"}` alone is a complete configuration. An unknown key or a bad value is an
+//! error that names it: the filter refuses to start rather than run on a half-understood config
+//! (Envoy then rejects the listener or NACKs the update, and keeps the previous config).
+
+use crate::api::Format;
+use crate::schema::{Limits, Options, Profile};
+use serde::Deserialize;
+
+/// How the rewritten body is framed towards the upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Framing {
+    /// Headers go upstream at once without `Content-Length`; the body follows chunked. Works on every
+    /// Envoy and with Istio's WasmPlugin (which cannot set `allow_on_headers_stop_iteration`).
+    Chunked,
+    /// Headers are held until the body is rewritten and carry its exact `Content-Length`. Requires the
+    /// plugin's `allow_on_headers_stop_iteration: true` (Envoy >= 1.35), or requests hang.
+    Exact,
+}
+
+/// One inference route: which requests are buffered and how their body is read.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    /// Exact request path (without the query string).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Path prefix, when `path` is not given.
+    #[serde(default)]
+    pub prefix: Option<String>,
+    /// Body format: openai-chat, openai-responses, anthropic, ollama, llama-completion, mcp-tools, auto.
+    #[serde(deserialize_with = "format")]
+    pub format: Format,
+    /// Profile for this route (default: the plugin's `profile`).
+    #[serde(default, deserialize_with = "opt_profile")]
+    pub profile: Option<&'static Profile>,
+    /// Strict mode for this route (default: the plugin's `strict`).
+    #[serde(default)]
+    pub strict: Option<bool>,
+}
+
+impl Route {
+    fn exact(path: &str, format: Format) -> Route {
+        Route { path: Some(path.into()), prefix: None, format, profile: None, strict: None }
+    }
+
+    fn matches(&self, path: &str) -> bool {
+        match (&self.path, &self.prefix) {
+            (Some(p), _) => p == path,
+            (None, Some(p)) => path.starts_with(p.as_str()),
+            (None, None) => false,
+        }
+    }
+}
+
+/// Engine limits as configured (any field may be left out).
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsConfig {
+    pub max_depth: Option<usize>,
+    pub max_nodes: Option<usize>,
+    pub inline_budget: Option<usize>,
+    pub max_branches: Option<usize>,
+    pub max_repetition: Option<u64>,
+    pub max_open_properties: Option<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Default profile for every route.
+    #[serde(deserialize_with = "profile")]
+    pub profile: &'static Profile,
+    /// Inference routes. Given, it replaces the default list entirely.
+    pub routes: Vec<Route>,
+    /// Largest body buffered and rewritten; larger bodies pass unchanged (counted). Keep it at or below
+    /// Envoy's buffer limit (`per_connection_buffer_limit_bytes` or the route's
+    /// `request_body_buffer_limit`), or Envoy answers 413 before toolfit can step aside.
+    pub max_body_bytes: usize,
+    /// Refuse (400) a request whose rewrite would lose meaning, instead of forwarding the rewrite.
+    pub strict: bool,
+    pub framing: Framing,
+    /// Write removed constraints into descriptions so the model still reads them.
+    pub promote_to_description: bool,
+    /// Open objects JSON Schema leaves open (llama.cpp would close them).
+    pub open_objects: bool,
+    pub limits: LimitsConfig,
+    /// Most log lines per route per second (the counters still count everything).
+    pub log_lines_per_second: u32,
+    /// Test only: a request carrying this header traps the VM, to show what Envoy's failure policy
+    /// does. Never set it in production.
+    pub test_trap_header: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            profile: &crate::schema::profile::LLAMA_CPP,
+            routes: default_routes(),
+            max_body_bytes: 16 * 1024 * 1024,
+            strict: false,
+            framing: Framing::Chunked,
+            promote_to_description: true,
+            open_objects: true,
+            limits: LimitsConfig::default(),
+            log_lines_per_second: 10,
+            test_trap_header: None,
+        }
+    }
+}
+
+/// The inference routes of llama-server, vLLM, Ollama, OpenAI and Anthropic APIs.
+pub fn default_routes() -> Vec<Route> {
+    vec![
+        Route::exact("/v1/chat/completions", Format::OpenAiChat),
+        Route::exact("/chat/completions", Format::OpenAiChat),
+        Route::exact("/v1/responses", Format::OpenAiResponses),
+        Route::exact("/v1/messages", Format::Anthropic),
+        Route::exact("/api/chat", Format::Ollama),
+        Route::exact("/api/generate", Format::Ollama),
+        Route::exact("/completion", Format::LlamaCompletion),
+        Route::exact("/completions", Format::LlamaCompletion),
+        Route::exact("/v1/completions", Format::LlamaCompletion),
+    ]
+}
+
+impl Config {
+    /// Parses and validates a plugin configuration; an empty one means all defaults.
+    pub fn parse(bytes: &[u8]) -> Result<Config, String> {
+        let text = std::str::from_utf8(bytes).map_err(|_| "configuration is not UTF-8".to_string())?;
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let c: Config = serde_path_to_error::deserialize(de).map_err(|e| {
+            let at = e.path().to_string();
+            if at == "." {
+                format!("configuration rejected: {}", e.inner())
+            } else {
+                format!("configuration rejected: {at}: {}", e.inner())
+            }
+        })?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        if self.max_body_bytes == 0 {
+            return Err("configuration rejected: max_body_bytes must be positive".into());
+        }
+        for (i, r) in self.routes.iter().enumerate() {
+            match (&r.path, &r.prefix) {
+                (Some(_), Some(_)) => return Err(format!("configuration rejected: routes[{i}] has both path and prefix")),
+                (None, None) => return Err(format!("configuration rejected: routes[{i}] needs path or prefix")),
+                (Some(p), None) | (None, Some(p)) if !p.starts_with('/') => {
+                    return Err(format!("configuration rejected: routes[{i}]: {p:?} does not start with /"))
+                }
+                _ => {}
+            }
+        }
+        let l = &self.limits;
+        for (name, v) in [("max_depth", l.max_depth), ("max_nodes", l.max_nodes), ("max_branches", l.max_branches)] {
+            if v == Some(0) {
+                return Err(format!("configuration rejected: limits.{name} must be positive"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The route a request path (query string included or not) belongs to.
+    pub fn route_for(&self, path: &str) -> Option<&Route> {
+        let path = path.split(['?', '#']).next().unwrap_or(path);
+        self.routes.iter().find(|r| r.matches(path))
+    }
+
+    /// Engine options for a profile under this configuration.
+    pub fn options(&self, profile: &Profile) -> Options {
+        let mut o = profile.default_options();
+        o.promote_to_description = self.promote_to_description;
+        o.open_objects = self.open_objects;
+        let d = Limits::default();
+        let l = &self.limits;
+        o.limits = Limits {
+            max_depth: l.max_depth.unwrap_or(d.max_depth),
+            max_nodes: l.max_nodes.unwrap_or(d.max_nodes),
+            inline_budget: l.inline_budget.unwrap_or(d.inline_budget),
+            max_branches: l.max_branches.unwrap_or(d.max_branches),
+            max_repetition: l.max_repetition.unwrap_or(d.max_repetition),
+            max_open_properties: l.max_open_properties.unwrap_or(d.max_open_properties),
+        };
+        o
+    }
+}
+
+fn profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static Profile, D::Error> {
+    let name = String::deserialize(d)?;
+    Profile::by_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown profile {name:?} (known: {})", profile_names())))
+}
+
+fn opt_profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'static Profile>, D::Error> {
+    profile(d).map(Some)
+}
+
+fn format<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Format, D::Error> {
+    let name = String::deserialize(d)?;
+    Format::by_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown format {name:?}")))
+}
+
+fn profile_names() -> String {
+    crate::schema::profile::ALL.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn profile_alone_is_complete_and_empty_means_defaults() {
+        let c = Config::parse(br#"{"profile": "mcp"}"#).unwrap();
+        assert_eq!(c.profile.name, "mcp");
+        assert_eq!(c.routes, default_routes());
+        assert_eq!(Config::parse(b"").unwrap(), Config::default());
+        assert_eq!(Config::parse(b"  ").unwrap().max_body_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        for (cfg, needle) in [
+            (r#"{"profle": "mcp"}"#, "profle"),
+            (r#"{"profile": "gemini"}"#, "gemini"),
+            (r#"{"framing": "streamy"}"#, "streamy"),
+            (r#"{"max_body_bytes": -1}"#, "max_body_bytes"),
+            (r#"{"max_body_bytes": 0}"#, "max_body_bytes"),
+            (r#"{"routes": [{"path": "/x", "format": "soap"}]}"#, "soap"),
+            (r#"{"routes": [{"path": "x", "format": "auto"}]}"#, "routes[0]"),
+            (r#"{"routes": [{"format": "auto"}]}"#, "routes[0]"),
+            (r#"{"limits": {"max_depth": 0}}"#, "max_depth"),
+            (r#"{"limits": {"depth": 3}}"#, "depth"),
+            ("[1]", "configuration rejected"),
+        ] {
+            let e = Config::parse(cfg.as_bytes()).unwrap_err();
+            assert!(e.contains(needle), "{cfg}: {e}");
+        }
+    }
+
+    #[test]
+    fn routes_match_exact_paths_and_prefixes_ignoring_the_query() {
+        let c = Config::default();
+        assert_eq!(c.route_for("/v1/chat/completions?x=1").map(|r| r.format), Some(Format::OpenAiChat));
+        assert_eq!(c.route_for("/api/generate").map(|r| r.format), Some(Format::Ollama));
+        assert!(c.route_for("/health").is_none());
+        assert!(c.route_for("/v1/chat/completions/extra").is_none());
+        let c = Config::parse(br#"{"routes": [{"prefix": "/llm/", "format": "auto", "profile": "mcp", "strict": true}]}"#).unwrap();
+        let r = c.route_for("/llm/v1/chat/completions").unwrap();
+        assert_eq!((r.format, r.profile.map(|p| p.name), r.strict), (Format::Auto, Some("mcp"), Some(true)));
+        assert!(c.route_for("/v1/chat/completions").is_none(), "routes replace the defaults");
+    }
+
+    #[test]
+    fn limits_override_engine_defaults() {
+        let c = Config::parse(br#"{"limits": {"max_depth": 10}, "promote_to_description": false}"#).unwrap();
+        let o = c.options(c.profile);
+        assert_eq!(o.limits.max_depth, 10);
+        assert_eq!(o.limits.max_nodes, Limits::default().max_nodes);
+        assert!(!o.promote_to_description);
+    }
+}

@@ -1,0 +1,379 @@
+//! One request's way through the filter, without any host: which requests are buffered, when
+//! buffering stops, and what happens to the body. The Wasm glue feeds it what Envoy says and carries
+//! out what it returns; tests drive it directly.
+
+use super::config::{Config, Route};
+use super::stats::{label, metric_name, Metrics, Stat};
+use crate::api::{self, Format, Skip};
+use crate::schema::{Kind, Profile, Report};
+
+/// What the request's headers say, as far as toolfit cares.
+#[derive(Debug, Default, Clone)]
+pub struct Headers<'a> {
+    pub method: &'a str,
+    pub path: &'a str,
+    pub content_type: Option<&'a str>,
+    pub content_encoding: Option<&'a str>,
+    /// The request has no body (end of stream with the headers).
+    pub end_of_stream: bool,
+}
+
+/// Per-route overrides from the Envoy route's `metadata.filter_metadata.toolfit`.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct RouteMeta {
+    pub profile: Option<String>,
+    pub strict: Option<bool>,
+    pub disabled: bool,
+}
+
+/// The decision for one buffered request.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub format: Format,
+    pub profile: &'static Profile,
+    pub strict: bool,
+    /// Route label for metrics and logs (the Envoy route name, made safe).
+    pub route: String,
+}
+
+impl Plan {
+    fn metric(&self, counter: &str) -> String {
+        metric_name(&self.route, self.profile.name, counter)
+    }
+
+    pub fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
+        if n > 0 {
+            m.add(&self.metric(s.name()), n);
+        }
+    }
+}
+
+#[derive(Debug)]
+pub enum Start {
+    /// Not an inference request: not buffered, not counted.
+    Ignore,
+    /// An inference request toolfit will not read (already counted): forwarded as it is.
+    PassThrough,
+    /// Buffer the body, then call [`finish`].
+    Buffer(Plan),
+}
+
+/// Decides from the headers whether to buffer. Counts `requests_seen` and the skips it decides here.
+/// `warn` receives configuration problems found at request time (an unknown profile in route metadata).
+pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMeta, m: &mut dyn Metrics, warn: &mut dyn FnMut(String)) -> Start {
+    if h.end_of_stream || !h.method.eq_ignore_ascii_case("POST") || meta.disabled {
+        return Start::Ignore;
+    }
+    let Some(route) = cfg.route_for(h.path) else { return Start::Ignore };
+    if h.content_type.is_some_and(|ct| !is_json(ct)) {
+        return Start::Ignore;
+    }
+    let plan = plan(cfg, route, route_name, meta, warn);
+    plan.count(m, Stat::RequestsSeen, 1);
+    if h.content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity") && !e.trim().is_empty()) {
+        plan.count(m, Stat::SkippedEncoded, 1);
+        return Start::PassThrough;
+    }
+    Start::Buffer(plan)
+}
+
+fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta, warn: &mut dyn FnMut(String)) -> Plan {
+    let mut profile = route.profile.unwrap_or(cfg.profile);
+    if let Some(name) = &meta.profile {
+        match Profile::by_name(name) {
+            Some(p) => profile = p,
+            None => warn(format!("route {:?}: metadata names unknown profile {name:?}; using {}", route_name.unwrap_or(""), profile.name)),
+        }
+    }
+    Plan {
+        format: route.format,
+        profile,
+        strict: meta.strict.or(route.strict).unwrap_or(cfg.strict),
+        route: label(route_name.unwrap_or("none")),
+    }
+}
+
+/// `application/json`, `application/vnd.x+json`, with or without parameters.
+fn is_json(content_type: &str) -> bool {
+    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// Whether to keep buffering once `total` body bytes have arrived. Past `max_body_bytes` buffering
+/// stops (the body then streams on unchanged) and `skipped_too_large` is counted.
+pub fn keep_buffering(cfg: &Config, plan: &Plan, total: usize, m: &mut dyn Metrics) -> bool {
+    if total > cfg.max_body_bytes {
+        plan.count(m, Stat::SkippedTooLarge, 1);
+        return false;
+    }
+    true
+}
+
+/// What to do with the buffered body.
+#[derive(Debug, PartialEq)]
+pub enum Verdict {
+    /// Forward the original bytes (nothing to change, or nothing toolfit could read).
+    Forward,
+    /// Replace the body with these bytes.
+    Replace(Vec<u8>),
+    /// Answer the client with this status and JSON body (strict mode); nothing goes upstream.
+    Reject(u16, Vec<u8>),
+}
+
+/// A log line the glue should write (it applies the per-route rate limit).
+#[derive(Debug, PartialEq)]
+pub struct Line {
+    pub warn: bool,
+    pub text: String,
+}
+
+/// Rewrites a complete body and counts what happened. `elapsed_us` reads a clock in microseconds.
+pub fn finish(cfg: &Config, plan: &Plan, body: &[u8], m: &mut dyn Metrics, elapsed_us: &mut dyn FnMut() -> u64) -> (Verdict, Option<Line>) {
+    let t0 = elapsed_us();
+    let opts = cfg.options(plan.profile);
+    let outcome = api::rewrite_body(body, plan.format, plan.profile, &opts);
+    let took = elapsed_us().saturating_sub(t0);
+    let o = match outcome {
+        Ok(o) => o,
+        Err(skip) => {
+            let s = if skip == Skip::NotJson { Stat::SkippedNotJson } else { Stat::SkippedUnknownShape };
+            plan.count(m, s, 1);
+            return (Verdict::Forward, None);
+        }
+    };
+    m.record(&plan.metric(Stat::RewriteUs.name()), took);
+    plan.count(m, Stat::ToolsSeen, o.tools as u64);
+    plan.count(m, Stat::SchemasUnparsed, o.unparsed.len() as u64);
+    for (kind, n) in &o.report.counters {
+        plan.count(m, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
+        m.add(&plan.metric(kind.name()), *n);
+    }
+    if plan.strict {
+        if let Some((tool, path, why)) = refusal(&o.report, &o.unparsed) {
+            plan.count(m, Stat::RejectedStrict, 1);
+            let body = strict_error(&tool, &path, &why);
+            let text = format!("route={} profile={} strict: refused tool {tool:?} at {path:?}: {why}", plan.route, plan.profile.name);
+            return (Verdict::Reject(400, body), Some(Line { warn: true, text }));
+        }
+    }
+    plan.count(m, Stat::BytesIn, body.len() as u64);
+    let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed);
+    match o.body {
+        Some(new) => {
+            plan.count(m, Stat::RequestsRewritten, 1);
+            plan.count(m, Stat::BytesOut, new.len() as u64);
+            (Verdict::Replace(new), line)
+        }
+        None => {
+            plan.count(m, Stat::RequestsUnchanged, 1);
+            plan.count(m, Stat::BytesOut, body.len() as u64);
+            (Verdict::Forward, line)
+        }
+    }
+}
+
+fn refusal(r: &Report, unparsed: &[api::Unparsed]) -> Option<(String, String, String)> {
+    if let Some(u) = unparsed.first() {
+        return Some((u.tool.clone(), String::new(), format!("schema could not be parsed: {}", u.reason)));
+    }
+    r.first_lossy().map(|x| (x.tool.clone(), x.path.clone(), format!("{}: {}", x.kind.name(), x.detail)))
+}
+
+/// The 400 body: OpenAI-compatible clients show `error.message`.
+pub fn strict_error(tool: &str, path: &str, why: &str) -> Vec<u8> {
+    let path = if path.is_empty() { "/" } else { path };
+    let v = serde_json::json!({"error": {
+        "type": "toolfit_schema_rejected",
+        "message": format!("tool {tool:?}: schema at {path} cannot be used as it is on this model server: {why}"),
+        "tool": tool,
+        "path": path,
+    }});
+    v.to_string().into_bytes()
+}
+
+/// One line per request that changed something: info, or warn with each lossy change's tool and path.
+fn summary(plan: &Plan, r: &Report, tools: usize, changed: usize, unparsed: &[api::Unparsed]) -> Option<Line> {
+    if r.is_empty() && unparsed.is_empty() {
+        return None;
+    }
+    let mut text = format!("route={} profile={} tools={tools} schemas_changed={changed}", plan.route, plan.profile.name);
+    for (k, n) in &r.counters {
+        text.push_str(&format!(" {}={n}", k.name()));
+    }
+    let lossy: Vec<String> = r.records.iter().filter(|x| x.kind.lossy()).take(5).map(|x| format!("{}:{}:{}", x.tool, if x.path.is_empty() { "/" } else { &x.path }, x.kind.name())).collect();
+    for u in unparsed.iter().take(3) {
+        text.push_str(&format!(" unparsed={:?}", u.tool));
+    }
+    let warn = !lossy.is_empty() || !unparsed.is_empty();
+    if !lossy.is_empty() {
+        text.push_str(&format!(" lossy=[{}]", lossy.join(" ")));
+        let more = r.lossy_count().saturating_sub(lossy.len() as u64);
+        if more > 0 {
+            text.push_str(&format!(" (+{more} more)"));
+        }
+    }
+    Some(Line { warn, text })
+}
+
+/// At most `per_second` lines per route per second; what is held back is counted and said in the
+/// next line that gets through.
+#[derive(Default)]
+pub struct LogLimiter {
+    windows: std::collections::HashMap<String, (u64, u32, u64)>, // route -> (second, lines, suppressed)
+}
+
+impl LogLimiter {
+    /// Returns the text to log now, if any.
+    pub fn admit(&mut self, route: &str, now_s: u64, per_second: u32, text: String) -> Option<String> {
+        if self.windows.len() > 1024 {
+            self.windows.clear(); // bounded: route names are bounded, but never trust that
+        }
+        let w = self.windows.entry(route.to_string()).or_insert((now_s, 0, 0));
+        if w.0 != now_s {
+            w.0 = now_s;
+            w.1 = 0;
+        }
+        if w.1 >= per_second {
+            w.2 += 1;
+            return None;
+        }
+        w.1 += 1;
+        let held = std::mem::take(&mut w.2);
+        Some(if held > 0 { format!("{text} ({held} lines suppressed before this one)") } else { text })
+    }
+}
+
+/// Every counter name a route and profile can produce, for pre-defining metrics.
+pub fn all_counter_names() -> impl Iterator<Item = &'static str> {
+    Stat::ALL.iter().filter(|s| **s != Stat::RewriteUs).map(|s| s.name()).chain(Kind::ALL.iter().map(|k| k.name()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[derive(Default)]
+    struct Counts(HashMap<String, u64>);
+    impl Metrics for Counts {
+        fn add(&mut self, name: &str, n: u64) {
+            *self.0.entry(name.to_string()).or_default() += n;
+        }
+        fn record(&mut self, name: &str, _v: u64) {
+            *self.0.entry(name.to_string()).or_default() += 1;
+        }
+    }
+    impl Counts {
+        fn get(&self, route: &str, profile: &str, c: &str) -> u64 {
+            self.0.get(&metric_name(route, profile, c)).copied().unwrap_or(0)
+        }
+    }
+
+    fn post<'a>(path: &'a str) -> Headers<'a> {
+        Headers { method: "POST", path, content_type: Some("application/json"), ..Headers::default() }
+    }
+
+    fn planned(cfg: &Config, h: &Headers, meta: &RouteMeta, m: &mut Counts) -> Option<Plan> {
+        match start(cfg, h, Some("chat"), meta, m, &mut |_| {}) {
+            Start::Buffer(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn only_json_posts_on_inference_routes_are_buffered() {
+        let cfg = Config::default();
+        let mut m = Counts::default();
+        assert!(planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).is_some());
+        let get = Headers { method: "GET", ..post("/v1/chat/completions") };
+        let form = Headers { content_type: Some("application/x-www-form-urlencoded"), ..post("/v1/chat/completions") };
+        let none = Headers { content_type: None, ..post("/v1/chat/completions") };
+        let empty = Headers { end_of_stream: true, ..post("/v1/chat/completions") };
+        assert!(planned(&cfg, &get, &RouteMeta::default(), &mut m).is_none());
+        assert!(planned(&cfg, &post("/health"), &RouteMeta::default(), &mut m).is_none());
+        assert!(planned(&cfg, &form, &RouteMeta::default(), &mut m).is_none());
+        assert!(planned(&cfg, &empty, &RouteMeta::default(), &mut m).is_none());
+        assert!(planned(&cfg, &none, &RouteMeta::default(), &mut m).is_some(), "no content type: the parse decides");
+        let disabled = RouteMeta { disabled: true, ..RouteMeta::default() };
+        assert!(planned(&cfg, &post("/v1/chat/completions"), &disabled, &mut m).is_none());
+        assert_eq!(m.get("chat", "llama-cpp", "requests_seen"), 2);
+    }
+
+    #[test]
+    fn encoded_bodies_are_counted_and_not_buffered() {
+        let mut m = Counts::default();
+        let h = Headers { content_encoding: Some("gzip"), ..post("/v1/chat/completions") };
+        assert!(matches!(start(&Config::default(), &h, Some("chat"), &RouteMeta::default(), &mut m, &mut |_| {}), Start::PassThrough));
+        assert_eq!(m.get("chat", "llama-cpp", "skipped_encoded"), 1);
+    }
+
+    #[test]
+    fn route_metadata_overrides_profile_and_strict() {
+        let mut m = Counts::default();
+        let meta = RouteMeta { profile: Some("mcp".into()), strict: Some(true), disabled: false };
+        let p = planned(&Config::default(), &post("/v1/chat/completions"), &meta, &mut m).unwrap();
+        assert_eq!((p.profile.name, p.strict), ("mcp", true));
+        let mut warned = Vec::new();
+        let meta = RouteMeta { profile: Some("nope".into()), ..RouteMeta::default() };
+        let Start::Buffer(p) = start(&Config::default(), &post("/v1/chat/completions"), Some("chat"), &meta, &mut m, &mut |w| warned.push(w)) else { panic!() };
+        assert_eq!(p.profile.name, "llama-cpp");
+        assert!(warned[0].contains("nope"));
+    }
+
+    #[test]
+    fn body_outcomes_and_counters() {
+        let cfg = Config::default();
+        let mut m = Counts::default();
+        let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+        let mut clock = || 0u64;
+        let fine = br#"{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}}}]}"#;
+        assert_eq!(finish(&cfg, &p, fine, &mut m, &mut clock).0, Verdict::Forward);
+        let fixable = br#"{"messages":[], "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\d+$"}},"additionalProperties":false}}}]}"#;
+        let (v, line) = finish(&cfg, &p, fixable, &mut m, &mut clock);
+        let Verdict::Replace(new) = v else { panic!("{v:?}") };
+        assert!(std::str::from_utf8(&new).unwrap().starts_with(r#"{"messages":[], "tools":"#), "bytes outside the schema kept");
+        assert!(!line.unwrap().warn);
+        assert_eq!(finish(&cfg, &p, b"{not json", &mut m, &mut clock).0, Verdict::Forward);
+        assert_eq!(finish(&cfg, &p, b"[1,2]", &mut m, &mut clock).0, Verdict::Forward);
+        for (c, n) in [("requests_unchanged", 1), ("requests_rewritten", 1), ("skipped_not_json", 1), ("skipped_unknown_shape", 1), ("pattern_rewritten", 1), ("tools_seen", 2), ("rewrite_us", 2)] {
+            assert_eq!(m.get("chat", "llama-cpp", c), n, "{c}");
+        }
+        assert_eq!(m.get("chat", "llama-cpp", "bytes_in"), (fine.len() + fixable.len()) as u64);
+    }
+
+    #[test]
+    fn strict_mode_refuses_lossy_rewrites_naming_tool_and_path() {
+        let cfg = Config { strict: true, ..Config::default() };
+        let mut m = Counts::default();
+        let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+        let body = br#"{"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"k":{"type":"string","pattern":"^(?!x)"}}}}}]}"#;
+        let (v, line) = finish(&cfg, &p, body, &mut m, &mut || 0);
+        let Verdict::Reject(400, err) = v else { panic!("{v:?}") };
+        let e: serde_json::Value = serde_json::from_slice(&err).unwrap();
+        assert_eq!(e["error"]["type"], "toolfit_schema_rejected");
+        assert_eq!(e["error"]["tool"], "lookup");
+        assert_eq!(e["error"]["path"], "/properties/k");
+        assert!(line.unwrap().warn);
+        assert_eq!(m.get("chat", "llama-cpp", "rejected_strict"), 1);
+    }
+
+    #[test]
+    fn too_large_stops_buffering() {
+        let cfg = Config { max_body_bytes: 10, ..Config::default() };
+        let mut m = Counts::default();
+        let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+        assert!(keep_buffering(&cfg, &p, 10, &mut m));
+        assert!(!keep_buffering(&cfg, &p, 11, &mut m));
+        assert_eq!(m.get("chat", "llama-cpp", "skipped_too_large"), 1);
+    }
+
+    #[test]
+    fn log_limiter_holds_back_and_reports() {
+        let mut l = LogLimiter::default();
+        assert!(l.admit("r", 1, 2, "a".into()).is_some());
+        assert!(l.admit("r", 1, 2, "b".into()).is_some());
+        assert!(l.admit("r", 1, 2, "c".into()).is_none());
+        assert!(l.admit("other", 1, 2, "d".into()).is_some());
+        assert_eq!(l.admit("r", 2, 2, "e".into()).unwrap(), "e (1 lines suppressed before this one)");
+    }
+}

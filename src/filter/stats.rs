@@ -1,0 +1,106 @@
+//! The filter's own counters, and how every metric is named.
+//!
+//! Each metric is `toolfit.route.<route>.profile.<profile>.<name>`: proxy-wasm has no labels, so the
+//! route and profile ride in the name and the shipped Envoy bootstrap's `stats_tags` turn them into
+//! Prometheus labels (`toolfit_requests_rewritten{route="chat",profile="llama-cpp"}`). `<name>` is a
+//! [`Stat`] below or an engine [`Kind`](crate::schema::Kind): those two enums are the only places a
+//! counter is named.
+
+macro_rules! stats {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal; )*) => {
+        /// A counter (or, for `RewriteUs`, a histogram) of the filter itself.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Stat { $( $(#[doc = $doc])* $variant, )* }
+
+        impl Stat {
+            pub const ALL: &'static [Stat] = &[ $( Stat::$variant, )* ];
+            pub const fn name(self) -> &'static str {
+                match self { $( Stat::$variant => $name, )* }
+            }
+            pub fn doc(self) -> &'static str {
+                match self { $( Stat::$variant => concat!($($doc, " "),*).trim_ascii(), )* }
+            }
+        }
+    };
+}
+
+stats! {
+    /// Requests on an inference route that toolfit looked at (method POST, JSON or no content type).
+    RequestsSeen = "requests_seen";
+    /// Requests whose body was rewritten (only schema bytes changed).
+    RequestsRewritten = "requests_rewritten";
+    /// Requests whose schemas needed no change: forwarded byte for byte, no body rewrite.
+    RequestsUnchanged = "requests_unchanged";
+    /// Bodies larger than `max_body_bytes`: forwarded unchanged.
+    SkippedTooLarge = "skipped_too_large";
+    /// Bodies that are not JSON (or not UTF-8): forwarded unchanged.
+    SkippedNotJson = "skipped_not_json";
+    /// JSON bodies of no known request shape for the route's format: forwarded unchanged.
+    SkippedUnknownShape = "skipped_unknown_shape";
+    /// Bodies with a `Content-Encoding` not decoded before toolfit (put Envoy's decompressor first):
+    /// forwarded unchanged, never buffered.
+    SkippedEncoded = "skipped_encoded";
+    /// Requests refused with 400 in strict mode (a lossy change or an unparsable schema).
+    RejectedStrict = "rejected_strict";
+    /// toolfit's own failures (a host call that failed, a body that could not be read or replaced):
+    /// the original body was forwarded.
+    InternalErrors = "internal_errors";
+    /// Body bytes received on requests toolfit rewrote or left unchanged.
+    BytesIn = "bytes_in";
+    /// Body bytes sent upstream for those requests.
+    BytesOut = "bytes_out";
+    /// Tool schemas seen in request bodies.
+    ToolsSeen = "tools_seen";
+    /// Schemas that could not be parsed (numbers past f64, nesting past the parser's limit): forwarded as they were.
+    SchemasUnparsed = "schemas_unparsed";
+    /// Lossy transformations, all kinds together (each kind also has its own counter).
+    LossyTotal = "lossy_total";
+    /// Histogram: time to rewrite one body, in microseconds.
+    RewriteUs = "rewrite_us";
+}
+
+/// Keeps a route name usable inside a dotted metric name and a Prometheus label: anything but
+/// `[A-Za-z0-9_-]` becomes `_`, and it is cut to 64 characters (each distinct value is a stat Envoy
+/// keeps forever, so cardinality stays what the route table makes it).
+pub fn label(s: &str) -> String {
+    let t: String = s.chars().take(64).map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+    if t.is_empty() {
+        "none".into()
+    } else {
+        t
+    }
+}
+
+/// The full metric name for one counter of a route and profile.
+pub fn metric_name(route: &str, profile: &str, counter: &str) -> String {
+    format!("toolfit.route.{route}.profile.{profile}.{counter}")
+}
+
+/// Where counts go. The Wasm glue implements it over proxy-wasm's metrics; tests count in a map.
+pub trait Metrics {
+    fn add(&mut self, name: &str, n: u64);
+    fn record(&mut self, name: &str, value: u64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_never_clash_with_engine_kinds() {
+        let mut seen = std::collections::HashSet::new();
+        for s in Stat::ALL {
+            assert!(seen.insert(s.name()));
+            assert!(crate::schema::Kind::from_name(s.name()).is_none(), "{} is also a kind", s.name());
+            assert!(s.doc().len() > 20);
+        }
+    }
+
+    #[test]
+    fn labels_cannot_break_the_name() {
+        assert_eq!(label("chat.v1/x y"), "chat_v1_x_y");
+        assert_eq!(label(""), "none");
+        assert_eq!(label(&"a".repeat(100)).len(), 64);
+        assert_eq!(metric_name("chat", "llama-cpp", "requests_seen"), "toolfit.route.chat.profile.llama-cpp.requests_seen");
+    }
+}

