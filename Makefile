@@ -36,3 +36,7 @@ kinds: build
 # Engine throughput per catalog beside serde_json and mcp-schema-normalize (prints a table; no assertions).
 bench-engine:
 	python3 tests/bench_engine.py
+
+# Latency Envoy adds with the filter vs without, same run, interleaved (prints a table; no assertions).
+bench-envoy: wasm
+	python3 tests/bench_envoy.py

@@ -24,6 +24,7 @@ fn cli() -> Command {
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
         )
         .subcommand(Command::new("kinds").about("Print the transformation kinds as a Markdown table"))
+        .subcommand(Command::new("stats").about("Print the Envoy filter's own counters as a Markdown table"))
         .subcommand(Command::new("profiles").about("List the profiles and their passes"))
 }
 
@@ -39,6 +40,14 @@ fn main() -> ExitCode {
             println!("| counter | lossy | meaning |\n|---|---|---|");
             for k in Kind::ALL {
                 println!("| `{}` | {} | {} |", k.name(), if k.lossy() { "yes" } else { "no" }, k.doc());
+            }
+            ExitCode::SUCCESS
+        }
+        Some(("stats", _)) => {
+            println!("| metric (Prometheus) | meaning |\n|---|---|");
+            for s in toolfit::filter::stats::Stat::ALL {
+                let kind = if *s == toolfit::filter::stats::Stat::RewriteUs { "histogram" } else { "counter" };
+                println!("| `toolfit_{}` ({kind}) | {} |", s.name(), s.doc());
             }
             ExitCode::SUCCESS
         }

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""make bench-envoy: latency Envoy adds with toolfit vs the same Envoy without it, same run, interleaved.
+
+One Envoy 1.40 (--concurrency 1) with two identical listeners, one with the toolfit filter (the
+shipped plugin config, exact framing) and one without, both routing to a third listener that answers
+200 itself (so no Python upstream sits in the measured path). wrk (Debian package; installed if
+missing) sends the same POST body to each, one connection, in alternating rounds. Prints median and
+p99 per case and the difference (the filter's added latency), and the VM memory gauge.
+Cases: small (5 tools, 2 KB of messages), typical (40 tools, about 60 KB, plus 200 KB of messages),
+huge (the 1,409-tool catalog, 1.6 MB). `--quick` runs one short round (used to check the command works).
+"""
+import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def catalog(name, n=None):
+    tools = json.load(open(os.path.join(ROOT, "tests", "corpus", "servers", name)))["tools"]
+    return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["inputSchema"]}} for t in tools[:n]]
+
+
+def body(tools, message_bytes):
+    msgs = [{"role": "user", "content": "x" * 1000}] * max(1, message_bytes // 1030)
+    return json.dumps({"model": "m", "messages": msgs, "tools": tools}).encode()
+
+
+def listener(name, port, filters, cluster):
+    return {"name": name, "address": {"socket_address": {"address": "127.0.0.1", "port_value": port}},
+            "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "stat_prefix": name,
+                "route_config": {"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [
+                    {"name": "chat", "match": {"prefix": "/"}, "route": {"cluster": cluster, "timeout": "0s"}, "request_body_buffer_limit": 17825792}]}]},
+                "http_filters": filters + [{"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]}}]}]}
+
+
+def config(p_filter, p_plain, p_sink, admin):
+    toolfit = {"name": "toolfit", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm", "config": {
+        "name": "toolfit", "root_id": "toolfit", "allow_on_headers_stop_iteration": True, "fail_open": True,
+        "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": WASM}}},
+        "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.dumps({"profile": "llama-cpp", "framing": "exact"})}}}}
+    sink = {"name": "sink", "address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}},
+            "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+                "stat_prefix": "sink",
+                "route_config": {"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [{"match": {"prefix": "/"}, "direct_response": {"status": 200, "body": {"inline_string": "ok"}}}]}]},
+                "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]}}]}],
+            "per_connection_buffer_limit_bytes": 33554432}
+    cluster = {"name": "sink", "type": "STATIC", "connect_timeout": "1s", "per_connection_buffer_limit_bytes": 33554432,
+               "load_assignment": {"cluster_name": "sink", "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}}}}]}]}}
+    return {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
+            "static_resources": {"listeners": [listener("with_toolfit", p_filter, [toolfit], "sink"), listener("without", p_plain, [], "sink"), sink],
+                                 "clusters": [cluster]}}
+
+
+def wrk(port, path_lua, seconds):
+    out = subprocess.run(["wrk", "-t1", "-c1", f"-d{seconds}s", "--latency", "-s", path_lua, f"http://127.0.0.1:{port}/v1/chat/completions"],
+                         capture_output=True, text=True).stdout
+    def ms(label):
+        m = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        if not m:
+            return float("nan")
+        return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+    reqs = re.search(r"^\s+(\d+) requests in", out, re.M)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return ms("50"), ms("99"), int(reqs.group(1)) if reqs else 0, int(non2xx.group(1)) if non2xx else 0
+
+
+def main():
+    quick = "--quick" in sys.argv
+    if not shutil.which("wrk"):
+        subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    ports = [free_port() for _ in range(4)]
+    d = tempfile.mkdtemp(prefix="toolfit-bench-")
+    cfg = os.path.join(d, "envoy.json")
+    json.dump(config(*ports), open(cfg, "w"))
+    envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", cfg, "--concurrency", "1", "--base-id", str(ports[0]), "-l", "error"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import urllib.request
+        for _ in range(100):
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/ready", timeout=1).read().strip() == b"LIVE":
+                    break
+            except OSError:
+                time.sleep(0.1)
+        cases = [("small", body(catalog("filesystem.json", 5), 2000)),
+                 ("typical", body(catalog("github.json" if os.path.exists(os.path.join(ROOT, "tests/corpus/servers/github.json")) else "azure-all.json", 40), 200_000)),
+                 ("huge", body(catalog("twilio-all-services.json"), 0))]
+        rounds, secs = (1, 2) if quick else (3, 4)
+        res = {(c, t): [] for c, _ in cases for t in ("without", "with")}
+        for r in range(rounds):
+            for name, b in cases:
+                bf = os.path.join(d, f"{name}.json")
+                open(bf, "wb").write(b)
+                lua = os.path.join(d, f"{name}.lua")
+                open(lua, "w").write(f'wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal f = io.open("{bf}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
+                for target, port in (("without", ports[1]), ("with", ports[0])) if r % 2 == 0 else (("with", ports[0]), ("without", ports[1])):
+                    res[(name, target)].append(wrk(port, lua, secs))
+        print(f"Envoy 1.40, --concurrency 1, wrk -c1; {rounds} interleaved rounds of {secs} s per case and listener; latency in ms\n")
+        print(f"{'case':8} {'body KB':>8} {'p50 without':>12} {'p50 with':>9} {'added p50':>10} {'p99 without':>12} {'p99 with':>9} {'added p99':>10} {'non-2xx':>8}")
+        for name, b in cases:
+            w0, w1 = res[(name, "without")], res[(name, "with")]
+            med = lambda xs, i: statistics.median(x[i] for x in xs)
+            bad = sum(x[3] for x in w0 + w1)
+            print(f"{name:8} {len(b) / 1024:8.0f} {med(w0, 0):12.3f} {med(w1, 0):9.3f} {med(w1, 0) - med(w0, 0):10.3f} {med(w0, 1):12.3f} {med(w1, 1):9.3f} {med(w1, 1) - med(w0, 1):10.3f} {bad:8}")
+        time.sleep(5.5)
+        prom = urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/stats/prometheus").read().decode()
+        mem = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
+        print(f"\nVM linear memory after the run (high-water mark): {int(mem.group(1)) / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
+        print(f"dist/toolfit.wasm: {os.path.getsize(WASM)} bytes")
+    finally:
+        envoy.terminate()
+
+
+if __name__ == "__main__":
+    main()
