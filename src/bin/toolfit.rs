@@ -24,6 +24,11 @@ fn cli() -> Command {
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
         )
         .subcommand(Command::new("kinds").about("Print the transformation kinds as a Markdown table"))
+        .subcommand(
+            Command::new("check-config")
+                .about("Validate an Envoy plugin configuration (JSON) exactly as the filter does at load; exit 1 if rejected")
+                .arg(Arg::new("input").value_name("FILE").help("the configuration (default: stdin)")),
+        )
         .subcommand(Command::new("stats").about("Print the Envoy filter's own counters as a Markdown table"))
         .subcommand(Command::new("profiles").about("List the profiles and their passes"))
 }
@@ -42,6 +47,23 @@ fn main() -> ExitCode {
                 println!("| `{}` | {} | {} |", k.name(), if k.lossy() { "yes" } else { "no" }, k.doc());
             }
             ExitCode::SUCCESS
+        }
+        Some(("check-config", a)) => {
+            let mut input = Vec::new();
+            let read = match a.get_one::<String>("input") {
+                Some(path) if path != "-" => std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut input)),
+                _ => std::io::stdin().read_to_end(&mut input),
+            };
+            if let Err(e) = read {
+                return fail(2, &format!("cannot read input: {e}"));
+            }
+            match toolfit::filter::config::Config::parse(&input) {
+                Ok(c) => {
+                    println!("ok: profile={} routes={} framing={:?} max_body_bytes={} strict={}", c.profile.name, c.routes.len(), c.framing, c.max_body_bytes, c.strict);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => fail(1, &e),
+            }
         }
         Some(("stats", _)) => {
             println!("| metric (Prometheus) | meaning |\n|---|---|");

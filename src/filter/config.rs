@@ -59,11 +59,17 @@ impl Route {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
+    #[serde(default, deserialize_with = "opt_whole")]
     pub max_depth: Option<usize>,
+    #[serde(default, deserialize_with = "opt_whole")]
     pub max_nodes: Option<usize>,
+    #[serde(default, deserialize_with = "opt_whole")]
     pub inline_budget: Option<usize>,
+    #[serde(default, deserialize_with = "opt_whole")]
     pub max_branches: Option<usize>,
+    #[serde(default, deserialize_with = "opt_whole")]
     pub max_repetition: Option<u64>,
+    #[serde(default, deserialize_with = "opt_whole")]
     pub max_open_properties: Option<usize>,
 }
 
@@ -78,6 +84,7 @@ pub struct Config {
     /// Largest body buffered and rewritten; larger bodies pass unchanged (counted). Keep it at or below
     /// Envoy's buffer limit (`per_connection_buffer_limit_bytes` or the route's
     /// `request_body_buffer_limit`), or Envoy answers 413 before toolfit can step aside.
+    #[serde(deserialize_with = "whole")]
     pub max_body_bytes: usize,
     /// Refuse (400) a request whose rewrite would lose meaning, instead of forwarding the rewrite.
     pub strict: bool,
@@ -88,6 +95,7 @@ pub struct Config {
     pub open_objects: bool,
     pub limits: LimitsConfig,
     /// Most log lines per route per second (the counters still count everything).
+    #[serde(deserialize_with = "whole")]
     pub log_lines_per_second: u32,
     /// Test only: a request carrying this header traps the VM, to show what Envoy's failure policy
     /// does. Never set it in production.
@@ -194,6 +202,22 @@ impl Config {
     }
 }
 
+/// A whole number, written as an integer or as a float with no fraction: Istio's WasmPlugin passes
+/// `pluginConfig` as a protobuf Struct, whose numbers are doubles (16777216 may arrive as 1.6777216e+07).
+fn whole<'de, D: serde::Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {
+    let v = serde_json::Number::deserialize(d)?;
+    let n = match (v.as_u64(), v.as_f64()) {
+        (Some(n), _) => Some(n),
+        (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f <= 9.0e15 => Some(f as u64),
+        _ => None,
+    };
+    n.and_then(|n| T::try_from(n).ok()).ok_or_else(|| serde::de::Error::custom(format!("{v} is not a whole number in range")))
+}
+
+fn opt_whole<'de, D: serde::Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<Option<T>, D::Error> {
+    whole(d).map(Some)
+}
+
 fn profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static Profile, D::Error> {
     let name = String::deserialize(d)?;
     Profile::by_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown profile {name:?} (known: {})", profile_names())))
@@ -256,6 +280,13 @@ mod tests {
         let r = c.route_for("/llm/v1/chat/completions").unwrap();
         assert_eq!((r.format, r.profile.map(|p| p.name), r.strict), (Format::Auto, Some("mcp"), Some(true)));
         assert!(c.route_for("/v1/chat/completions").is_none(), "routes replace the defaults");
+    }
+
+    #[test]
+    fn numbers_from_a_protobuf_struct_are_accepted_when_whole() {
+        let c = Config::parse(br#"{"max_body_bytes": 1.6777216e+07, "limits": {"max_depth": 32.0}}"#).unwrap();
+        assert_eq!((c.max_body_bytes, c.limits.max_depth), (16_777_216, Some(32)));
+        assert!(Config::parse(br#"{"max_body_bytes": 1.5}"#).unwrap_err().contains("max_body_bytes"));
     }
 
     #[test]
