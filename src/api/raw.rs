@@ -40,14 +40,19 @@ impl<'de> Visitor<'de> for ArrVisitor {
     }
 }
 
+/// The members of a JSON object that is the whole of `text` (whitespace aside: trailing bytes make it
+/// not JSON, so nothing is rewritten in front of them).
 pub fn object(text: &str) -> Option<RawObject<'_>> {
     let mut de = serde_json::Deserializer::from_str(text);
-    de.deserialize_map(ObjVisitor).ok()
+    let v = de.deserialize_map(ObjVisitor).ok()?;
+    de.end().ok().map(|_| v)
 }
 
+/// The elements of a JSON array that is the whole of `text`.
 pub fn array(text: &str) -> Option<RawArray<'_>> {
     let mut de = serde_json::Deserializer::from_str(text);
-    de.deserialize_seq(ArrVisitor).ok()
+    let v = de.deserialize_seq(ArrVisitor).ok()?;
+    de.end().ok().map(|_| v)
 }
 
 impl<'a> RawObject<'a> {

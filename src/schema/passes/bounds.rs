@@ -3,13 +3,60 @@
 //! number of object nodes outside data keywords. What lies past a bound becomes "any value".
 
 use crate::schema::walk::{children_mut, MAP};
-use crate::schema::{Cx, Kind};
+use crate::schema::{Context, Cx, Kind};
 use serde_json::{Map, Value};
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
+    let max_nodes = cx.opts.limits.max_nodes;
+    if over(root, max_nodes) {
+        // Too many nodes to rewrite within bounded time and memory: the schema as a whole is replaced
+        // (cutting off only the excess would still leave, say, a million properties to walk and emit).
+        let (replacement, what) = match cx.context {
+            Context::Tool => (serde_json::json!({"type": "object"}), "any object"),
+            Context::Output => (Value::Object(Map::new()), "any value"),
+        };
+        *root = replacement;
+        cx.record("", Kind::BoundsExceeded, format!("more than {max_nodes} schema nodes: schema replaced by {what}"));
+        return;
+    }
     let mut nodes = 0usize;
     let mut path = String::new();
     visit(root, 0, &mut nodes, &mut path, cx);
+}
+
+/// Whether the schema has more than `max` object nodes outside data keywords; stops counting there,
+/// and looks no deeper than the walker's hard depth.
+fn over(root: &Value, max: usize) -> bool {
+    let mut n = 0usize;
+    let mut stack: Vec<(&Value, usize)> = vec![(root, 0)];
+    while let Some((v, depth)) = stack.pop() {
+        let Value::Object(m) = v else { continue };
+        n += 1;
+        if n > max {
+            return true;
+        }
+        if depth < crate::schema::walk::HARD_DEPTH {
+            for (k, c) in m {
+                push_children(k, c, depth, &mut stack);
+            }
+        }
+    }
+    false
+}
+
+fn push_children<'a>(k: &str, c: &'a Value, depth: usize, stack: &mut Vec<(&'a Value, usize)>) {
+    use crate::schema::walk::{ARRAY, SINGLE};
+    if MAP.contains(&k) {
+        if let Value::Object(m) = c {
+            stack.extend(m.values().map(|x| (x, depth + 1)));
+        }
+    } else if ARRAY.contains(&k) && c.is_array() {
+        if let Value::Array(a) = c {
+            stack.extend(a.iter().map(|x| (x, depth + 1)));
+        }
+    } else if SINGLE.contains(&k) {
+        stack.push((c, depth + 1));
+    }
 }
 
 fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &mut String, cx: &mut Cx) {
