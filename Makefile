@@ -20,6 +20,7 @@ test: build wasm
 	cargo test --release
 	python3 tests/llama_judges.py
 	python3 tests/e2e.py
+	python3 tests/faults.py
 	$$(scripts/venv.sh)/bin/python tests/deploy.py
 
 test-unit:

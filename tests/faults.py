@@ -1,0 +1,231 @@
+#!/usr/bin/env python3
+"""Broken bodies and faults through a real Envoy with toolfit: what each does is pinned (status, what
+the upstream got, which counter moved), and Envoy keeps serving afterwards. Prints 'N passed, M failed'."""
+import gzip, http.client, json, os, socket, subprocess, sys, threading, time, zlib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import e2e  # noqa: E402
+from e2e import NEEDS_FIX, FINE, chat_body, check, cli, last, metric, results  # noqa: E402
+
+LIMIT = 65536
+
+
+def raw_request(port, head, body_parts, close_early=False):
+    """Sends bytes as they are (no client-side framing help); returns the status line or None."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    s.sendall(head)
+    for p in body_parts:
+        s.sendall(p)
+    if close_early:
+        s.close()
+        return None
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    s.close()
+    return data.split(b"\r\n")[0].decode(errors="replace")
+
+
+def bodies(e, rec):
+    # truncated JSON, trailing garbage: forwarded as they came, counted
+    for b in [chat_body(NEEDS_FIX)[:-20], chat_body(NEEDS_FIX) + b" garbage"]:
+        status, _, _ = e.request("POST", "/v1/chat/completions", b)
+        check(f"broken body ({len(b)} bytes, {b[-10:]!r}) forwarded unchanged", status == 200 and last(rec).get("body") == b, str(status))
+    check("not_json counted for both", metric(e.prom(), "toolfit_skipped_not_json", "chat") == 2)
+    # thousands of 1-byte chunks
+    body = chat_body(NEEDS_FIX)
+    status, _, _ = e.request("POST", "/v1/chat/completions", chunks=[body[i:i + 1] for i in range(len(body))])
+    check(f"body in {len(body)} one-byte chunks: rewritten", status == 200 and last(rec).get("body") == cli(body), str(status))
+    # exactly at and one byte over max_body_bytes
+    base = chat_body(NEEDS_FIX)[:-1] + b', "pad": "'
+    at = base + b"x" * (LIMIT - len(base) - 2) + b'"}'
+    over = base + b"x" * (LIMIT - len(base) - 1) + b'"}'
+    assert len(at) == LIMIT and len(over) == LIMIT + 1
+    e.request("POST", "/v1/chat/completions", at)
+    check("body of exactly max_body_bytes: rewritten", last(rec).get("body") == cli(at))
+    e.request("POST", "/v1/chat/completions", over)
+    check("one byte over max_body_bytes: forwarded unchanged, skipped_too_large", last(rec).get("body") == over and metric(e.prom(), "toolfit_skipped_too_large", "chat") == 1)
+    # wrong content type: not read, not counted
+    seen = metric(e.prom(), "toolfit_requests_seen", "chat")
+    e.request("POST", "/v1/chat/completions", body, {"content-type": "text/plain"})
+    check("text/plain body: untouched and not counted", last(rec).get("body") == body and metric(e.prom(), "toolfit_requests_seen", "chat") == seen)
+    # gzip is decoded by Envoy and rewritten; deflate is not decoded: passed through, counted
+    e.request("POST", "/v1/chat/completions", gzip.compress(body), {"content-encoding": "gzip"})
+    check("gzip: decoded and rewritten", last(rec).get("body") == cli(body))
+    d = zlib.compress(body)
+    e.request("POST", "/v1/chat/completions", d, {"content-encoding": "deflate"})
+    check("deflate: forwarded as sent, skipped_encoded", last(rec).get("body") == d and metric(e.prom(), "toolfit_skipped_encoded", "chat") == 1)
+
+
+def client_abort(e, rec):
+    n = len(rec)
+    body = chat_body(NEEDS_FIX)
+    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n").encode()
+    raw_request(e.port, head, [body[:len(body) // 2]], close_early=True)
+    chunked = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+    raw_request(e.port, chunked, [b"10\r\n" + body[:16] + b"\r\n"], close_early=True)
+    time.sleep(0.5)
+    check("clients that abort mid-body: nothing reaches the upstream", len(rec) == n, len(rec) - n)
+    status, _, _ = e.request("POST", "/v1/chat/completions", body)
+    check("Envoy and the filter keep serving after the aborts", status == 200 and last(rec).get("body") == cli(body))
+
+
+def upstream_faults():
+    # upstream down: Envoy's own 503; the filter had rewritten the body, nothing else changed
+    dead = e2e.free_port()
+    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact"}, dead)
+    try:
+        status, resp, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))
+        check("upstream down: Envoy answers 503 itself (not the filter)", status == 503 and b"toolfit" not in resp, f"{status} {resp[:80]!r}")
+        check("...and the filter counted a normal rewrite", metric(e.prom(), "toolfit_requests_rewritten", "chat") == 1)
+    finally:
+        e.stop()
+    # upstream that resets mid-request
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    port = srv.getsockname()[1]
+
+    def resetter():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.recv(100)
+            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            c.close()
+
+    threading.Thread(target=resetter, daemon=True).start()
+    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact"}, port)
+    try:
+        codes = [e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))[0] for _ in range(3)]
+        check("upstream resetting mid-request: Envoy's 503 each time, Envoy stays up", codes == [503] * 3 and e.proc.poll() is None, codes)
+    finally:
+        e.stop()
+        srv.close()
+
+
+LDS = """resources:
+- "@type": type.googleapis.com/envoy.config.listener.v3.Listener
+  name: inference
+  address: {{socket_address: {{address: 127.0.0.1, port_value: {port}}}}}
+  filter_chains:
+  - filters:
+    - name: envoy.filters.network.http_connection_manager
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+        stat_prefix: inference
+        route_config:
+          virtual_hosts:
+          - name: v
+            domains: ["*"]
+            routes: [{{name: chat, match: {{prefix: /}}, route: {{cluster: llama}}}}]
+        http_filters:
+        - name: toolfit
+          typed_config:
+            "@type": type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm
+            config:
+              name: toolfit
+              root_id: toolfit
+              vm_config: {{vm_id: toolfit, runtime: envoy.wasm.runtime.v8, code: {{local: {{filename: {wasm}}}}}}}
+              configuration: {{"@type": type.googleapis.com/google.protobuf.StringValue, value: '{config}'}}
+              allow_on_headers_stop_iteration: true
+              fail_open: true
+        - name: envoy.filters.http.router
+          typed_config: {{"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}
+"""
+
+
+def reload_under_load():
+    """The plugin configuration changes (a new listener from file-based LDS) while requests flow."""
+    up = e2e.free_port()
+    _, rec = e2e.echo_upstream.serve(up)
+    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "faults-lds")
+    os.makedirs(d, exist_ok=True)
+    port, admin = e2e.free_port(), e2e.free_port()
+    lds = os.path.join(d, "lds.yaml")
+
+    def write(cfg):
+        tmp = lds + ".tmp"
+        open(tmp, "w").write(LDS.format(port=port, wasm=e2e.WASM, config=json.dumps(cfg)))
+        os.rename(tmp, lds)  # atomic move: what Envoy's watched_directory expects
+
+    write({"profile": "llama-cpp", "framing": "exact"})
+    boot = {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}}, "stats_flush_interval": "1s",
+            "node": {"id": "t", "cluster": "t"},
+            "dynamic_resources": {"lds_config": {"path_config_source": {"path": lds, "watched_directory": {"path": d}}, "resource_api_version": "V3"}},
+            "static_resources": {"clusters": [{"name": "llama", "type": "STATIC", "connect_timeout": "2s", "load_assignment": {"cluster_name": "llama", "endpoints": [
+                {"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": up}}}}]}]}}]}}
+    # the stats tags Istio pods get (deploy/base/bootstrap.yaml), so counters carry route and profile
+    text = open(os.path.join(ROOT, "deploy", "base", "bootstrap.yaml")).read()
+    boot.update(json.loads(text[text.index("{"):text.rindex("}") + 1]))
+    boot["stats_flush_interval"] = "1s"
+    bf = os.path.join(d, "boot.json")
+    json.dump(boot, open(bf, "w"))
+    log = open(os.path.join(d, "envoy.log"), "w+")
+    proc = subprocess.Popen([e2e.ENVOY, "-c", bf, "--concurrency", "2", "--base-id", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    e = e2e.Envoy.__new__(e2e.Envoy)
+    e.port, e.admin, e.proc, e.log = port, admin, proc, log
+    try:
+        check("LDS-configured Envoy starts", e.wait_ready())
+        body = chat_body(NEEDS_FIX)
+        statuses, stop = [], threading.Event()
+
+        def load():
+            while not stop.is_set():
+                try:
+                    statuses.append(e.request("POST", "/v1/chat/completions", body)[0])
+                except OSError as ex:
+                    statuses.append(str(ex))
+
+        threads = [threading.Thread(target=load) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.5)
+        write({"profile": "mcp", "framing": "exact"})
+        deadline = time.time() + 15
+        while time.time() < deadline and metric(e.prom(), "toolfit_requests_unchanged", "chat", "mcp") == 0:
+            time.sleep(0.3)
+        time.sleep(1.0)
+        stop.set()
+        for t in threads:
+            t.join()
+        bad = [s for s in statuses if s != 200]
+        p = e.prom()
+        check(f"config changed under load: {len(statuses)} requests, none failed", statuses and not bad, bad[:5])
+        check("requests before the change used llama-cpp, after it mcp", metric(p, "toolfit_requests_rewritten", "chat") > 0 and metric(p, "toolfit_requests_unchanged", "chat", "mcp") > 0)
+        check("every upstream body is the llama-cpp rewrite or, after the change, the original", all(r["body"] in (cli(body), body) for r in rec))
+    finally:
+        e.stop()
+
+
+def main():
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    up = e2e.free_port()
+    _, rec = e2e.echo_upstream.serve(up)
+    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact", "max_body_bytes": LIMIT}, up)
+    try:
+        check("envoy starts", e.ready, e.logs()[-1500:])
+        bodies(e, rec)
+        client_abort(e, rec)
+        check("no internal errors through all of it", metric(e.prom(), "toolfit_internal_errors", "chat") == 0)
+    finally:
+        e.stop()
+    upstream_faults()
+    reload_under_load()
+
+
+if __name__ == "__main__":
+    main()
+    passed = sum(results)
+    print(f"faults: {passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
