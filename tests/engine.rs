@@ -122,3 +122,18 @@ fn every_kind_has_a_counter_name_the_report_uses() {
     assert!(rep.counters.contains_key(&Kind::AnyofDistributed));
     assert!(rep.counters.contains_key(&Kind::KeywordRemoved));
 }
+
+/// Inputs the fuzzers found (fuzz/), kept as regressions: each must settle in one run.
+#[test]
+fn fuzz_findings_stay_fixed() {
+    for (s, ctx) in [
+        (json!({"anyOf": [{"anyOf": [{"type": "null"}]}]}), Context::Tool),
+        (json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"], "additionalProperties": false}), Context::Tool),
+        (json!({"prefixItems": [{"const": "foo"}], "oneOf": [{"prefixItems": [true, {"const": "bar"}]}, {"prefixItems": [true, {"const": "baz"}]}], "unevaluatedItems": false}), Context::Output),
+        (json!({"$defs": {"type": {"type": "string", "const": null}}}), Context::Output),
+    ] {
+        let (once, _) = run(&s, ctx);
+        let (twice, rep) = run(&once, ctx);
+        assert_eq!(twice, once, "{s}: {:?}", rep.records.first());
+    }
+}

@@ -17,7 +17,8 @@ pub enum Merged {
 /// Whether a node is the "never" schema the boolean pass writes for `false` (`{"not": {}}`).
 pub fn is_never(node: &Map<String, Value>) -> bool {
     let not_any = match node.get("not") {
-        Some(Value::Object(n)) => n.is_empty() || n.keys().all(|k| is_annotation(k)),
+        // `not` of "any value", however spelled: `{}`, annotations only, or every type listed
+        Some(Value::Object(n)) => n.iter().all(|(k, v)| is_annotation(k) || (k == "type" && Types::of_value_type(v) == Some(Types::ALL))),
         Some(Value::Bool(true)) => true,
         _ => false,
     };

@@ -135,11 +135,23 @@ pub struct Outcome {
     pub report: Report,
 }
 
+/// Most times the pipeline runs on one schema. One run settles almost every schema; a change that
+/// creates a shape an earlier pass handles (a union flattened into a branch that holds another) is
+/// settled by the next, so the output is a fixed point: running toolfit on it again changes nothing.
+const MAX_ROUNDS: usize = 4;
+
 /// Rewrites `schema` in place with the profile's passes. Never panics on any input.
 pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
-    let mut cx = Cx::new(tool, context, opts);
-    for pass in profile.passes {
-        (pass.run)(schema, &mut cx);
+    let mut report = Report::default();
+    for _ in 0..MAX_ROUNDS {
+        let mut cx = Cx::new(tool, context, opts);
+        for pass in profile.passes {
+            (pass.run)(schema, &mut cx);
+        }
+        if cx.report.is_empty() {
+            break;
+        }
+        report.extend(cx.report);
     }
-    Outcome { changed: !cx.report.is_empty(), report: cx.report }
+    Outcome { changed: !report.is_empty(), report }
 }

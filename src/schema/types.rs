@@ -33,7 +33,12 @@ impl Types {
 
     /// The types a `type` keyword allows; `None` when the keyword is absent or unusable.
     pub fn of(node: &Map<String, Value>) -> Option<Types> {
-        match node.get("type")? {
+        Types::of_value_type(node.get("type")?)
+    }
+
+    /// The types a `type` keyword's value names.
+    pub fn of_value_type(t: &Value) -> Option<Types> {
+        match t {
             Value::String(s) => Types::from_name(s),
             Value::Array(a) => {
                 let mut t = Types::NONE;

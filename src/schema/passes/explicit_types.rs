@@ -15,6 +15,9 @@ const ORDER: [Types; 5] = [Types::OBJECT, Types::ARRAY, Types::STRING, Types::NU
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
+        if path.ends_with("/not") {
+            return; // only the never sentinel (`not: {}`) keeps a `not` this late: its `{}` stays as it is
+        }
         if ["$ref", "anyOf", "oneOf", "allOf", "const", "enum"].iter().any(|k| node.contains_key(*k)) || is_never(node) {
             return;
         }

@@ -350,15 +350,18 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
         let constraining = node.keys().any(|k| constrains(k));
         let tool_root = path.is_empty() && cx.context == Context::Tool;
         let plain = st.def_ref(&ptr) == r;
-        if plain && !constraining && !tool_root {
+        let target = st.target(&ptr).unwrap_or_default();
+        // a ref to a schema nothing matches: llama.cpp would read the target's `not: {}` as any value,
+        // so the (tiny) target is inlined and the `never` pass deals with it where it stands
+        let never_target = target.as_object().is_some_and(crate::schema::merge::is_never);
+        if plain && !constraining && !tool_root && !never_target {
             break;
         }
-        let target = st.target(&ptr).unwrap_or_default();
         let size = count_objects(&target);
         let fits = st.inlined + size <= cx.opts.limits.inline_budget && depth < cx.opts.limits.max_depth;
         // a tool's root must be an object schema, not a ref: one level is inlined even for a recursive
         // target (the copy's own refs keep pointing at the definition)
-        if (!st.on_cycle(&ptr) && fits) || (tool_root && !ptr.is_empty()) {
+        if (!st.on_cycle(&ptr) && fits) || (tool_root && !ptr.is_empty()) || never_target {
             st.inlined += size;
             node.remove("$ref");
             let siblings = std::mem::take(node);

@@ -18,17 +18,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         None if node.contains_key("type") => {}
         None => {
             // a root union: every branch must be an object too, or a later run would move the type in
-            for key in ["anyOf", "oneOf"] {
-                let Some(Value::Array(branches)) = node.get_mut(key) else { continue };
-                for b in branches.iter_mut() {
-                    if let Value::Object(bm) = b {
-                        if Types::of(bm).is_none_or(|t| t != Types::OBJECT) && !bm.contains_key("$ref") {
-                            let t = Types::of(bm).unwrap_or(Types::ALL).inter(Types::OBJECT);
-                            bm.insert("type".into(), if t.is_empty() { json!([]) } else { json!("object") });
-                        }
-                    }
-                }
-            }
+            objectify_branches(node, 0);
             node.insert("type".into(), Value::String("object".into()));
             cx.record("", Kind::ToolRootFixed, "type: object added at the root");
         }
@@ -40,6 +30,28 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         Some(_) => {
             *root = json!({"type": "object"});
             cx.record("", Kind::SchemaReplaced, "root type cannot hold tool arguments; any object allowed");
+        }
+    }
+}
+
+/// Every branch of a root union (and of unions nested in them) is made an object too, or a later run
+/// would move the root's `type: object` into them.
+fn objectify_branches(node: &mut serde_json::Map<String, Value>, depth: usize) {
+    if depth > 16 {
+        return;
+    }
+    for key in ["anyOf", "oneOf"] {
+        let Some(Value::Array(branches)) = node.get_mut(key) else { continue };
+        for b in branches.iter_mut() {
+            let Value::Object(bm) = b else { continue };
+            if bm.contains_key("$ref") {
+                continue;
+            }
+            if Types::of(bm).is_none_or(|t| t != Types::OBJECT) {
+                let t = Types::of(bm).unwrap_or(Types::ALL).inter(Types::OBJECT);
+                bm.insert("type".into(), if t.is_empty() { json!([]) } else { json!("object") });
+            }
+            objectify_branches(bm, depth + 1);
         }
     }
 }

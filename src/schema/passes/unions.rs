@@ -64,7 +64,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     Merged::Never => never_dropped += 1,
                 }
             }
-            branches = out;
+            // a branch that is itself a union beside keywords (the siblings just moved in) is flattened
+            // into this union: otherwise it is the very shape this pass removes, one level down
+            branches = flatten(out, max_branches, &mut lost);
             for k in siblings.keys() {
                 node.remove(k);
             }
@@ -99,6 +101,38 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     for (p, k, d) in recs {
         cx.record(&p, k, d);
     }
+}
+
+/// Replaces each branch that holds `anyOf`/`oneOf` beside constraints by the intersections of those
+/// constraints with the inner branches (a union of unions is one union). Over `max` branches, or where
+/// the inner unions cannot be combined, a branch is kept as it is.
+fn flatten(branches: Vec<Value>, max: usize, lost: &mut Vec<(String, Value)>) -> Vec<Value> {
+    let mut out = Vec::with_capacity(branches.len());
+    for b in branches {
+        let Value::Object(m) = &b else {
+            out.push(b);
+            continue;
+        };
+        let inner: Vec<Vec<Value>> = ["anyOf", "oneOf"].iter().filter_map(|k| m.get(*k).and_then(Value::as_array).cloned()).collect();
+        let rest: Map<String, Value> = m.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf")).map(|(k, v)| (k.clone(), v.clone())).collect();
+        if inner.is_empty() || !rest.keys().any(|k| is_constraint(k)) {
+            out.push(b);
+            continue;
+        }
+        let (combos, dropped) = cross(&inner, max, lost);
+        if dropped || out.len() + combos.len() > max {
+            out.push(b);
+            continue;
+        }
+        for c in combos {
+            if let Value::Object(cm) = c {
+                if let Merged::Schema(x) = intersect(&rest, &cm, lost) {
+                    out.push(Value::Object(x));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// All combinations of one branch from each union, intersected; over `max` combinations only the

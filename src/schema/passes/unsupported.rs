@@ -54,8 +54,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
         }
-        if let Some(v) = node.remove("not") {
-            removed.push(("not".to_string(), v));
+        // the never sentinel (`not: {}`) stays: the `never` passes remove it where it matters
+        if !crate::schema::merge::is_never(node) {
+            if let Some(v) = node.remove("not") {
+                removed.push(("not".to_string(), v));
+            }
         }
         let t = primary_type(node);
         if let Some(f) = node.get("format").and_then(Value::as_str) {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs the cargo-fuzz targets (engine, body) for SECONDS each (default 30), seeded from tests/corpus.
+# Needs cargo-fuzz (installed here if missing). cargo-fuzz wants nightly flags; the stable toolchain
+# accepts them with RUSTC_BOOTSTRAP=1. Findings land in fuzz/artifacts/<target>/ and fail the run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:-30}
+command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz >&2
+export RUSTC_BOOTSTRAP=1
+python3 - <<'PY'
+import json, os, glob
+root = "fuzz/corpus"
+for t in ("engine", "body"):
+    os.makedirs(f"{root}/{t}", exist_ok=True)
+n = 0
+for f in sorted(glob.glob("tests/corpus/servers/*.json")):
+    raw = open(f, "rb").read()
+    if len(raw) < 200_000:
+        open(f"{root}/body/{os.path.basename(f)}", "wb").write(raw)
+    for i, t in enumerate(json.loads(raw)["tools"][:40]):
+        open(f"{root}/engine/{os.path.basename(f)}.{i}.json", "w").write(json.dumps(t["inputSchema"]))
+        n += 1
+for f in sorted(glob.glob("tests/corpus/issues/*.json")):
+    open(f"{root}/engine/issue.{os.path.basename(f)}", "w").write(json.dumps(json.load(open(f))["schema"]))
+for i, line in enumerate(open("tests/corpus/jsts-2020-12.jsonl")):
+    open(f"{root}/engine/jsts.{i}.json", "w").write(json.dumps(json.loads(line)["schema"]))
+PY
+rm -rf fuzz/artifacts
+for t in engine body; do
+  echo "fuzzing $t for ${secs}s" >&2
+  cargo fuzz run --release "$t" -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==|SUMMARY|.*panicked|.*Test unit written)" >&2 || true
+  if [ -n "$(find "fuzz/artifacts/$t" -type f 2>/dev/null)" ]; then
+    echo "fuzz target $t found failures: fuzz/artifacts/$t" >&2
+    exit 1
+  fi
+done
+echo "fuzz: engine and body ran ${secs}s each, no failures" >&2
