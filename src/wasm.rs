@@ -13,6 +13,7 @@
 //!   the rewrite finishes there too.
 //! - Past `max_body_bytes` buffering stops before Envoy's own buffer limit answers 413.
 
+use crate::api::cache::SiteCache;
 use crate::filter::config::{Config, Framing};
 use crate::filter::request::{self, Headers, LogLimiter, Plan, RouteMeta, Start, Verdict};
 use crate::filter::stats::{metric_name, Metrics, Stat};
@@ -82,6 +83,8 @@ impl Metrics for HostMetrics {
 struct Shared {
     metrics: HostMetrics,
     logs: LogLimiter,
+    /// This worker's rewrite cache, sized by the configuration in force.
+    cache: Option<SiteCache>,
 }
 
 #[derive(Default)]
@@ -106,7 +109,9 @@ impl RootContext for Root {
                     c.max_body_bytes,
                     c.strict
                 );
-                // a new config applies to requests that start from now on; running ones keep theirs
+                // a new config applies to requests that start from now on; running ones keep theirs.
+                // The cache starts afresh (entries are keyed by options too, but the size may change).
+                self.shared.borrow_mut().cache = (c.cache_bytes > 0).then(|| SiteCache::new(c.cache_bytes));
                 self.config = Rc::new(c);
                 // the memory gauge: now, then every few seconds
                 self.on_tick();
@@ -246,7 +251,7 @@ impl Http {
         let Some(plan) = self.plan.take() else { return Action::Continue };
         let size = self.buffered;
         let mut shared = self.shared.borrow_mut();
-        let Shared { metrics, logs } = &mut *shared;
+        let Shared { metrics, logs, cache } = &mut *shared;
         let body = match hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size) {
             Ok(Some(b)) => b,
             Ok(None) => Vec::new(),
@@ -255,7 +260,7 @@ impl Http {
                 return Action::Continue;
             }
         };
-        let (verdict, line) = request::finish(&self.config, &plan, &body, metrics, &mut now_us);
+        let (verdict, line) = request::finish(&self.config, &plan, &body, metrics, &mut now_us, cache.as_mut());
         if let Some(line) = line {
             if let Some(text) = logs.admit(&plan.route, now_us() / 1_000_000, self.config.log_lines_per_second, line.text) {
                 if line.warn {

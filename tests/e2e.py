@@ -213,6 +213,12 @@ def exact_mode(e, rec):
     i = body.index(b'"tools"')
     check("bytes outside the schema are forwarded exactly", got.startswith(body[:i]) and got.endswith(b'], "stream":false }'))
 
+    # the same catalog again: served from the cache, same bytes, same counters plus a cache hit
+    hits = metric(e.prom(), "toolfit_cache_hits", "chat")
+    body = chat_body(NEEDS_FIX)
+    e.request("POST", "/v1/chat/completions", body)
+    check("a catalog seen before: same rewrite, from the cache", last(rec).get("body") == cli(body) and metric(e.prom(), "toolfit_cache_hits", "chat") > hits)
+
     # 2. untouched bodies and other routes: byte-identical, original framing
     n = len(rec)
     for path, b in [("/v1/chat/completions", chat_body(FINE)), ("/v1/embeddings", b'{"input": "x",  "tools": [1]}'), ("/v1/chat/completions", b"")]:

@@ -3,6 +3,7 @@
 //! Only the schema subtrees are parsed into values; everything else (messages can be megabytes) is
 //! scanned once and copied through as the original bytes.
 
+pub mod cache;
 pub mod raw;
 
 use crate::schema::{self, Context, Options, Profile, Report};
@@ -207,6 +208,13 @@ pub struct BodyOutcome {
 
 /// Rewrites every schema of `format` in `body`. Bytes outside changed schemas are kept exactly.
 pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Options) -> Result<BodyOutcome, Skip> {
+    rewrite_body_cached(body, format, profile, opts, None)
+}
+
+/// [`rewrite_body`] with a rewrite cache: a schema seen before (same bytes, tool, context, profile and
+/// options) reuses its rewrite and report instead of parsing it again.
+pub fn rewrite_body_cached(body: &[u8], format: Format, profile: &Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>) -> Result<BodyOutcome, Skip> {
+    let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
     let sites = match locate(text, format) {
         Some(s) => s,
@@ -223,6 +231,13 @@ pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Optio
         if !(src.starts_with('{') || src == "true" || src == "false") {
             continue; // `null` or another non-schema: nothing to compile, nothing to change
         }
+        if let Some(hit) = cache.as_deref_mut().and_then(|c| c.get(scope, &site.tool, site.context, src)) {
+            if let (Some(new), Some(at)) = (hit.output, raw::offset(text, src)) {
+                edits.push((at, at + src.len(), new));
+            }
+            report.extend(hit.report);
+            continue;
+        }
         let mut v: Value = match serde_json::from_str(src) {
             Ok(v) => v,
             Err(e) => {
@@ -231,10 +246,15 @@ pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Optio
             }
         };
         let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
+        let mut new_text = None;
         if out.changed {
             if let (Some(at), Ok(new)) = (raw::offset(text, src), serde_json::to_string(&v)) {
+                new_text = Some(new.clone());
                 edits.push((at, at + src.len(), new));
             }
+        }
+        if let Some(c) = cache.as_deref_mut() {
+            c.put(scope, &site.tool, site.context, src, new_text.as_deref(), &out.report);
         }
         report.extend(out.report);
     }

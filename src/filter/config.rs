@@ -94,6 +94,9 @@ pub struct Config {
     /// Open objects JSON Schema leaves open (llama.cpp would close them).
     pub open_objects: bool,
     pub limits: LimitsConfig,
+    /// Bytes of rewrites kept per worker for catalogs seen again (0: no cache).
+    #[serde(deserialize_with = "whole")]
+    pub cache_bytes: usize,
     /// Most log lines per route per second (the counters still count everything).
     #[serde(deserialize_with = "whole")]
     pub log_lines_per_second: u32,
@@ -114,6 +117,7 @@ impl Default for Config {
             open_objects: true,
             limits: LimitsConfig::default(),
             log_lines_per_second: 10,
+            cache_bytes: 4 * 1024 * 1024,
             test_trap_header: None,
         }
     }

@@ -4,6 +4,7 @@
 
 use super::config::{Config, Route};
 use super::stats::{label, metric_name, Metrics, Stat};
+use crate::api::cache::SiteCache;
 use crate::api::{self, Format, Skip};
 use crate::schema::{Kind, Profile, Report};
 
@@ -128,11 +129,18 @@ pub struct Line {
 }
 
 /// Rewrites a complete body and counts what happened. `elapsed_us` reads a clock in microseconds.
-pub fn finish(cfg: &Config, plan: &Plan, body: &[u8], m: &mut dyn Metrics, elapsed_us: &mut dyn FnMut() -> u64) -> (Verdict, Option<Line>) {
+/// `cache`, when given, is this worker's rewrite cache.
+pub fn finish(cfg: &Config, plan: &Plan, body: &[u8], m: &mut dyn Metrics, elapsed_us: &mut dyn FnMut() -> u64, mut cache: Option<&mut SiteCache>) -> (Verdict, Option<Line>) {
     let t0 = elapsed_us();
     let opts = cfg.options(plan.profile);
-    let outcome = api::rewrite_body(body, plan.format, plan.profile, &opts);
+    let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));
+    let outcome = api::rewrite_body_cached(body, plan.format, plan.profile, &opts, cache.as_deref_mut());
     let took = elapsed_us().saturating_sub(t0);
+    if let (Some(c), Some((h, mi, e))) = (cache.as_deref(), before) {
+        plan.count(m, Stat::CacheHits, c.hits - h);
+        plan.count(m, Stat::CacheMisses, c.misses - mi);
+        plan.count(m, Stat::CacheEvictions, c.evictions - e);
+    }
     let o = match outcome {
         Ok(o) => o,
         Err(skip) => {
@@ -327,18 +335,41 @@ mod tests {
         let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
         let mut clock = || 0u64;
         let fine = br#"{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}}}]}"#;
-        assert_eq!(finish(&cfg, &p, fine, &mut m, &mut clock).0, Verdict::Forward);
+        assert_eq!(finish(&cfg, &p, fine, &mut m, &mut clock, None).0, Verdict::Forward);
         let fixable = br#"{"messages":[], "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\d+$"}},"additionalProperties":false}}}]}"#;
-        let (v, line) = finish(&cfg, &p, fixable, &mut m, &mut clock);
+        let (v, line) = finish(&cfg, &p, fixable, &mut m, &mut clock, None);
         let Verdict::Replace(new) = v else { panic!("{v:?}") };
         assert!(std::str::from_utf8(&new).unwrap().starts_with(r#"{"messages":[], "tools":"#), "bytes outside the schema kept");
         assert!(!line.unwrap().warn);
-        assert_eq!(finish(&cfg, &p, b"{not json", &mut m, &mut clock).0, Verdict::Forward);
-        assert_eq!(finish(&cfg, &p, b"[1,2]", &mut m, &mut clock).0, Verdict::Forward);
+        assert_eq!(finish(&cfg, &p, b"{not json", &mut m, &mut clock, None).0, Verdict::Forward);
+        assert_eq!(finish(&cfg, &p, b"[1,2]", &mut m, &mut clock, None).0, Verdict::Forward);
         for (c, n) in [("requests_unchanged", 1), ("requests_rewritten", 1), ("skipped_not_json", 1), ("skipped_unknown_shape", 1), ("pattern_rewritten", 1), ("tools_seen", 2), ("rewrite_us", 2)] {
             assert_eq!(m.get("chat", "llama-cpp", c), n, "{c}");
         }
         assert_eq!(m.get("chat", "llama-cpp", "bytes_in"), (fine.len() + fixable.len()) as u64);
+    }
+
+    #[test]
+    fn a_cache_hit_moves_the_same_counters_as_a_miss() {
+        let cfg = Config::default();
+        let mut cache = SiteCache::new(1 << 20);
+        let body = br#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\d+$"}}}}}]}"#;
+        let mut runs = Vec::new();
+        for _ in 0..2 {
+            let mut m = Counts::default();
+            let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+            let (v, _) = finish(&cfg, &p, body, &mut m, &mut || 0, Some(&mut cache));
+            runs.push((v, m));
+        }
+        assert_eq!(runs[0].0, runs[1].0, "a hit gives the same body");
+        let strip = |m: &Counts| -> Vec<(String, u64)> {
+            let mut v: Vec<_> = m.0.iter().filter(|(k, _)| !k.contains("cache_")).map(|(k, n)| (k.clone(), *n)).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(strip(&runs[0].1), strip(&runs[1].1));
+        assert_eq!(runs[0].1.get("chat", "llama-cpp", "cache_misses"), 1);
+        assert_eq!(runs[1].1.get("chat", "llama-cpp", "cache_hits"), 1);
     }
 
     #[test]
@@ -347,7 +378,7 @@ mod tests {
         let mut m = Counts::default();
         let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
         let body = br#"{"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"k":{"type":"string","pattern":"^(?!x)"}}}}}]}"#;
-        let (v, line) = finish(&cfg, &p, body, &mut m, &mut || 0);
+        let (v, line) = finish(&cfg, &p, body, &mut m, &mut || 0, None);
         let Verdict::Reject(400, err) = v else { panic!("{v:?}") };
         let e: serde_json::Value = serde_json::from_slice(&err).unwrap();
         assert_eq!(e["error"]["type"], "toolfit_schema_rejected");

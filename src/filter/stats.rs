@@ -55,6 +55,12 @@ stats! {
     SchemasUnparsed = "schemas_unparsed";
     /// Lossy transformations, all kinds together (each kind also has its own counter).
     LossyTotal = "lossy_total";
+    /// Schemas whose rewrite came from the cache (same bytes seen before on this worker).
+    CacheHits = "cache_hits";
+    /// Schemas rewritten and then kept in the cache.
+    CacheMisses = "cache_misses";
+    /// Cache entries dropped to stay within `cache_bytes` (least recently used first).
+    CacheEvictions = "cache_evictions";
     /// Histogram: time to rewrite one body, in microseconds.
     RewriteUs = "rewrite_us";
 }

@@ -1,0 +1,128 @@
+//! The rewrite cache: agents resend the same tool catalog on every turn, so each schema's rewrite is
+//! kept, keyed by its exact bytes (with the tool name, context, profile and options). A hit reuses the
+//! rewritten text and the report, so counters move exactly as on a miss. Bounded by bytes (LRU); the
+//! input is stored and compared on a hit, so two schemas that differ by one byte never share an entry,
+//! whatever the hash does.
+
+use crate::schema::{Context, Report};
+use lru::LruCache;
+use xxhash_rust::xxh3::Xxh3;
+
+struct Entry {
+    input: Box<str>,
+    tool: Box<str>,
+    context: Context,
+    /// The rewritten schema, `None` when it needed no change.
+    output: Option<Box<str>>,
+    report: Report,
+    size: usize,
+}
+
+/// One worker's cache (the Wasm VM is single-threaded; nothing here is shared between workers).
+pub struct SiteCache {
+    lru: LruCache<u64, Entry>,
+    bytes: usize,
+    max_bytes: usize,
+    pub hits: u64,
+    pub misses: u64,
+    pub evictions: u64,
+}
+
+/// What a cache lookup gives back: the rewritten text (or `None`: unchanged) and its report.
+pub struct Hit {
+    pub output: Option<String>,
+    pub report: Report,
+}
+
+impl SiteCache {
+    pub fn new(max_bytes: usize) -> SiteCache {
+        SiteCache { lru: LruCache::unbounded(), bytes: 0, max_bytes, hits: 0, misses: 0, evictions: 0 }
+    }
+
+    pub fn max_bytes(&self) -> usize {
+        self.max_bytes
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    fn key(scope: u64, tool: &str, context: Context, input: &str) -> u64 {
+        let mut h = Xxh3::with_seed(scope);
+        h.update(&[context as u8]);
+        h.update(&(tool.len() as u64).to_le_bytes());
+        h.update(tool.as_bytes());
+        h.update(input.as_bytes());
+        h.digest()
+    }
+
+    /// `scope` identifies the profile and options (see [`scope`]).
+    pub fn get(&mut self, scope: u64, tool: &str, context: Context, input: &str) -> Option<Hit> {
+        let k = Self::key(scope, tool, context, input);
+        match self.lru.get(&k) {
+            Some(e) if &*e.input == input && &*e.tool == tool && e.context == context => {
+                self.hits += 1;
+                Some(Hit { output: e.output.as_deref().map(String::from), report: e.report.clone() })
+            }
+            _ => {
+                self.misses += 1;
+                None
+            }
+        }
+    }
+
+    pub fn put(&mut self, scope: u64, tool: &str, context: Context, input: &str, output: Option<&str>, report: &Report) {
+        let size = input.len() + tool.len() + output.map_or(0, str::len) + report.records.len() * 96 + 64;
+        if self.max_bytes == 0 || size > self.max_bytes / 4 {
+            return; // one entry may not take over the cache
+        }
+        let k = Self::key(scope, tool, context, input);
+        let e = Entry { input: input.into(), tool: tool.into(), context, output: output.map(Into::into), report: report.clone(), size };
+        if let Some(old) = self.lru.put(k, e) {
+            self.bytes = self.bytes.saturating_sub(old.size);
+        }
+        self.bytes += size;
+        while self.bytes > self.max_bytes {
+            let Some((_, old)) = self.lru.pop_lru() else { break };
+            self.bytes = self.bytes.saturating_sub(old.size);
+            self.evictions += 1;
+        }
+    }
+}
+
+/// A cache scope for a profile and its options: entries made under other options never match.
+pub fn scope(profile: &str, opts: &crate::schema::Options) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(format!("{profile}|{opts:?}").as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hits_only_for_identical_inputs() {
+        let mut c = SiteCache::new(1 << 20);
+        c.put(1, "t", Context::Tool, "{\"a\":1}", Some("{\"b\":1}"), &Report::default());
+        assert_eq!(c.get(1, "t", Context::Tool, "{\"a\":1}").and_then(|h| h.output), Some("{\"b\":1}".into()));
+        assert!(c.get(1, "t", Context::Tool, "{\"a\":2}").is_none());
+        assert!(c.get(1, "u", Context::Tool, "{\"a\":1}").is_none());
+        assert!(c.get(1, "t", Context::Output, "{\"a\":1}").is_none());
+        assert!(c.get(2, "t", Context::Tool, "{\"a\":1}").is_none());
+        assert_eq!((c.hits, c.misses), (1, 4));
+    }
+
+    #[test]
+    fn bounded_by_bytes_least_recent_first() {
+        let mut c = SiteCache::new(4096);
+        for i in 0..100 {
+            c.put(1, "t", Context::Tool, &format!("{{\"i\":{i}}}{}", " ".repeat(100)), None, &Report::default());
+            assert!(c.bytes() <= 4096);
+        }
+        assert!(c.evictions > 50);
+        assert!(c.get(1, "t", Context::Tool, &format!("{{\"i\":99}}{}", " ".repeat(100))).is_some());
+        assert!(c.get(1, "t", Context::Tool, &format!("{{\"i\":0}}{}", " ".repeat(100))).is_none());
+        let mut off = SiteCache::new(0);
+        off.put(1, "t", Context::Tool, "{}", None, &Report::default());
+        assert!(off.get(1, "t", Context::Tool, "{}").is_none());
+    }
+}
