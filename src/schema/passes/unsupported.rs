@@ -34,8 +34,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     post_order(root, "", &mut |node, path| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
-        for k in IGNORED {
-            if let Some(v) = node.remove(*k) {
+        // one scan over the node's keys (a few) instead of a hashed lookup per ignored keyword (many)
+        let present: Vec<&'static str> = IGNORED.iter().copied().filter(|k| node.keys().any(|n| n == k)).collect();
+        for k in present {
+            if let Some(v) = node.remove(k) {
                 if trivially_true(k, &v) {
                     normalized.push((k.to_string(), v));
                 } else {

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""make load: 20,000 mixed requests at concurrency 32 through Envoy 1.40 with toolfit (envoy/envoy.yaml,
+--concurrency 2) in front of a recording upstream. Checks every upstream body (untouched bodies byte
+for byte, rewritten ones equal to the engine's output for that input, by sha256), counts non-2xx, and
+samples Envoy's RSS after warm-up and at the end. Prints the figures; exit 1 on any failure.
+  python3 tests/load.py [REQUESTS] [CONCURRENCY]"""
+import hashlib, http.client, json, os, random, subprocess, sys, threading, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+import e2e  # noqa: E402
+
+
+def catalog(name, n=None):
+    tools = json.load(open(os.path.join(ROOT, "tests", "corpus", "servers", name)))["tools"][:n]
+    return tools
+
+
+def openai(tools, msg_bytes):
+    msgs = [{"role": "user", "content": "m" * 1000}] * max(1, msg_bytes // 1030)
+    return json.dumps({"model": "m", "messages": msgs, "tools": [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["inputSchema"]}} for t in tools]}).encode()
+
+
+def anthropic(tools):
+    return json.dumps({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "tools": [{"name": t["name"], "input_schema": t["inputSchema"]} for t in tools]}).encode()
+
+
+def rss_kb(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def main():
+    total = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
+    conc = int(sys.argv[2]) if len(sys.argv) > 2 else 32
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    up = e2e.free_port()
+    _, rec = e2e.echo_upstream.serve(up, digest_only=True)
+    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact"}, up)
+    if not e.ready:
+        sys.exit(e.logs()[-2000:])
+    mixes = [  # (weight, route, format, body)
+        (40, "/v1/chat/completions", "openai-chat", openai(catalog("filesystem.json", 5), 2000)),
+        (25, "/v1/chat/completions", "openai-chat", e2e.chat_body(e2e.FINE)),
+        (15, "/v1/chat/completions", "openai-chat", openai(catalog("azure-all.json", 40), 200_000)),
+        (10, "/v1/messages", "anthropic", anthropic(catalog("github.json" if os.path.exists(os.path.join(ROOT, "tests/corpus/servers/github.json")) else "stripe.json"))),
+        (8, "/api/chat", "ollama", json.dumps({"model": "m", "messages": [], "format": e2e.NEEDS_FIX}).encode()),
+        (2, "/v1/chat/completions", "openai-chat", openai(catalog("twilio-all-services.json"), 0)),
+    ]
+    expected = {}
+    for _, path, fmt, body in mixes:
+        expected[hashlib.sha256(body).hexdigest()] = hashlib.sha256(e2e.cli(body, fmt) or body).hexdigest()
+    plan = random.Random(7).choices(range(len(mixes)), weights=[m[0] for m in mixes], k=total)
+    statuses, lock, idx = {}, threading.Lock(), [0]
+    sent = []
+    rss_warm = [0]
+
+    def worker():
+        conn = http.client.HTTPConnection("127.0.0.1", e.port, timeout=120)
+        while True:
+            with lock:
+                i = idx[0]
+                idx[0] += 1
+                if i == 2000:
+                    rss_warm[0] = rss_kb(e.proc.pid)
+            if i >= total:
+                break
+            _, path, _, body = mixes[plan[i]]
+            try:
+                conn.request("POST", path, body=body, headers={"content-type": "application/json"})
+                r = conn.getresponse()
+                r.read()
+                s = r.status
+            except (OSError, http.client.HTTPException) as ex:
+                s = type(ex).__name__
+                conn = http.client.HTTPConnection("127.0.0.1", e.port, timeout=120)
+            with lock:
+                statuses[s] = statuses.get(s, 0) + 1
+                sent.append(hashlib.sha256(body).hexdigest())
+
+    t0 = time.time()
+    threads = [threading.Thread(target=worker) for _ in range(conc)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    took = time.time() - t0
+    rss_end = rss_kb(e.proc.pid)
+    time.sleep(1.2)
+    prom = e.prom()
+    e.stop()
+    want = {}
+    for h in sent:
+        want[expected[h]] = want.get(expected[h], 0) + 1
+    got = {}
+    for r in rec:
+        got[r["body"]] = got.get(r["body"], 0) + 1
+    mismatched = sum(abs(want.get(k, 0) - got.get(k, 0)) for k in set(want) | set(got))
+    non2xx = sum(n for s, n in statuses.items() if s != 200)
+    errors = e2e.metric(prom, "toolfit_internal_errors", "chat")
+    hits = sum(int(x) for x in __import__("re").findall(r"^toolfit_cache_hits\{[^}]*\} (\d+)", prom, __import__("re").M))
+    print(f"{total} requests at concurrency {conc} in {took:.1f} s ({total / took:.0f} req/s): statuses {statuses}")
+    print(f"upstream bodies checked: {len(rec)}, not as expected: {mismatched}; toolfit internal errors: {errors}; cache hits: {hits}")
+    print(f"Envoy RSS after 2,000 requests: {rss_warm[0] / 1024:.1f} MiB, at the end: {rss_end / 1024:.1f} MiB")
+    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and rss_end <= rss_warm[0] * 1.25 + 16 * 1024
+    print("load: ok" if ok else "load: FAILED")
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()
