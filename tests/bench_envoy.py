@@ -41,7 +41,17 @@ def listener(name, port, filters, cluster):
                 "http_filters": filters + [{"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]}}]}]}
 
 
-def config(p_filter, p_plain, p_sink, admin):
+def toolfit_filter(plugin):
+    return {"name": "toolfit", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm", "config": {
+        "name": "toolfit", "root_id": "toolfit", "allow_on_headers_stop_iteration": True, "fail_open": True,
+        "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": WASM}}},
+        "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.dumps(plugin)}}}}
+
+
+BUFFER = {"name": "envoy.filters.http.buffer", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", "max_request_bytes": 17825792}}
+
+
+def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer):
     toolfit = {"name": "toolfit", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm", "config": {
         "name": "toolfit", "root_id": "toolfit", "allow_on_headers_stop_iteration": True, "fail_open": True,
         "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": WASM}}},
@@ -56,7 +66,9 @@ def config(p_filter, p_plain, p_sink, admin):
     cluster = {"name": "sink", "type": "STATIC", "connect_timeout": "1s", "per_connection_buffer_limit_bytes": 33554432,
                "load_assignment": {"cluster_name": "sink", "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}}}}]}]}}
     return {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
-            "static_resources": {"listeners": [listener("with_toolfit", p_filter, [toolfit], "sink"), listener("without", p_plain, [], "sink"), sink],
+            "static_resources": {"listeners": [listener("with_toolfit", p_filter, [toolfit], "sink"), listener("without", p_plain, [], "sink"),
+                                               listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
+                                               listener("buffer_only", p_buffer, [BUFFER], "sink"), sink],
                                  "clusters": [cluster]}}
 
 
@@ -78,7 +90,7 @@ def main():
     if not shutil.which("wrk"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ports = [free_port() for _ in range(4)]
+    ports = [free_port() for _ in range(6)]
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
     json.dump(config(*ports), open(cfg, "w"))
@@ -92,26 +104,32 @@ def main():
                     break
             except OSError:
                 time.sleep(0.1)
-        cases = [("small", body(catalog("filesystem.json", 5), 2000)),
+        cases = [("untouched", json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 200_000}], "tools": [{"type": "function", "function": {"name": "q", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False}}}] * 40}).encode()),
+                 ("small", body(catalog("filesystem.json", 5), 2000)),
                  ("typical", body(catalog("github.json" if os.path.exists(os.path.join(ROOT, "tests/corpus/servers/github.json")) else "azure-all.json", 40), 200_000)),
                  ("huge", body(catalog("twilio-all-services.json"), 0))]
         rounds, secs = (1, 2) if quick else (3, 4)
-        res = {(c, t): [] for c, _ in cases for t in ("without", "with")}
+        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0])]
+        res = {(c, t): [] for c, _ in cases for t, _ in targets}
         for r in range(rounds):
             for name, b in cases:
                 bf = os.path.join(d, f"{name}.json")
                 open(bf, "wb").write(b)
                 lua = os.path.join(d, f"{name}.lua")
                 open(lua, "w").write(f'wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal f = io.open("{bf}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
-                for target, port in (("without", ports[1]), ("with", ports[0])) if r % 2 == 0 else (("with", ports[0]), ("without", ports[1])):
+                for target, port in (targets if r % 2 == 0 else targets[::-1]):
                     res[(name, target)].append(wrk(port, lua, secs))
-        print(f"Envoy 1.40, --concurrency 1, wrk -c1; {rounds} interleaved rounds of {secs} s per case and listener; latency in ms\n")
-        print(f"{'case':8} {'body KB':>8} {'p50 without':>12} {'p50 with':>9} {'added p50':>10} {'p99 without':>12} {'p99 with':>9} {'added p99':>10} {'non-2xx':>8}")
+        print(f"Envoy 1.40, --concurrency 1, wrk -c1; {rounds} interleaved rounds of {secs} s per case and listener; latency in ms")
+        print("listeners: without (no filter), buffer (Envoy's buffer filter only), cold (toolfit, cache off), warm (toolfit, cache on)\n")
+        print(f"{'case':10} {'KB':>6} | {'p50 without':>11} {'buffer':>7} {'cold':>8} {'warm':>7} | {'added cold':>10} {'added warm':>10} | {'p99 without':>11} {'cold':>8} {'warm':>7} | {'non-2xx':>7}")
+        med = lambda xs, i: statistics.median(x[i] for x in xs)
         for name, b in cases:
-            w0, w1 = res[(name, "without")], res[(name, "with")]
-            med = lambda xs, i: statistics.median(x[i] for x in xs)
-            bad = sum(x[3] for x in w0 + w1)
-            print(f"{name:8} {len(b) / 1024:8.0f} {med(w0, 0):12.3f} {med(w1, 0):9.3f} {med(w1, 0) - med(w0, 0):10.3f} {med(w0, 1):12.3f} {med(w1, 1):9.3f} {med(w1, 1) - med(w0, 1):10.3f} {bad:8}")
+            r0, rb, rc, rw = (res[(name, t)] for t, _ in targets)
+            bad = sum(x[3] for x in r0 + rb + rc + rw)
+            print(f"{name:10} {len(b) / 1024:6.0f} | {med(r0, 0):11.3f} {med(rb, 0):7.3f} {med(rc, 0):8.3f} {med(rw, 0):7.3f} | {med(rc, 0) - med(r0, 0):10.3f} {med(rw, 0) - med(r0, 0):10.3f} | "
+                  f"{med(r0, 1):11.3f} {med(rc, 1):8.3f} {med(rw, 1):7.3f} | {bad:7}")
+        u = [res[("untouched", t)] for t, _ in targets]
+        print(f"\nuntouched request, toolfit (warm) vs Envoy buffering only: p50 {med(u[3], 0):.3f} vs {med(u[1], 0):.3f} ms ({(med(u[3], 0) / med(u[1], 0) - 1) * 100:+.0f}%)")
         time.sleep(5.5)
         prom = urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/stats/prometheus").read().decode()
         mem = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)

@@ -131,9 +131,10 @@ fn fuzz_findings_stay_fixed() {
         (json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"], "additionalProperties": false}), Context::Tool),
         (json!({"prefixItems": [{"const": "foo"}], "oneOf": [{"prefixItems": [true, {"const": "bar"}]}, {"prefixItems": [true, {"const": "baz"}]}], "unevaluatedItems": false}), Context::Output),
         (json!({"$defs": {"type": {"type": "string", "const": null}}}), Context::Output),
+        (json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": true}}, {"required": ["xx"], "patternProperties": {"x": true}}, {"required": ["all"], "unevaluatedProperties": true}]}, "two": {"oneOf": [{"required": ["c"], "properties": {"c": true}}, {"requir$d": ["d"], "properthema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": true}}, {"required": ["xx"], "patternProperties": {"x": true}}, {"required": ["all"], "unevaluatedProperties": true}]}, "two": {"oneOf": [{"required": ["c"], "properties": {"c": true}}, {"required": ["d"], "properties": {"d": true}}]}}, "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": true}}], "unevaluateies": {"d": true}}]}}, "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": true}}], "unevaluatedProperties": false}), Context::Tool),
     ] {
         let (once, _) = run(&s, ctx);
         let (twice, rep) = run(&once, ctx);
-        assert_eq!(twice, once, "{s}: {:?}", rep.records.first());
+        assert_eq!(twice, once, "{s}\nonce: {once}\n{:?}", rep.records);
     }
 }

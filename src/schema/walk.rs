@@ -82,7 +82,7 @@ pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut 
 }
 
 /// Read-only [`children_mut`]: the same subschemas, in the same order.
-pub fn children(node: &Map<String, Value>, mut f: impl FnMut(&str, &Value)) {
+pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Value)) {
     for (key, v) in node {
         let key = key.as_str();
         if MAP.contains(&key) {

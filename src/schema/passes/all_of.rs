@@ -101,6 +101,36 @@ pub(crate) fn deref(m: Value, defs: &Value) -> Value {
     m
 }
 
+/// Whether `m` is a `$ref` whose target refers back to itself (a recursive type): such a branch
+/// cannot be expanded into a finite copy, so a keyword beside it cannot be pushed all the way in.
+/// Searches at most a bounded number of nodes and answers true when the bound is reached.
+pub(crate) fn is_recursive_ref(m: &Value, defs: &Value) -> bool {
+    const MAX_NODES: usize = 4_096;
+    let Some(start) = m.get("$ref").and_then(Value::as_str) else { return false };
+    let target = |r: &str| r.strip_prefix('#').and_then(|p| defs.pointer(p));
+    let mut followed: Vec<&str> = vec![start];
+    let mut stack: Vec<&Value> = target(start).into_iter().collect();
+    let mut visited = 0usize;
+    while let Some(v) = stack.pop() {
+        visited += 1;
+        if visited > MAX_NODES {
+            return true;
+        }
+        let Value::Object(node) = v else { continue };
+        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+            if r == start {
+                return true;
+            }
+            if !followed.contains(&r) {
+                followed.push(r);
+                stack.extend(target(r));
+            }
+        }
+        crate::schema::walk::children(node, |_, c| stack.push(c));
+    }
+    false
+}
+
 /// Members with nested `allOf`s spliced in and ref members replaced by their definitions.
 fn flatten(members: Vec<Value>, defs: &Value, depth: usize) -> Vec<Value> {
     let mut out = Vec::new();

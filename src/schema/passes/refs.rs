@@ -31,9 +31,20 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     }
     let orig = root.clone();
+    // Definitions below the root are reached only through pointers, which are resolved against the
+    // original document and rewritten to root `$defs` entries, so their copies in place are dead
+    // weight: other passes would rewrite them again and unions would copy them into branches.
+    let kept = if strip_nested_defs(root, 0) { Some(orig.clone()) } else { None };
     let mut st = State::new(orig);
     let before = cx.report.counters.clone();
     walk(root, &mut String::new(), 0, &mut st, cx);
+    if let Some(untouched) = kept {
+        if cx.report.counters == before && st.pending.is_empty() {
+            // nothing to rewrite after all: a body that needs no change stays as it was
+            *root = untouched;
+            return;
+        }
+    }
     let mut added: Vec<(String, Value)> = Vec::new();
     while let Some((name, ptr)) = st.pending.pop() {
         let mut v = st.target(&ptr).unwrap_or(Value::Object(Map::new()));
@@ -414,6 +425,20 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
         walk(child, path, depth + 1, st, cx);
         path.truncate(base);
     });
+}
+
+/// Removes `$defs`/`definitions` everywhere below the root; true if any were there.
+fn strip_nested_defs(v: &mut Value, depth: usize) -> bool {
+    let Value::Object(node) = v else { return false };
+    let mut found = false;
+    if depth > 0 {
+        found |= node.remove("$defs").is_some();
+        found |= node.remove("definitions").is_some();
+    }
+    if depth < HARD_DEPTH {
+        children_mut(node, |_, child| found |= strip_nested_defs(child, depth + 1));
+    }
+    found
 }
 
 /// Removes root definitions that some ref used to reach but no ref reaches any more.

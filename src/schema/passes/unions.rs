@@ -4,7 +4,7 @@
 //! pairwise. A `oneOf` whose branches may overlap becomes `anyOf` with a lossy record: grammars cannot
 //! say "exactly one".
 
-use super::all_of::{deref, root_defs};
+use super::all_of::{deref, is_recursive_ref, root_defs};
 use crate::schema::merge::{intersect, is_never, never, Merged};
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order};
@@ -43,7 +43,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let implied = siblings.len() == 1
             && Types::of(&siblings).is_some_and(|t| {
                 unions.len() == 1
-                    && unions.iter().flatten().all(|b| deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt)))
+                    && unions.iter().flatten().all(|b| {
+                        // a recursive ref is left as it is: expanding it once more each run never ends
+                        is_recursive_ref(b, &defs)
+                            || deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
+                    })
             });
         if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of {
             return; // llama.cpp compiles this union as it means
@@ -114,7 +118,9 @@ fn flatten(branches: Vec<Value>, max: usize, lost: &mut Vec<(String, Value)>) ->
             continue;
         };
         let inner: Vec<Vec<Value>> = ["anyOf", "oneOf"].iter().filter_map(|k| m.get(*k).and_then(Value::as_array).cloned()).collect();
-        let rest: Map<String, Value> = m.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf")).map(|(k, v)| (k.clone(), v.clone())).collect();
+        // definitions stay where they are (refs point at the root's), they are not constraints to copy
+        let rest: Map<String, Value> =
+            m.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf" | "$defs" | "definitions")).map(|(k, v)| (k.clone(), v.clone())).collect();
         if inner.is_empty() || !rest.keys().any(|k| is_constraint(k)) {
             out.push(b);
             continue;
