@@ -11,10 +11,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 import e2e  # noqa: E402  (Envoy runner, recording upstream, check())
 from e2e import check, results  # noqa: E402
+import npm_cache  # noqa: E402
 
 DEPLOY = os.path.join(ROOT, "deploy")
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
-NPM = os.path.expanduser("~/.cache/toolfit/npm")
+NPM = npm_cache.NPM
 NPM_PACKAGES = ["kubernetes-models@5.1.0", "@kubernetes-models/istio@3.0.1", "@kubernetes-models/prometheus-operator@6.0.0"]
 
 
@@ -26,13 +27,7 @@ def render(overlay):
 
 
 def validator():
-    stamp = os.path.join(NPM, ".stamp")
-    if not os.path.exists(stamp) or open(stamp).read() != " ".join(NPM_PACKAGES):
-        os.makedirs(NPM, exist_ok=True)
-        if not os.path.exists(os.path.join(NPM, "package.json")):
-            open(os.path.join(NPM, "package.json"), "w").write('{"name": "toolfit-validators", "private": true}\n')
-        subprocess.run(["npm", "install", "--silent", "--no-audit", "--no-fund", *NPM_PACKAGES], cwd=NPM, check=True, capture_output=True)
-        open(stamp, "w").write(" ".join(NPM_PACKAGES))
+    npm_cache.ensure(NPM_PACKAGES)
     shutil.copy(os.path.join(ROOT, "tests", "k8s_validate.mjs"), NPM)
 
 

@@ -5,6 +5,7 @@
 //! patterns, say), `a`'s is kept and `b`'s is reported in `lost`, so the caller records a lossy change.
 //! Unions (`anyOf`/`oneOf`) and `$ref`s must be resolved by the caller first.
 
+use crate::schema::lookup::Lookup;
 use super::types::Types;
 use super::walk::is_annotation;
 use serde_json::{Map, Number, Value};
@@ -16,17 +17,17 @@ pub enum Merged {
 
 /// Whether a node is the "never" schema the boolean pass writes for `false` (`{"not": {}}`).
 pub fn is_never(node: &Map<String, Value>) -> bool {
-    let not_any = match node.get("not") {
+    let not_any = match node.at("not") {
         // `not` of "any value", however spelled: `{}`, annotations only, or every type listed
         Some(Value::Object(n)) => n.iter().all(|(k, v)| is_annotation(k) || (k == "type" && Types::of_value_type(v) == Some(Types::ALL))),
         Some(Value::Bool(true)) => true,
         _ => false,
     };
     not_any
-        || matches!(node.get("enum"), Some(Value::Array(a)) if a.is_empty())
-        || matches!(node.get("type"), Some(Value::Array(a)) if a.is_empty())
-        || matches!(node.get("anyOf"), Some(Value::Array(a)) if a.is_empty())
-        || matches!(node.get("oneOf"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.at("enum"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.at("type"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.at("anyOf"), Some(Value::Array(a)) if a.is_empty())
+        || matches!(node.at("oneOf"), Some(Value::Array(a)) if a.is_empty())
 }
 
 pub fn never() -> Value {
@@ -93,7 +94,7 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
     }
     if depth > MAX_MERGE_DEPTH {
         for (k, v) in b {
-            if !a.contains_key(k) && !is_annotation(k) {
+            if !a.has(k) && !is_annotation(k) {
                 lost.push((k.clone(), v.clone()));
             }
         }
@@ -101,7 +102,7 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
     }
     let mut out = a.clone();
     for (k, vb) in b {
-        let Some(va) = a.get(k) else {
+        let Some(va) = a.at(k) else {
             out.insert(k.clone(), vb.clone());
             continue;
         };
@@ -207,28 +208,28 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
     }
     // A property that one side declares and the other leaves to additionalProperties must satisfy both.
     for (x, y) in [(a, b), (b, a)] {
-        let (Some(px), Some(ap)) = (x.get("properties").and_then(Value::as_object), y.get("additionalProperties")) else {
+        let (Some(px), Some(ap)) = (x.at("properties").and_then(Value::as_object), y.at("additionalProperties")) else {
             continue;
         };
-        let py = y.get("properties").and_then(Value::as_object);
+        let py = y.at("properties").and_then(Value::as_object);
         for (name, sx) in px {
             if py.is_some_and(|p| p.contains_key(name)) {
                 continue;
             }
             let merged = intersect_values(sx, ap, lost, depth).unwrap_or_else(never);
-            if let Some(Value::Object(props)) = out.get_mut("properties") {
+            if let Some(Value::Object(props)) = out.at_mut("properties") {
                 props.insert(name.clone(), merged);
             }
         }
     }
     // A merged const or enum must also be of the merged type.
     if let Some(t) = Types::of(&out) {
-        if let Some(c) = out.get("const") {
+        if let Some(c) = out.at("const") {
             if !(t.contains(Types::of_value(c)) || t.contains(Types::INTEGER) && Types::of_value(c) == Types::INTEGER) {
                 return Merged::Never;
             }
         }
-        if let Some(Value::Array(e)) = out.get("enum") {
+        if let Some(Value::Array(e)) = out.at("enum") {
             let kept: Vec<Value> = e.iter().filter(|v| t.contains(Types::of_value(v))).cloned().collect();
             if kept.is_empty() {
                 return Merged::Never;
@@ -280,7 +281,7 @@ mod tests {
     fn two_patterns_keep_one_and_report_the_other() {
         let mut lost = vec![];
         let Merged::Schema(r) = intersect(&m(json!({"pattern":"^a"})), &m(json!({"pattern":"b$"})), &mut lost) else { panic!() };
-        assert_eq!(r.get("pattern"), Some(&json!("^a")));
+        assert_eq!(r.at("pattern"), Some(&json!("^a")));
         assert_eq!(lost, vec![("pattern".to_string(), json!("b$"))]);
     }
 

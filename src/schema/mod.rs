@@ -3,6 +3,7 @@
 //! Host-agnostic: no proxy-wasm here. The filter and the CLI both call [`normalize`].
 
 pub mod kind;
+pub mod lookup;
 pub mod merge;
 pub mod passes;
 pub mod pattern;
@@ -15,6 +16,7 @@ pub use kind::Kind;
 pub use profile::Profile;
 pub use report::{Record, Report};
 
+use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};
 
 /// Where a schema sits: a tool's parameters must stay an object; a structured output may be anything.
@@ -98,7 +100,7 @@ impl<'a> Cx<'a> {
 /// Appends a sentence naming constraints the grammar does not enforce to a node's description.
 pub fn promote(node: &mut Map<String, Value>, text: &str) {
     let sentence = format!("(Also required, not enforced: {text}.)");
-    match node.get_mut("description") {
+    match node.at_mut("description") {
         Some(Value::String(d)) if !d.contains(&sentence) => {
             if !d.is_empty() {
                 d.push(' ');

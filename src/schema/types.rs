@@ -1,5 +1,6 @@
 //! JSON types as a set, and which keywords apply to which type.
 
+use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,7 +34,7 @@ impl Types {
 
     /// The types a `type` keyword allows; `None` when the keyword is absent or unusable.
     pub fn of(node: &Map<String, Value>) -> Option<Types> {
-        Types::of_value_type(node.get("type")?)
+        Types::of_value_type(node.at("type")?)
     }
 
     /// The types a `type` keyword's value names.

@@ -44,7 +44,7 @@ pub fn is_annotation(k: &str) -> bool {
 /// Calls `f(segment_path, child)` for every direct subschema of `node`, in document order.
 /// `segment_path` is the JSON-pointer suffix from `node` to the child ("/properties/a").
 pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut Value)) {
-    let mut seg = String::new();
+    let mut seg = String::with_capacity(64);
     for (k, v) in node.iter_mut() {
         let key = k.as_str();
         if MAP.contains(&key) {
@@ -53,9 +53,7 @@ pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut 
                     if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
                         continue; // draft-07 dependencies: arrays of names are not schemas
                     }
-                    seg.clear();
-                    seg.push('/');
-                    seg.push_str(key);
+                    start_segment(&mut seg, key);
                     seg.push('/');
                     push_escaped(&mut seg, name);
                     f(&seg, child);
@@ -64,18 +62,13 @@ pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut 
         } else if ARRAY.contains(&key) && v.is_array() {
             if let Value::Array(a) = v {
                 for (i, child) in a.iter_mut().enumerate() {
-                    seg.clear();
-                    seg.push('/');
-                    seg.push_str(key);
-                    seg.push('/');
-                    seg.push_str(&i.to_string());
+                    start_segment(&mut seg, key);
+                    push_index(&mut seg, i);
                     f(&seg, child);
                 }
             }
         } else if SINGLE.contains(&key) {
-            seg.clear();
-            seg.push('/');
-            seg.push_str(key);
+            start_segment(&mut seg, key);
             f(&seg, v);
         }
     }
@@ -83,6 +76,7 @@ pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut 
 
 /// Read-only [`children_mut`]: the same subschemas, in the same order.
 pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Value)) {
+    let mut seg = String::with_capacity(64);
     for (key, v) in node {
         let key = key.as_str();
         if MAP.contains(&key) {
@@ -91,7 +85,8 @@ pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Va
                     if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
                         continue;
                     }
-                    let mut seg = format!("/{key}/");
+                    start_segment(&mut seg, key);
+                    seg.push('/');
                     push_escaped(&mut seg, name);
                     f(&seg, child);
                 }
@@ -99,17 +94,37 @@ pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Va
         } else if ARRAY.contains(&key) && v.is_array() {
             if let Value::Array(a) = v {
                 for (i, child) in a.iter().enumerate() {
-                    f(&format!("/{key}/{i}"), child);
+                    start_segment(&mut seg, key);
+                    push_index(&mut seg, i);
+                    f(&seg, child);
                 }
             }
         } else if SINGLE.contains(&key) {
-            f(&format!("/{key}"), v);
+            start_segment(&mut seg, key);
+            f(&seg, v);
         }
     }
 }
 
+/// `seg` becomes `/key`, reusing its allocation.
+fn start_segment(seg: &mut String, key: &str) {
+    seg.clear();
+    seg.push('/');
+    seg.push_str(key);
+}
+
+/// Appends `/i` without a temporary string.
+fn push_index(seg: &mut String, i: usize) {
+    use std::fmt::Write;
+    let _ = write!(seg, "/{i}");
+}
+
 /// Appends a JSON-pointer reference token (RFC 6901: `~` is `~0`, `/` is `~1`).
 pub fn push_escaped(out: &mut String, token: &str) {
+    if !token.contains(['~', '/']) {
+        out.push_str(token); // almost every name: no character to escape
+        return;
+    }
     for c in token.chars() {
         match c {
             '~' => out.push_str("~0"),
@@ -139,7 +154,8 @@ pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<Strin
         }
         f(node, path);
     }
-    let mut p = path.to_string();
+    let mut p = String::with_capacity(path.len() + 128); // one allocation for the deepest path, not one per level
+    p.push_str(path);
     go(root, &mut p, 0, f);
 }
 
@@ -157,6 +173,7 @@ pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String
             });
         }
     }
-    let mut p = path.to_string();
+    let mut p = String::with_capacity(path.len() + 128); // one allocation for the deepest path, not one per level
+    p.push_str(path);
     go(root, &mut p, 0, f);
 }

@@ -2,6 +2,7 @@
 //! every such property required); any other member (a string's bounds, a ref to a string) becomes a
 //! grammar for `{}`. Unions inside `allOf` become one `anyOf` of the combinations.
 
+use crate::schema::lookup::Lookup;
 use super::unions::cross;
 use crate::schema::merge::{intersect, never, Merged};
 use crate::schema::walk::post_order;
@@ -86,7 +87,7 @@ pub(crate) fn root_defs(root: &Value) -> Value {
 
 pub(crate) fn deref(m: Value, defs: &Value) -> Value {
     if let Value::Object(o) = &m {
-        if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+        if let Some(r) = o.at("$ref").and_then(Value::as_str) {
             if let Some(t) = r.strip_prefix('#').and_then(|p| defs.pointer(p)) {
                 let mut t = obj(t.clone());
                 for (k, v) in o {
@@ -106,7 +107,7 @@ pub(crate) fn deref(m: Value, defs: &Value) -> Value {
 /// Searches at most a bounded number of nodes and answers true when the bound is reached.
 pub(crate) fn is_recursive_ref(m: &Value, defs: &Value) -> bool {
     const MAX_NODES: usize = 4_096;
-    let Some(start) = m.get("$ref").and_then(Value::as_str) else { return false };
+    let Some(start) = m.at("$ref").and_then(Value::as_str) else { return false };
     let target = |r: &str| r.strip_prefix('#').and_then(|p| defs.pointer(p));
     let mut followed: Vec<&str> = vec![start];
     let mut stack: Vec<&Value> = target(start).into_iter().collect();
@@ -117,7 +118,7 @@ pub(crate) fn is_recursive_ref(m: &Value, defs: &Value) -> bool {
             return true;
         }
         let Value::Object(node) = v else { continue };
-        if let Some(r) = node.get("$ref").and_then(Value::as_str) {
+        if let Some(r) = node.at("$ref").and_then(Value::as_str) {
             if r == start {
                 return true;
             }
@@ -137,7 +138,7 @@ fn flatten(members: Vec<Value>, defs: &Value, depth: usize) -> Vec<Value> {
     for m in members {
         let m = deref(m, defs);
         match m {
-            Value::Object(mut o) if depth < 16 && o.contains_key("allOf") => {
+            Value::Object(mut o) if depth < 16 && o.has("allOf") => {
                 let inner = match o.remove("allOf") {
                     Some(Value::Array(a)) => a,
                     _ => vec![],

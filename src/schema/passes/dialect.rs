@@ -2,6 +2,7 @@
 //! `exclusiveMinimum`/`exclusiveMaximum`, `dependencies`, OpenAPI 3.0 `nullable`, upper-case or unknown
 //! type names, boolean `items`, and `$schema`/`$id` below the root.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
 use crate::schema::walk::{children_mut, pre_order, MAP};
 use crate::schema::{Cx, Kind};
@@ -15,7 +16,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let mut normalized: Vec<String> = Vec::new();
         fix_type(node, &mut changes, &mut lossy);
         malformed(node, &mut lossy);
-        if let Some(Value::Array(items)) = node.get("items").cloned() {
+        if let Some(Value::Array(items)) = node.at("items").cloned() {
             node.remove("items");
             let extra = node.remove("additionalItems");
             let mut rebuilt = Map::new();
@@ -31,7 +32,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             *node = rebuilt;
             changes.push("array items became prefixItems".into());
-        } else if node.contains_key("additionalItems") {
+        } else if node.has("additionalItems") {
             node.remove("additionalItems");
             normalized.push("additionalItems without an items array has no effect".into());
         }
@@ -49,7 +50,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 changes.push(format!("boolean {ex} became 2020-12"));
             }
         }
-        if let Some(Value::Object(deps)) = node.get("dependencies").cloned() {
+        if let Some(Value::Object(deps)) = node.at("dependencies").cloned() {
             node.remove("dependencies");
             let mut req = Map::new();
             let mut sch = Map::new();
@@ -68,7 +69,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             changes.push("dependencies split into dependentRequired/dependentSchemas".into());
         }
-        match node.get("nullable") {
+        match node.at("nullable") {
             Some(Value::Bool(true)) => {
                 node.remove("nullable");
                 if let Some(t) = Types::of(node) {
@@ -76,7 +77,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                         node.insert("type".into(), t.union(Types::NULL).to_json());
                     }
                 }
-                if let Some(Value::Array(e)) = node.get_mut("enum") {
+                if let Some(Value::Array(e)) = node.at_mut("enum") {
                     if !e.contains(&Value::Null) {
                         e.push(Value::Null);
                     }
@@ -95,7 +96,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if !path.is_empty() {
             for k in ["$schema", "$id"] {
-                if let Some(v) = node.get(k) {
+                if let Some(v) = node.at(k) {
                     // a `$id` naming a plain-name fragment is an anchor: the refs pass already used it
                     if k == "$id" && !v.as_str().is_some_and(|s| s.starts_with('#')) {
                         continue;
@@ -124,15 +125,15 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 /// `items: true` is no constraint; `items: false` allows no items past `prefixItems`. llama.cpp
 /// rejects both spellings ("schema must be an object").
 pub fn boolean_items(node: &mut Map<String, Value>) -> Option<&'static str> {
-    match node.get("items") {
+    match node.at("items") {
         Some(Value::Bool(true)) => {
             node.remove("items");
             Some("items: true removed")
         }
         Some(Value::Bool(false)) => {
             node.remove("items");
-            let n = node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len) as u64;
-            let cap = node.get("maxItems").and_then(Value::as_u64).map_or(n, |m| m.min(n));
+            let n = node.at("prefixItems").and_then(Value::as_array).map_or(0, Vec::len) as u64;
+            let cap = node.at("maxItems").and_then(Value::as_u64).map_or(n, |m| m.min(n));
             node.insert("maxItems".into(), Value::from(cap));
             Some("items: false became maxItems")
         }
@@ -169,7 +170,7 @@ fn malformed(node: &mut Map<String, Value>, lossy: &mut Vec<(String, Value)>) {
 
 /// `type` into lower-case known names; "any" means no type; anything unusable is dropped (lossy).
 fn fix_type(node: &mut Map<String, Value>, changes: &mut Vec<String>, lossy: &mut Vec<(String, Value)>) {
-    let Some(t) = node.get("type").cloned() else { return };
+    let Some(t) = node.at("type").cloned() else { return };
     let norm = |s: &str| -> Option<Option<String>> {
         let l = s.to_ascii_lowercase();
         if l == "any" {

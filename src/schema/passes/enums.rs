@@ -3,6 +3,7 @@
 //! characters are escaped wrongly by llama.cpp before 2026 and fail its grammar parser: such a value is
 //! written as an anchored pattern over its JSON spelling, which every version compiles exactly.
 
+use crate::schema::lookup::Lookup;
 use super::primary_type;
 use crate::schema::merge::never;
 use crate::schema::types::Types;
@@ -39,7 +40,7 @@ fn string_branch(s: &str) -> Value {
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        if let (Some(c), Some(Value::Array(e))) = (node.get("const").cloned(), node.get("enum").cloned()) {
+        if let (Some(c), Some(Value::Array(e))) = (node.at("const").cloned(), node.at("enum").cloned()) {
             node.remove("enum");
             if !e.contains(&c) {
                 *node = obj(never());
@@ -49,7 +50,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             recs.push((path.to_string(), Kind::KeywordNormalized, "enum beside const removed".into()));
         }
         let t = primary_type(node).map(|t| t.union(Types::of(node).unwrap_or(Types::NONE).inter(Types::NULL)));
-        if let (Some(t), Some(Value::Array(e))) = (t, node.get("enum")) {
+        if let (Some(t), Some(Value::Array(e))) = (t, node.at("enum")) {
             let fits = |v: &Value| {
                 let vt = Types::of_value(v);
                 t.contains(vt) || (vt == Types::INTEGER && t.contains(Types::FRACTION))
@@ -61,14 +62,14 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 recs.push((path.to_string(), Kind::KeywordNormalized, format!("{n} enum value(s) of another type dropped")));
             }
         }
-        if let (Some(t), Some(c)) = (t, node.get("const")) {
+        if let (Some(t), Some(c)) = (t, node.at("const")) {
             if !(t.contains(Types::of_value(c)) || Types::of_value(c) == Types::INTEGER && t.contains(Types::FRACTION)) {
                 *node = obj(never());
                 recs.push((path.to_string(), Kind::NeverDropped, "const is not of the node's type".into()));
                 return;
             }
         }
-        if node.get("const").is_some_and(needs_pattern) {
+        if node.at("const").is_some_and(needs_pattern) {
             let s = node.remove("const").and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
             node.remove("type");
             if let Value::Object(b) = string_branch(&s) {
@@ -78,7 +79,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             recs.push((path.to_string(), Kind::EnumRewritten, "const string with escapes written as a pattern".into()));
         }
-        if let Some(Value::Array(e)) = node.get("enum") {
+        if let Some(Value::Array(e)) = node.at("enum") {
             if e.iter().any(needs_pattern) {
                 let plain: Vec<Value> = e.iter().filter(|v| !needs_pattern(v)).cloned().collect();
                 let mut branches: Vec<Value> = Vec::new();

@@ -3,6 +3,7 @@
 //! `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive, 32-bit `minimum`/
 //! `maximum`; bounds on non-integer numbers, which no version enforces, are removed visibly.
 
+use crate::schema::lookup::Lookup;
 use super::primary_type;
 use crate::schema::merge::never;
 use crate::schema::types::Types;
@@ -17,7 +18,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        if !KEYS.iter().any(|k| node.contains_key(*k)) {
+        if !KEYS.iter().any(|k| node.has(k)) {
             return;
         }
         let t = primary_type(node);
@@ -30,13 +31,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         } else if t.is_some_and(|t| t.contains(Types::INTEGER)) {
             for k in KEYS {
-                if node.get(k).is_some_and(|v| v.as_f64().is_none()) {
+                if node.at(k).is_some_and(|v| v.as_f64().is_none()) {
                     if let Some(v) = node.remove(k) {
                         removed.push((k.to_string(), v));
                     }
                 }
             }
-            let f = |k: &str| node.get(k).and_then(Value::as_f64);
+            let f = |k: &str| node.at(k).and_then(Value::as_f64);
             let lo = [f("minimum").map(f64::ceil), f("exclusiveMinimum").map(|x| x.floor() + 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
             let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
             if let (Some(l), Some(h)) = (lo, hi) {
@@ -50,9 +51,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
             let in_range = |x: Option<f64>| x.is_none_or(|x| x.abs() <= LIMIT);
-            let whole = KEYS.iter().all(|k| node.get(*k).is_none_or(|v| v.is_i64() || v.is_u64()));
-            let doubled = (node.contains_key("minimum") && node.contains_key("exclusiveMinimum"))
-                || (node.contains_key("maximum") && node.contains_key("exclusiveMaximum"));
+            let whole = KEYS.iter().all(|k| node.at(k).is_none_or(|v| v.is_i64() || v.is_u64()));
+            let doubled = (node.has("minimum") && node.has("exclusiveMinimum"))
+                || (node.has("maximum") && node.has("exclusiveMaximum"));
             if whole && !doubled && in_range(lo) && in_range(hi) {
                 return;
             }

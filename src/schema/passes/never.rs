@@ -3,6 +3,7 @@
 //! optional, and propagated to the parent when required. `items` that can never match means an empty
 //! array; `additionalProperties` that can never match means `false`.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::{is_never, never};
 use crate::schema::walk::post_order;
 use crate::schema::{Context, Cx, Kind};
@@ -24,11 +25,18 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
         }
-        let closed = node.get("additionalProperties") == Some(&Value::Bool(false));
-        let required: Vec<String> = node.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+        let closed = node.at("additionalProperties") == Some(&Value::Bool(false));
         let mut dead_required = None;
-        if let Some(Value::Object(props)) = node.get_mut("properties") {
-            let dead: Vec<String> = props.iter().filter(|(_, v)| v.as_object().is_some_and(is_never)).map(|(k, _)| k.clone()).collect();
+        let dead: Vec<String> = match node.at("properties") {
+            Some(Value::Object(props)) => props.iter().filter(|(_, v)| v.as_object().is_some_and(is_never)).map(|(k, _)| k.clone()).collect(),
+            _ => Vec::new(),
+        };
+        let required: Vec<String> = if dead.is_empty() {
+            Vec::new() // the common case: nothing to look up
+        } else {
+            node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default()
+        };
+        if let (false, Some(Value::Object(props))) = (dead.is_empty(), node.at_mut("properties")) {
             for name in dead {
                 if required.contains(&name) {
                     dead_required = Some(name);
@@ -42,34 +50,34 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if let Some(name) = dead_required {
             // a required property that can never match: the object itself can never match
-            if node.get("type").and_then(Value::as_str) == Some("object") || !node.contains_key("type") {
+            if node.at("type").and_then(Value::as_str) == Some("object") || !node.has("type") {
                 recs.push((path.to_string(), Kind::NeverDropped, format!("required property {name} can never match")));
                 *node = obj(never());
                 return;
             }
         }
         // a tuple position no value can fill: arrays end before it
-        let cut = node.get("prefixItems").and_then(Value::as_array).and_then(|t| t.iter().position(|x| x.as_object().is_some_and(is_never)));
+        let cut = node.at("prefixItems").and_then(Value::as_array).and_then(|t| t.iter().position(|x| x.as_object().is_some_and(is_never)));
         if let Some(i) = cut {
-            if node.get("minItems").and_then(Value::as_u64).is_some_and(|m| m > i as u64) {
+            if node.at("minItems").and_then(Value::as_u64).is_some_and(|m| m > i as u64) {
                 recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match")));
                 *node = obj(never());
                 return;
             }
-            if let Some(Value::Array(t)) = node.get_mut("prefixItems") {
+            if let Some(Value::Array(t)) = node.at_mut("prefixItems") {
                 t.truncate(i);
             }
             node.remove("items");
-            let cap = node.get("maxItems").and_then(Value::as_u64).map_or(i as u64, |m| m.min(i as u64));
+            let cap = node.at("maxItems").and_then(Value::as_u64).map_or(i as u64, |m| m.min(i as u64));
             node.insert("maxItems".into(), Value::from(cap));
             recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match: arrays end before it")));
         }
-        if node.get("items").and_then(Value::as_object).is_some_and(is_never) {
+        if node.at("items").and_then(Value::as_object).is_some_and(is_never) {
             node.remove("items");
-            node.insert("maxItems".into(), Value::from(node.get("prefixItems").and_then(Value::as_array).map_or(0, Vec::len)));
+            node.insert("maxItems".into(), Value::from(node.at("prefixItems").and_then(Value::as_array).map_or(0, Vec::len)));
             recs.push((path.to_string(), Kind::NeverDropped, "items can never match: no items allowed".into()));
         }
-        if node.get("additionalProperties").and_then(Value::as_object).is_some_and(is_never) {
+        if node.at("additionalProperties").and_then(Value::as_object).is_some_and(is_never) {
             node.insert("additionalProperties".into(), Value::Bool(false));
             recs.push((path.to_string(), Kind::NeverDropped, "additionalProperties can never match: false".into()));
         }

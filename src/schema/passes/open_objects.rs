@@ -5,6 +5,7 @@
 //! `max_open_properties` declared properties (past that llama.cpp's grammar for "any other key" breaks;
 //! such objects stay closed, which never lets an invalid value through).
 
+use crate::schema::lookup::Lookup;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
@@ -14,23 +15,23 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_open = cx.opts.limits.max_open_properties;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        let objecty = match node.get("type") {
+        let objecty = match node.at("type") {
             Some(Value::String(t)) => t == "object",
             Some(Value::Array(a)) => a.iter().any(|t| t == "object"),
-            _ => node.contains_key("properties") || node.contains_key("required"),
+            _ => node.has("properties") || node.has("required"),
         };
-        if !objecty || node.contains_key("$ref") || node.contains_key("anyOf") || node.contains_key("oneOf") {
+        if !objecty || node.has("$ref") || node.has("anyOf") || node.has("oneOf") {
             return;
         }
-        let required: Vec<String> = node.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+        let required: Vec<String> = node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
         let missing: Vec<String> = required
             .iter()
-            .filter(|r| !node.get("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(r.as_str())))
+            .filter(|r| !node.at("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(r.as_str())))
             .cloned()
             .collect();
         if !missing.is_empty() {
             // an undeclared required name must still satisfy additionalProperties
-            let extra = match node.get("additionalProperties") {
+            let extra = match node.at("additionalProperties") {
                 Some(Value::Object(m)) => Value::Object(m.clone()),
                 Some(Value::Bool(false)) => crate::schema::merge::never(),
                 _ => Value::Object(Map::new()),
@@ -43,8 +44,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             recs.push((path.to_string(), Kind::RequiredDeclared, format!("required {} declared in properties", missing.join(", "))));
         }
-        let n_props = node.get("properties").and_then(Value::as_object).map_or(0, Map::len);
-        if open && node.contains_key("properties") && !node.contains_key("additionalProperties") && n_props <= max_open {
+        let n_props = node.at("properties").and_then(Value::as_object).map_or(0, Map::len);
+        if open && node.has("properties") && !node.has("additionalProperties") && n_props <= max_open {
             node.insert("additionalProperties".into(), Value::Bool(true));
             recs.push((path.to_string(), Kind::ObjectOpened, "other properties allowed, as JSON Schema says".into()));
         }

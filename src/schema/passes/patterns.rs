@@ -3,6 +3,7 @@
 //! "any string" with a warning on stderr. What no grammar can express is removed, visibly.
 //! llama.cpp uses only one of `pattern`, `format`, `minLength`/`maxLength`: the others are recorded.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::pattern::{rewrite, Unsupported};
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
@@ -14,7 +15,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let mut removed: Vec<(String, Value)> = Vec::new();
-        if let Some(p) = node.get("pattern").cloned() {
+        if let Some(p) = node.at("pattern").cloned() {
             match p.as_str().map(|s| rewrite(s, max_rep)) {
                 Some(Ok(r)) => {
                     if Some(r.pattern.as_str()) != p.as_str() {
@@ -40,8 +41,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         // llama.cpp reads pattern, else a known format, else the lengths: the rest is ignored
-        let has_pattern = node.contains_key("pattern");
-        let has_format = node.get("format").and_then(Value::as_str).is_some_and(|f| super::unsupported::FORMATS.contains(&f));
+        let has_pattern = node.has("pattern");
+        let has_format = node.at("format").and_then(Value::as_str).is_some_and(|f| super::unsupported::FORMATS.contains(&f));
         if has_pattern || has_format {
             let mut beside = vec!["minLength", "maxLength"];
             if has_pattern {

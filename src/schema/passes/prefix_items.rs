@@ -9,6 +9,7 @@
 //! one branch for the node's non-array types. This runs before `unions`, which moves the node's other
 //! keywords into the branches.
 
+use crate::schema::lookup::Lookup;
 use super::unions::cross;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
@@ -20,20 +21,20 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_branches = cx.opts.limits.max_branches as u64;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        let Some(Value::Array(tuple)) = node.get("prefixItems") else { return };
+        let Some(Value::Array(tuple)) = node.at("prefixItems") else { return };
         if Types::of(node).is_some_and(|t| !t.contains(Types::ARRAY)) {
             return; // array keywords on a node that cannot be an array constrain nothing
         }
         let n = tuple.len() as u64;
-        let lo = node.get("minItems").and_then(Value::as_u64).unwrap_or(0);
-        let hi = node.get("maxItems").and_then(Value::as_u64);
-        let items = node.get("items").filter(|i| !i.as_object().is_some_and(Map::is_empty) && i != &&Value::Bool(true));
+        let lo = node.at("minItems").and_then(Value::as_u64).unwrap_or(0);
+        let hi = node.at("maxItems").and_then(Value::as_u64);
+        let items = node.at("items").filter(|i| !i.as_object().is_some_and(Map::is_empty) && i != &&Value::Bool(true));
         let no_more = items.is_some_and(|i| i == &Value::Bool(false) || i.as_object().is_some_and(is_never));
         let longer = !no_more && hi.is_none_or(|h| h > n);
         if (lo >= n && !longer) || lo > n {
             return; // exactly the tuple llama.cpp writes (or nothing can match: `never` says so)
         }
-        let key = match (node.contains_key("anyOf"), node.contains_key("oneOf")) {
+        let key = match (node.has("anyOf"), node.has("oneOf")) {
             (false, _) => "anyOf",
             // tuples of different lengths are exclusive: as a oneOf (or intersected into one) they are exact
             _ => "oneOf",
@@ -67,7 +68,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if !others.is_empty() {
             branches.push(json!({"type": others.to_json()}));
         }
-        if let Some(Value::Array(one_of)) = node.get("oneOf").filter(|_| key == "oneOf") {
+        if let Some(Value::Array(one_of)) = node.at("oneOf").filter(|_| key == "oneOf") {
             let mut lost = Vec::new();
             let (crossed, dropped) = cross(&[one_of.clone(), branches], max_branches as usize, &mut lost);
             if dropped || !lost.is_empty() {
@@ -124,16 +125,16 @@ mod tests {
     #[test]
     fn longer_arrays_and_other_types_are_kept_with_a_lossy_record() {
         let (v, r) = run_on(json!({"prefixItems": [{"type": "integer"}], "items": {"type": "string"}, "minItems": 1}));
-        let branches = v.get("anyOf").and_then(Value::as_array).cloned().unwrap_or_default();
+        let branches = v.at("anyOf").and_then(Value::as_array).cloned().unwrap_or_default();
         assert_eq!(branches.len(), 3);
         assert_eq!(branches[1], json!({"type": "array", "minItems": 2, "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}));
-        assert!(branches[2].get("type").is_some_and(|t| !t.to_string().contains("array")));
+        assert!(branches[2].at("type").is_some_and(|t| !t.to_string().contains("array")));
         assert_eq!(r.lossy_count(), 1);
     }
 
     #[test]
     fn beside_an_existing_any_of_uses_one_of() {
         let (v, _) = run_on(json!({"prefixItems": [{}], "items": false, "anyOf": [{"type": "array"}]}));
-        assert!(v.get("oneOf").is_some() && v.get("anyOf").is_some());
+        assert!(v.at("oneOf").is_some() && v.at("anyOf").is_some());
     }
 }

@@ -7,6 +7,7 @@
 //! allows; otherwise the target is kept (or copied) under a root `$defs` entry and the ref points
 //! there, so recursive types keep working. Refs to other documents are never fetched.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::{intersect, never, Merged};
 use crate::schema::walk::{children, children_mut, is_constraint, push_escaped, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
@@ -37,7 +38,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let kept = if strip_nested_defs(root, 0) { Some(orig.clone()) } else { None };
     let mut st = State::new(orig);
     let before = cx.report.counters.clone();
-    walk(root, &mut String::new(), 0, &mut st, cx);
+    walk(root, &mut String::with_capacity(128), 0, &mut st, cx);
     if let Some(untouched) = kept {
         if cx.report.counters == before && st.pending.is_empty() {
             // nothing to rewrite after all: a body that needs no change stays as it was
@@ -78,7 +79,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 fn has_ref(v: &Value, depth: usize) -> bool {
     match v {
         Value::Object(m) => {
-            if m.get("$ref").is_some_and(Value::is_string) {
+            if m.at("$ref").is_some_and(Value::is_string) {
                 return true;
             }
             if depth > HARD_DEPTH {
@@ -116,7 +117,7 @@ impl State {
     fn new(orig: Value) -> Self {
         let mut anchors = HashMap::new();
         collect_anchors(&orig, &mut String::new(), &mut anchors, 0);
-        let root_id = orig.get("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#').to_string());
+        let root_id = orig.at("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#').to_string());
         let mut used = HashSet::new();
         for k in ["$defs", "definitions"] {
             if let Some(Value::Object(d)) = orig.get(k) {
@@ -195,7 +196,7 @@ impl State {
             if t.keys().any(|k| constrains(k)) {
                 return false;
             }
-            let Some(next) = t.get("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r).ok()) else { return false };
+            let Some(next) = t.at("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r).ok()) else { return false };
             if seen.contains(&next) {
                 return true;
             }
@@ -295,7 +296,7 @@ fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, Strin
             out.entry(a.to_string()).or_insert_with(|| path.clone());
         }
     }
-    if let Some(id) = m.get("$id").and_then(Value::as_str).and_then(|s| s.strip_prefix('#')) {
+    if let Some(id) = m.at("$id").and_then(Value::as_str).and_then(|s| s.strip_prefix('#')) {
         out.entry(id.to_string()).or_insert_with(|| path.clone());
     }
     if depth > HARD_DEPTH {
@@ -311,7 +312,7 @@ fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, Strin
 
 fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
     let Value::Object(m) = v else { return };
-    if let Some(r) = m.get("$ref").and_then(Value::as_str) {
+    if let Some(r) = m.at("$ref").and_then(Value::as_str) {
         out.push(r.to_string());
     }
     if depth > HARD_DEPTH {
@@ -331,7 +332,7 @@ fn count_objects(v: &Value) -> usize {
 fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut Cx) {
     let Value::Object(node) = v else { return };
     let mut hops = 0;
-    while let Some(r) = node.get("$ref").and_then(Value::as_str).map(str::to_string) {
+    while let Some(r) = node.at("$ref").and_then(Value::as_str).map(str::to_string) {
         hops += 1;
         if hops > MAX_HOPS {
             node.remove("$ref");

@@ -3,6 +3,7 @@
 //! less; some windows fail even for `maxItems`), so counts past `max_repetition` are clamped. Counts
 //! that are not whole non-negative numbers are made so.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::never;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
@@ -16,7 +17,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let mut lo = None;
             let mut hi = None;
             for (k, is_min) in [(lo_k, true), (hi_k, false)] {
-                let Some(v) = node.get(k).cloned() else { continue };
+                let Some(v) = node.at(k).cloned() else { continue };
                 let n = v.as_f64();
                 let fixed = match n {
                     None => {

@@ -1,6 +1,7 @@
 //! A tool's parameters end with `type: object` at the root (chat templates and llama.cpp's tool
 //! parsers expect one), including tools without parameters. Structured output keeps any root.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{json, Value};
@@ -15,7 +16,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     };
     match Types::of(node) {
-        None if node.contains_key("type") => {}
+        None if node.has("type") => {}
         None => {
             // a root union: every branch must be an object too, or a later run would move the type in
             objectify_branches(node, 0);
@@ -44,7 +45,7 @@ fn objectify_branches(node: &mut serde_json::Map<String, Value>, depth: usize) {
         let Some(Value::Array(branches)) = node.get_mut(key) else { continue };
         for b in branches.iter_mut() {
             let Value::Object(bm) = b else { continue };
-            if bm.contains_key("$ref") {
+            if bm.has("$ref") {
                 continue;
             }
             if Types::of(bm).is_none_or(|t| t != Types::OBJECT) {

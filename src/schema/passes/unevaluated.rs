@@ -7,6 +7,7 @@
 //! simple meaning. Everywhere else the keyword is left for `unsupported`, which removes it with a
 //! lossy record: after flattening, converting it would forbid properties that were evaluated.
 
+use crate::schema::lookup::Lookup;
 use crate::schema::walk::{post_order, ARRAY, MAP};
 use crate::schema::{Cx, Kind};
 
@@ -20,25 +21,25 @@ const IN_PLACE_PARENTS: &[&str] =
 pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
     let mut recs = Vec::new();
     post_order(root, "", &mut |node, path| {
-        if !node.contains_key("unevaluatedProperties") && !node.contains_key("unevaluatedItems") {
+        if !node.has("unevaluatedProperties") && !node.has("unevaluatedItems") {
             return;
         }
         // beside additionalProperties (items), every property (item) is evaluated by this very node,
         // whatever applicators say: the unevaluated* keyword can never apply
-        if node.contains_key("additionalProperties") && node.remove("unevaluatedProperties").is_some() {
+        if node.has("additionalProperties") && node.remove("unevaluatedProperties").is_some() {
             recs.push((path.to_string(), "unevaluatedProperties beside additionalProperties never applies; removed"));
         }
-        if node.contains_key("items") && node.remove("unevaluatedItems").is_some() {
+        if node.has("items") && node.remove("unevaluatedItems").is_some() {
             recs.push((path.to_string(), "unevaluatedItems beside items never applies; removed"));
         }
-        if IN_PLACE.iter().any(|k| node.contains_key(*k)) || is_in_place_child(path) {
+        if IN_PLACE.iter().any(|k| node.has(k)) || is_in_place_child(path) {
             return;
         }
         if let Some(u) = node.remove("unevaluatedProperties") {
             node.insert("additionalProperties".into(), u);
             recs.push((path.to_string(), "unevaluatedProperties became additionalProperties"));
         }
-        if !node.contains_key("contains") {
+        if !node.has("contains") {
             if let Some(u) = node.remove("unevaluatedItems") {
                 node.insert("items".into(), u);
                 super::dialect::boolean_items(node);

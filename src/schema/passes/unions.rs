@@ -4,6 +4,7 @@
 //! pairwise. A `oneOf` whose branches may overlap becomes `anyOf` with a lossy record: grammars cannot
 //! say "exactly one".
 
+use crate::schema::lookup::Lookup;
 use super::all_of::{deref, is_recursive_ref, root_defs};
 use crate::schema::merge::{intersect, is_never, never, Merged};
 use crate::schema::types::Types;
@@ -17,14 +18,14 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        if !node.contains_key("anyOf") && !node.contains_key("oneOf") {
+        if !node.has("anyOf") && !node.has("oneOf") {
             return;
         }
         let mut lost = Vec::new();
         let mut overlapping_one_of = false;
         let mut unions: Vec<Vec<Value>> = Vec::new();
         for key in ["anyOf", "oneOf"] {
-            match node.get(key) {
+            match node.at(key) {
                 Some(Value::Array(u)) => {
                     if key == "oneOf" && may_overlap(u, &defs) {
                         overlapping_one_of = true;
@@ -117,7 +118,7 @@ fn flatten(branches: Vec<Value>, max: usize, lost: &mut Vec<(String, Value)>) ->
             out.push(b);
             continue;
         };
-        let inner: Vec<Vec<Value>> = ["anyOf", "oneOf"].iter().filter_map(|k| m.get(*k).and_then(Value::as_array).cloned()).collect();
+        let inner: Vec<Vec<Value>> = ["anyOf", "oneOf"].iter().filter_map(|k| m.at(k).and_then(Value::as_array).cloned()).collect();
         // definitions stay where they are (refs point at the root's), they are not constraints to copy
         let rest: Map<String, Value> =
             m.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf" | "$defs" | "definitions")).map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -187,10 +188,10 @@ fn may_overlap(branches: &[Value], defs: &Value) -> bool {
 }
 
 fn values_of(s: &Value) -> Option<Vec<Value>> {
-    if let Some(c) = s.get("const") {
+    if let Some(c) = s.at("const") {
         return Some(vec![c.clone()]);
     }
-    s.get("enum").and_then(Value::as_array).cloned()
+    s.at("enum").and_then(Value::as_array).cloned()
 }
 
 fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
@@ -202,9 +203,9 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
     if let (Some(va), Some(vb)) = (values_of(&Value::Object(a.clone())), values_of(&Value::Object(b.clone()))) {
         return !va.iter().any(|v| vb.contains(v));
     }
-    let req = |m: &Map<String, Value>| m.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    let req = |m: &Map<String, Value>| m.at("required").and_then(Value::as_array).cloned().unwrap_or_default();
     let (ra, rb) = (req(a), req(b));
-    let (Some(pa), Some(pb)) = (a.get("properties").and_then(Value::as_object), b.get("properties").and_then(Value::as_object)) else {
+    let (Some(pa), Some(pb)) = (a.at("properties").and_then(Value::as_object), b.at("properties").and_then(Value::as_object)) else {
         return false;
     };
     for (name, sa) in pa {

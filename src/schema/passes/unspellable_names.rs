@@ -7,6 +7,7 @@
 //! Such properties are removed from `properties` and `required`, and a closed object is opened so the
 //! value can still be sent as any other property (lossy, recorded).
 
+use crate::schema::lookup::Lookup;
 use crate::schema::walk::{post_order, push_escaped};
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
@@ -19,13 +20,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let mut gone: Vec<String> = Vec::new();
-        if let Some(Value::Object(props)) = node.get_mut("properties") {
+        if let Some(Value::Object(props)) = node.at_mut("properties") {
             gone = props.keys().filter(|k| unspellable(k)).cloned().collect();
             for k in &gone {
                 props.shift_remove(k);
             }
         }
-        if let Some(Value::Array(req)) = node.get_mut("required") {
+        if let Some(Value::Array(req)) = node.at_mut("required") {
             for r in req.iter().filter_map(Value::as_str) {
                 if unspellable(r) && !gone.iter().any(|g| g == r) {
                     gone.push(r.to_string());
@@ -36,10 +37,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if gone.is_empty() {
             return;
         }
-        if node.get("required").and_then(Value::as_array).is_some_and(Vec::is_empty) {
+        if node.at("required").and_then(Value::as_array).is_some_and(Vec::is_empty) {
             node.remove("required");
         }
-        if node.get("additionalProperties").is_some_and(|a| a != &Value::Bool(true)) {
+        if node.at("additionalProperties").is_some_and(|a| a != &Value::Bool(true)) {
             node.remove("additionalProperties");
         }
         for g in gone {

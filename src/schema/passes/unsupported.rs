@@ -2,6 +2,7 @@
 //! the node's `description`). Trivially true keywords are just dropped. (`unevaluated*` with a plain
 //! meaning was already converted by `unevaluated`, before applicators were flattened.)
 
+use crate::schema::lookup::Lookup;
 use super::primary_type;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
@@ -63,14 +64,14 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         let t = primary_type(node);
-        if let Some(f) = node.get("format").and_then(Value::as_str) {
+        if let Some(f) = node.at("format").and_then(Value::as_str) {
             let string_ok = t.is_none_or(|t| t.contains(Types::STRING));
             if !FORMATS.contains(&f) && string_ok {
                 if let Some(v) = node.remove("format") {
                     removed.push(("format".to_string(), v));
                 }
             }
-        } else if let Some(v) = node.get("format").cloned() {
+        } else if let Some(v) = node.at("format").cloned() {
             node.remove("format");
             normalized.push(("format".to_string(), v));
         }
