@@ -85,7 +85,13 @@ pub(crate) fn root_defs(root: &Value) -> Value {
     Value::Object(m)
 }
 
+/// `m` with a `$ref` to a definition replaced by a copy of it (one level; the copy's own refs stay).
+/// A recursive definition is not copied: its copy would hold the same shape again, and every run
+/// would unroll it one level more. Keywords beside such a ref are dropped by the refs pass, visibly.
 pub(crate) fn deref(m: Value, defs: &Value) -> Value {
+    if is_recursive_ref(&m, defs) {
+        return m;
+    }
     if let Value::Object(o) = &m {
         if let Some(r) = o.at("$ref").and_then(Value::as_str) {
             if let Some(t) = r.strip_prefix('#').and_then(|p| defs.pointer(p)) {
