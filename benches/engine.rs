@@ -4,11 +4,41 @@
 //! Figures are the best of repeated runs (at least 0.3 s per measurement). `tests/bench_engine.py` puts
 //! them beside mcp-schema-normalize and prints ratios.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::time::{Duration, Instant};
 use toolfit::api::cache::SiteCache;
 use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
 use toolfit::schema::profile::LLAMA_CPP;
+
+/// Counts heap bytes in use and their high-water mark: the memory one rewrite needs on top of the body.
+struct Counting;
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let now = IN_USE.fetch_add(l.size(), Relaxed) + l.size();
+        PEAK.fetch_max(now, Relaxed);
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        IN_USE.fetch_sub(l.size(), Relaxed);
+        unsafe { System.dealloc(p, l) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Peak heap bytes above what was in use before, during one call of `f`.
+fn peak_during(f: impl FnOnce()) -> usize {
+    let base = IN_USE.load(Relaxed);
+    PEAK.store(base, Relaxed);
+    f();
+    PEAK.load(Relaxed).saturating_sub(base)
+}
 
 fn best_of(mut f: impl FnMut()) -> f64 {
     let (mut best, mut n, start) = (Duration::MAX, 0u32, Instant::now());
@@ -28,6 +58,10 @@ fn main() {
             eprintln!("cannot read {path}");
             continue;
         };
+        // one cold rewrite's memory: the parsed schemas, their rewrites and the output body
+        let peak = peak_during(|| {
+            let _ = black_box(rewrite_body(black_box(&body), Format::Auto, &LLAMA_CPP, &opts));
+        });
         let toolfit = best_of(|| {
             let _ = black_box(rewrite_body(black_box(&body), Format::Auto, &LLAMA_CPP, &opts));
         });
@@ -42,7 +76,7 @@ fn main() {
             let _ = black_box(v.map(|v| serde_json::to_vec(&v)));
         });
         println!(
-            "{{\"file\":{:?},\"bytes\":{},\"toolfit_seconds\":{toolfit:e},\"warm_seconds\":{warm:e},\"serde_seconds\":{serde:e}}}",
+            "{{\"file\":{:?},\"bytes\":{},\"toolfit_seconds\":{toolfit:e},\"warm_seconds\":{warm:e},\"serde_seconds\":{serde:e},\"peak_bytes\":{peak}}}",
             path,
             body.len()
         );

@@ -51,3 +51,9 @@ print(f"  cold vs schema-bridge gemini: {g(r['gem']):.2f}x  [>= 2.5x]")
 print(f"  cold vs serde_json parse+serialise: {g(r['serde']):.2f}x  [>= 0.5x]")
 print(f"  warm (every schema from the rewrite cache): {mbps(total_b, total('warm_seconds')):.0f} MB/s overall, "
       f"geometric mean {g(r['warm']):.0f} MB/s  [>= 1000 MB/s]")
+big = max(files, key=lambda f: ours[os.path.basename(f)]["bytes"])
+ob = ours[os.path.basename(big)]
+worst = max(ours[os.path.basename(f)]["peak_bytes"] / ours[os.path.basename(f)]["bytes"] for f in files)
+print(f"  memory of one cold rewrite (peak heap beyond the body, native): largest catalog {os.path.basename(big)} "
+      f"{ob['peak_bytes'] / 2**20:.1f} MiB for {ob['bytes'] / 2**20:.1f} MiB = {ob['peak_bytes'] / ob['bytes']:.1f}x the body; "
+      f"worst catalog {worst:.1f}x  [< 4x]")

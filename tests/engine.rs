@@ -140,3 +140,60 @@ fn fuzz_findings_stay_fixed() {
         assert_eq!(twice, once, "{s}\nonce: {once}\n{:?}", rep.records);
     }
 }
+
+/// The rewrite cache (whole members and single schemas) never changes an outcome: every body of a
+/// conversation-like sequence (same catalog, growing messages, one schema changed by one byte, a
+/// response_format added, a catalog in another format) comes out exactly as without a cache.
+#[test]
+fn cached_rewrites_equal_uncached_ones() {
+    use toolfit::api::cache::SiteCache;
+    use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/servers");
+    let cat: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("filesystem.json")).unwrap()).unwrap();
+    let tools: Vec<Value> = cat["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!({"type": "function", "function": {"name": t["name"], "parameters": t["inputSchema"]}}))
+        .collect();
+    let mut one_byte = tools.clone();
+    one_byte[0]["function"]["parameters"]["properties"]["zz"] = json!({"type": "string", "pattern": "\\d"});
+    let chat = |tools: &[Value], msgs: usize, extra: Option<Value>| {
+        let mut b = json!({"model": "m", "messages": vec![json!({"role": "user", "content": "hi"}); msgs], "tools": tools});
+        if let Some(rf) = extra {
+            b["response_format"] = rf;
+        }
+        serde_json::to_vec(&b).unwrap()
+    };
+    let rf = json!({"type": "json_schema", "json_schema": {"name": "out", "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1.5}}}}});
+    let bodies = vec![
+        (chat(&tools, 1, None), Format::Auto),
+        (chat(&tools, 2, None), Format::Auto),
+        (chat(&tools, 3, None), Format::OpenAiChat),
+        (chat(&one_byte, 3, None), Format::Auto),
+        (chat(&tools, 4, Some(rf.clone())), Format::Auto),
+        (chat(&one_byte, 5, Some(rf)), Format::Auto),
+        (serde_json::to_vec(&cat).unwrap(), Format::McpTools),
+        (serde_json::to_vec(&cat["tools"]).unwrap(), Format::Auto),
+        (chat(&tools, 1, None), Format::Anthropic),
+    ];
+    let opts = profile::LLAMA_CPP.default_options();
+    let mut cache = SiteCache::new(64 << 20);
+    for round in 0..3 {
+        for (i, (body, format)) in bodies.iter().enumerate() {
+            let plain = rewrite_body(body, *format, &profile::LLAMA_CPP, &opts);
+            let cached = rewrite_body_cached(body, *format, &profile::LLAMA_CPP, &opts, Some(&mut cache));
+            match (plain, cached) {
+                (Ok(p), Ok(c)) => {
+                    assert_eq!(p.body, c.body, "round {round}, body {i}");
+                    assert_eq!(p.report.counters, c.report.counters, "round {round}, body {i}");
+                    assert_eq!((p.tools, p.schemas_changed), (c.tools, c.schemas_changed), "round {round}, body {i}");
+                }
+                (Err(p), Err(c)) => assert_eq!(p, c, "round {round}, body {i}"),
+                (p, c) => panic!("round {round}, body {i}: {:?} vs {:?}", p.is_ok(), c.is_ok()),
+            }
+        }
+    }
+    // later rounds are served from the cache
+    assert!(cache.hits > 3 * cache.misses, "hits {} misses {}", cache.hits, cache.misses);
+}

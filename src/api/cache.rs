@@ -3,6 +3,9 @@
 //! rewritten text and the report, so counters move exactly as on a miss. Bounded by bytes (LRU); the
 //! input is stored and compared on a hit, so two schemas that differ by one byte never share an entry,
 //! whatever the hash does.
+//!
+//! Two levels share one budget: each schema, and each schema-bearing member of a body as a whole (a
+//! `tools` array): a catalog resent unchanged costs one scan of the body, one hash and one compare.
 
 use crate::schema::{Context, Report};
 use lru::LruCache;
@@ -15,6 +18,7 @@ struct Entry {
     /// The rewritten schema, `None` when it needed no change.
     output: Option<Box<str>>,
     report: Report,
+    counts: Counts,
     size: usize,
 }
 
@@ -32,6 +36,18 @@ pub struct SiteCache {
 pub struct Hit {
     pub output: Option<String>,
     pub report: Report,
+    pub counts: Counts,
+}
+
+/// For a whole member (a `tools` array): what it holds. Zero for a single schema.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Schema sites inside (each a hit when the member is one).
+    pub schemas: usize,
+    /// Of those, tool parameter schemas.
+    pub tools: usize,
+    /// Of those, schemas the rewrite changed.
+    pub changed: usize,
 }
 
 impl SiteCache {
@@ -57,27 +73,26 @@ impl SiteCache {
     }
 
     /// `scope` identifies the profile and options (see [`scope`]).
+    /// The stored rewrite for exactly this input, if any. Callers count hits and misses per schema
+    /// (a member hit serves every schema in it).
     pub fn get(&mut self, scope: u64, tool: &str, context: Context, input: &str) -> Option<Hit> {
         let k = Self::key(scope, tool, context, input);
         match self.lru.get(&k) {
             Some(e) if &*e.input == input && &*e.tool == tool && e.context == context => {
-                self.hits += 1;
-                Some(Hit { output: e.output.as_deref().map(String::from), report: e.report.clone() })
+                Some(Hit { output: e.output.as_deref().map(String::from), report: e.report.clone(), counts: e.counts })
             }
-            _ => {
-                self.misses += 1;
-                None
-            }
+            _ => None,
         }
     }
 
-    pub fn put(&mut self, scope: u64, tool: &str, context: Context, input: &str, output: Option<&str>, report: &Report) {
-        let size = input.len() + tool.len() + output.map_or(0, str::len) + report.records.len() * 96 + 64;
+    pub fn put(&mut self, scope: u64, tool: &str, context: Context, input: &str, value: Hit) {
+        let Hit { output, report, counts } = value;
+        let size = input.len() + tool.len() + output.as_ref().map_or(0, String::len) + report.records.len() * 96 + 64;
         if self.max_bytes == 0 || size > self.max_bytes / 4 {
             return; // one entry may not take over the cache
         }
         let k = Self::key(scope, tool, context, input);
-        let e = Entry { input: input.into(), tool: tool.into(), context, output: output.map(Into::into), report: report.clone(), size };
+        let e = Entry { input: input.into(), tool: tool.into(), context, output: output.map(Into::into), report, counts, size };
         if let Some(old) = self.lru.put(k, e) {
             self.bytes = self.bytes.saturating_sub(old.size);
         }
@@ -99,30 +114,33 @@ pub fn scope(profile: &str, opts: &crate::schema::Options) -> u64 {
 mod tests {
     use super::*;
 
+    fn hit(output: Option<&str>) -> Hit {
+        Hit { output: output.map(String::from), report: Report::default(), counts: Counts::default() }
+    }
+
     #[test]
     fn hits_only_for_identical_inputs() {
         let mut c = SiteCache::new(1 << 20);
-        c.put(1, "t", Context::Tool, "{\"a\":1}", Some("{\"b\":1}"), &Report::default());
+        c.put(1, "t", Context::Tool, "{\"a\":1}", hit(Some("{\"b\":1}")));
         assert_eq!(c.get(1, "t", Context::Tool, "{\"a\":1}").and_then(|h| h.output), Some("{\"b\":1}".into()));
         assert!(c.get(1, "t", Context::Tool, "{\"a\":2}").is_none());
         assert!(c.get(1, "u", Context::Tool, "{\"a\":1}").is_none());
         assert!(c.get(1, "t", Context::Output, "{\"a\":1}").is_none());
         assert!(c.get(2, "t", Context::Tool, "{\"a\":1}").is_none());
-        assert_eq!((c.hits, c.misses), (1, 4));
     }
 
     #[test]
     fn bounded_by_bytes_least_recent_first() {
         let mut c = SiteCache::new(4096);
         for i in 0..100 {
-            c.put(1, "t", Context::Tool, &format!("{{\"i\":{i}}}{}", " ".repeat(100)), None, &Report::default());
+            c.put(1, "t", Context::Tool, &format!("{{\"i\":{i}}}{}", " ".repeat(100)), hit(None));
             assert!(c.bytes() <= 4096);
         }
         assert!(c.evictions > 50);
         assert!(c.get(1, "t", Context::Tool, &format!("{{\"i\":99}}{}", " ".repeat(100))).is_some());
         assert!(c.get(1, "t", Context::Tool, &format!("{{\"i\":0}}{}", " ".repeat(100))).is_none());
         let mut off = SiteCache::new(0);
-        off.put(1, "t", Context::Tool, "{}", None, &Report::default());
+        off.put(1, "t", Context::Tool, "{}", hit(None));
         assert!(off.get(1, "t", Context::Tool, "{}").is_none());
     }
 }

@@ -67,19 +67,42 @@ pub struct Site<'a> {
     pub context: Context,
 }
 
+/// A body's top level, scanned once: its members stay unparsed slices.
+enum Top<'a> {
+    /// A bare array of tools (an MCP `tools/list` result written as an array).
+    Array(raw::RawArray<'a>),
+    Object(raw::RawObject<'a>),
+}
+
+fn top(text: &str) -> Option<Top<'_>> {
+    match raw::array(text) {
+        Some(a) => Some(Top::Array(a)),
+        None => raw::object(text).map(Top::Object),
+    }
+}
+
+/// Members that can hold schemas in some format: each is cached as a whole besides its schemas.
+const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result"];
+
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
+    locate_in(&top(text)?, format)
+}
+
+fn locate_in<'a>(top: &Top<'a>, format: Format) -> Option<Vec<Site<'a>>> {
     let mut sites = Vec::new();
-    if let Some(arr) = raw::array(text) {
-        if format.has(Format::McpTools) {
-            for t in arr.0 {
+    let top = match top {
+        Top::Array(arr) => {
+            if !format.has(Format::McpTools) {
+                return None;
+            }
+            for t in &arr.0 {
                 mcp_tool(t, &mut sites);
             }
             return Some(sites);
         }
-        return None;
-    }
-    let top = raw::object(text)?;
+        Top::Object(o) => o,
+    };
     const KNOWN: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result", "messages", "model", "prompt", "input"];
     if !top.0.iter().any(|(k, _)| KNOWN.contains(&k.as_str())) {
         return None;
@@ -216,67 +239,151 @@ pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Optio
 pub fn rewrite_body_cached(body: &[u8], format: Format, profile: &Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
-    let sites = match locate(text, format) {
+    let parsed = top(text);
+    // the schema-bearing members as wholes: a catalog sent again is found without looking inside it
+    let members: Vec<(&str, &str)> = match (&cache, &parsed) {
+        (Some(_), Some(Top::Object(o))) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
+        (Some(_), Some(Top::Array(_))) => vec![("", text)],
+        _ => Vec::new(),
+    };
+    if let (Some(c), false) = (cache.as_deref_mut(), members.is_empty()) {
+        if let Some(done) = from_members(c, scope, format, text, &members) {
+            return Ok(done);
+        }
+    }
+    let sites = match parsed.as_ref().and_then(|t| locate_in(t, format)) {
         Some(s) => s,
         None => {
             return Err(if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() { Skip::UnknownShape } else { Skip::NotJson });
         }
     };
-    let mut report = Report::default();
-    let mut edits: Vec<(usize, usize, String)> = Vec::new();
-    let mut unparsed = Vec::new();
-    let tools = sites.iter().filter(|s| s.context == Context::Tool).count();
+    let mut results: Vec<SiteResult> = Vec::with_capacity(sites.len());
     for site in &sites {
         let src = site.raw.get();
+        let Some(at) = raw::offset(text, src) else { continue };
+        let mut r = SiteResult { at, len: src.len(), output: None, report: Report::default(), tool: site.context == Context::Tool, unparsed: None };
         if !(src.starts_with('{') || src == "true" || src == "false") {
-            continue; // `null` or another non-schema: nothing to compile, nothing to change
-        }
-        if let Some(hit) = cache.as_deref_mut().and_then(|c| c.get(scope, &site.tool, site.context, src)) {
-            if let (Some(new), Some(at)) = (hit.output, raw::offset(text, src)) {
-                edits.push((at, at + src.len(), new));
-            }
-            report.extend(hit.report);
+            results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
             continue;
+        }
+        if let Some(c) = cache.as_deref_mut() {
+            if let Some(hit) = c.get(scope, &site.tool, site.context, src) {
+                c.hits += 1;
+                r.output = hit.output;
+                r.report = hit.report;
+                results.push(r);
+                continue;
+            }
         }
         let mut v: Value = match serde_json::from_str(src) {
             Ok(v) => v,
             Err(e) => {
-                unparsed.push(Unparsed { tool: site.tool.clone(), reason: e.to_string() });
+                r.unparsed = Some(Unparsed { tool: site.tool.clone(), reason: e.to_string() });
+                results.push(r);
                 continue;
             }
         };
         let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
-        let mut new_text = None;
         if out.changed {
-            if let (Some(at), Ok(new)) = (raw::offset(text, src), serde_json::to_string(&v)) {
-                new_text = Some(new.clone());
-                edits.push((at, at + src.len(), new));
-            }
+            r.output = serde_json::to_string(&v).ok();
         }
         if let Some(c) = cache.as_deref_mut() {
-            c.put(scope, &site.tool, site.context, src, new_text.as_deref(), &out.report);
+            c.misses += 1;
+            c.put(scope, &site.tool, site.context, src, cache::Hit { output: r.output.clone(), report: out.report.clone(), counts: cache::Counts::default() });
         }
-        report.extend(out.report);
+        r.report = out.report;
+        results.push(r);
+    }
+    if let Some(c) = cache {
+        remember_members(c, scope, format, text, &members, &results);
+    }
+    let tools = results.iter().filter(|r| r.tool).count();
+    let mut report = Report::default();
+    let mut unparsed = Vec::new();
+    let mut edits = Vec::new();
+    for r in results {
+        if let Some(o) = r.output {
+            edits.push((r.at, r.at + r.len, o));
+        }
+        unparsed.extend(r.unparsed);
+        report.extend(r.report);
     }
     let schemas_changed = edits.len();
-    let body = if edits.is_empty() {
-        None
-    } else {
-        edits.sort_by_key(|e| e.0);
-        let mut out = String::with_capacity(text.len() + 64);
-        let mut pos = 0;
-        for (a, b, new) in &edits {
-            if *a < pos {
-                continue; // overlapping sites (a duplicate member): the first rewrite wins
-            }
-            out.push_str(text.get(pos..*a).unwrap_or(""));
-            out.push_str(new);
-            pos = *b;
-        }
-        out.push_str(text.get(pos..).unwrap_or(""));
-        Some(out.into_bytes())
-    };
+    let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
     Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed })
+}
+
+/// One schema's outcome, placed by its byte range in the body.
+struct SiteResult {
+    at: usize,
+    len: usize,
+    output: Option<String>,
+    report: Report,
+    tool: bool,
+    unparsed: Option<Unparsed>,
+}
+
+/// The cache's name for a whole member: no tool name can look like it.
+fn member_tag(key: &str, format: Format) -> String {
+    format!("\0member {key} {}", format.name())
+}
+
+/// The body from cached members, if every schema-bearing member was seen before as it is.
+fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)]) -> Option<BodyOutcome> {
+    let mut hits = Vec::with_capacity(members.len());
+    for (key, m) in members {
+        hits.push((raw::offset(text, m)?, m.len(), c.get(scope, &member_tag(key, format), Context::Tool, m)?));
+    }
+    let (mut report, mut tools, mut schemas_changed, mut edits) = (Report::default(), 0, 0, Vec::new());
+    for (at, len, hit) in hits {
+        c.hits += hit.counts.schemas as u64;
+        tools += hit.counts.tools;
+        schemas_changed += hit.counts.changed;
+        report.extend(hit.report);
+        if let Some(o) = hit.output {
+            edits.push((at, at + len, o));
+        }
+    }
+    let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
+    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new() })
+}
+
+/// Stores each member as a whole: its rewritten text (its schemas' rewrites spliced in), its report
+/// and counts. A member holding a schema that could not be parsed is not stored.
+fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)], results: &[SiteResult]) {
+    for (key, m) in members {
+        let Some(base) = raw::offset(text, m) else { continue };
+        let inside: Vec<&SiteResult> = results.iter().filter(|r| r.at >= base && r.at + r.len <= base + m.len()).collect();
+        if inside.iter().any(|r| r.unparsed.is_some()) {
+            continue;
+        }
+        let mut report = Report::default();
+        for r in &inside {
+            report.extend(r.report.clone());
+        }
+        let edits: Vec<(usize, usize, &str)> = inside.iter().filter_map(|r| r.output.as_deref().map(|o| (r.at - base, r.at - base + r.len, o))).collect();
+        let counts = cache::Counts { schemas: inside.len(), tools: inside.iter().filter(|r| r.tool).count(), changed: edits.len() };
+        let output = (!edits.is_empty()).then(|| splice(m, edits));
+        c.put(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
+    }
+}
+
+/// `text` with each byte range replaced; ranges in any order, an overlapping one is skipped (a
+/// duplicate member: the first rewrite wins).
+fn splice(text: &str, mut edits: Vec<(usize, usize, &str)>) -> String {
+    edits.sort_by_key(|e| e.0);
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut pos = 0;
+    for (a, b, new) in edits {
+        if a < pos {
+            continue;
+        }
+        out.push_str(text.get(pos..a).unwrap_or(""));
+        out.push_str(new);
+        pos = b;
+    }
+    out.push_str(text.get(pos..).unwrap_or(""));
+    out
 }
 
 #[cfg(test)]
