@@ -63,6 +63,17 @@ def bootstrap_override(objs):
     return json.loads(cm["data"]["custom_bootstrap.json"])
 
 
+def assemble_and_validate(name, ef, objs, context, ports, routes, how):
+    """The EnvoyFilter `ef` assembled as Istio would place it, checked with `envoy --mode validate`."""
+    cfg, applied = assemble(ef, objs, context, ports, routes)
+    check(f"{name} EnvoyFilter: every patch applies{how}", applied == len(ef["spec"]["configPatches"]))
+    path = os.path.join(tempfile.mkdtemp(), f"{name}.json")
+    json.dump(cfg, open(path, "w"))
+    p = subprocess.run([e2e.ENVOY, "--mode", "validate", "-c", path], capture_output=True, text=True)
+    check(f"{name} EnvoyFilter in an Envoy bootstrap: envoy --mode validate", p.returncode == 0, (p.stdout + p.stderr)[-800:])
+    return cfg
+
+
 def assemble(ef, objs, context, ports, routes):
     """The Envoy config Istio builds for a workload the EnvoyFilter selects, reduced to what the patches
     touch: one HTTP listener whose HCM ends with the router, `routes` in its route table, the patches
@@ -176,12 +187,7 @@ def main():
     sidecar = next(x for x in rendered["envoyfilter"] if x["kind"] == "EnvoyFilter")
     routes = [{"name": "inbound|http|8080", "domains": ["*"], "routes": [{"name": "default", "match": {"prefix": "/"}, "route": {"cluster": "inbound|8080||", "timeout": "0s"}}]}]
     ports = (e2e.free_port(), e2e.free_port(), upstream_port)
-    cfg, applied = assemble(sidecar, rendered["envoyfilter"], "SIDECAR_INBOUND", ports, routes)
-    check("sidecar EnvoyFilter: every patch applies", applied == len(sidecar["spec"]["configPatches"]))
-    path = os.path.join(tempfile.mkdtemp(), "sidecar.json")
-    json.dump(cfg, open(path, "w"))
-    p = subprocess.run([e2e.ENVOY, "--mode", "validate", "-c", path], capture_output=True, text=True)
-    check("sidecar EnvoyFilter in an Envoy bootstrap: envoy --mode validate", p.returncode == 0, (p.stdout + p.stderr)[-800:])
+    cfg = assemble_and_validate("sidecar", sidecar, rendered["envoyfilter"], "SIDECAR_INBOUND", ports, routes, "")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         check("sidecar EnvoyFilter: Envoy runs it with dist/toolfit.wasm", e.ready, e.logs()[-1500:])
@@ -203,12 +209,7 @@ def main():
         {"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|{h['route'][0]['destination']['port']['number']}||{h['route'][0]['destination']['host']}.llm.svc.cluster.local", "timeout": "0s"}}
         for h in v["spec"]["http"]]} for v in vs]
     ports = (e2e.free_port(), e2e.free_port(), upstream_port)
-    cfg, applied = assemble(gw, rendered["gateway"], "GATEWAY", ports, routes)
-    check("gateway EnvoyFilter: every patch applies (route metadata by VirtualService route name)", applied == len(gw["spec"]["configPatches"]))
-    path = os.path.join(tempfile.mkdtemp(), "gateway.json")
-    json.dump(cfg, open(path, "w"))
-    p = subprocess.run([e2e.ENVOY, "--mode", "validate", "-c", path], capture_output=True, text=True)
-    check("gateway EnvoyFilter in an Envoy bootstrap: envoy --mode validate", p.returncode == 0, (p.stdout + p.stderr)[-800:])
+    cfg = assemble_and_validate("gateway", gw, rendered["gateway"], "GATEWAY", ports, routes, " (route metadata by VirtualService route name)")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         check("gateway EnvoyFilter: Envoy runs it", e.ready, e.logs()[-1500:])

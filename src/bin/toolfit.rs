@@ -33,6 +33,16 @@ fn cli() -> Command {
         .subcommand(Command::new("profiles").about("List the profiles and their passes"))
 }
 
+/// The INPUT file's bytes (stdin when absent or `-`); exit status 2 when it cannot be read.
+fn read_input(a: &clap::ArgMatches) -> Result<Vec<u8>, ExitCode> {
+    let mut input = Vec::new();
+    let read = match a.get_one::<String>("input") {
+        Some(path) if path != "-" => std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut input)),
+        _ => std::io::stdin().read_to_end(&mut input),
+    };
+    read.map(|_| input).map_err(|e| fail(2, &format!("cannot read input: {e}")))
+}
+
 fn fail(code: u8, msg: &str) -> ExitCode {
     eprintln!("toolfit: {msg}");
     ExitCode::from(code)
@@ -49,14 +59,10 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(("check-config", a)) => {
-            let mut input = Vec::new();
-            let read = match a.get_one::<String>("input") {
-                Some(path) if path != "-" => std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut input)),
-                _ => std::io::stdin().read_to_end(&mut input),
+            let input = match read_input(a) {
+                Ok(i) => i,
+                Err(code) => return code,
             };
-            if let Err(e) = read {
-                return fail(2, &format!("cannot read input: {e}"));
-            }
             match toolfit::filter::config::Config::parse(&input) {
                 Ok(c) => {
                     println!("ok: profile={} routes={} framing={:?} max_body_bytes={} strict={}", c.profile.name, c.routes.len(), c.framing, c.max_body_bytes, c.strict);
@@ -97,14 +103,10 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
     let mut opts = profile.default_options();
     opts.promote_to_description = !a.get_flag("no-promote");
     opts.open_objects = !a.get_flag("closed-objects");
-    let mut input = Vec::new();
-    let read = match a.get_one::<String>("input") {
-        Some(path) if path != "-" => std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut input)),
-        _ => std::io::stdin().read_to_end(&mut input),
+    let input = match read_input(a) {
+        Ok(i) => i,
+        Err(code) => return code,
     };
-    if let Err(e) = read {
-        return fail(2, &format!("cannot read input: {e}"));
-    }
     let (output, report, unparsed) = if a.get_flag("schema") {
         let mut v: serde_json::Value = match serde_json::from_slice(&input) {
             Ok(v) => v,
