@@ -53,7 +53,9 @@ print(f"  warm (every schema from the rewrite cache): {mbps(total_b, total('warm
       f"geometric mean {g(r['warm']):.0f} MB/s  [>= 1000 MB/s]")
 big = max(files, key=lambda f: ours[os.path.basename(f)]["bytes"])
 ob = ours[os.path.basename(big)]
-worst = max(ours[os.path.basename(f)]["peak_bytes"] / ours[os.path.basename(f)]["bytes"] for f in files)
+worst_f = max(files, key=lambda f: ours[os.path.basename(f)]["peak_bytes"] / ours[os.path.basename(f)]["bytes"])
+wo = ours[os.path.basename(worst_f)]
+worst = wo["peak_bytes"] / wo["bytes"]
 print(f"  memory of one cold rewrite (peak heap beyond the body, native): largest catalog {os.path.basename(big)} "
       f"{ob['peak_bytes'] / 2**20:.1f} MiB for {ob['bytes'] / 2**20:.1f} MiB = {ob['peak_bytes'] / ob['bytes']:.1f}x the body; "
-      f"worst catalog {worst:.1f}x  [< 4x]")
+      f"worst catalog {os.path.basename(worst_f)} ({wo['bytes'] / 1024:.0f} KB) {worst:.1f}x  [< 4x]")

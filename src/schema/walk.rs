@@ -121,7 +121,7 @@ fn push_index(seg: &mut String, i: usize) {
 
 /// Appends a JSON-pointer reference token (RFC 6901: `~` is `~0`, `/` is `~1`).
 pub fn push_escaped(out: &mut String, token: &str) {
-    if !token.contains(['~', '/']) {
+    if !token.bytes().any(|b| b == b'~' || b == b'/') {
         out.push_str(token); // almost every name: no character to escape
         return;
     }
