@@ -31,9 +31,22 @@ pub fn is_never(node: &Map<String, Value>) -> bool {
 }
 
 pub fn never() -> Value {
+    Value::Object(never_map())
+}
+
+/// [`never`] as a node's map, to put in place of one.
+pub fn never_map() -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("not".into(), Value::Object(Map::new()));
-    Value::Object(m)
+    m
+}
+
+/// A schema value as a node's map: `true` is the empty map, `false` (and anything else) nothing.
+pub fn into_map(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
 }
 
 fn num(v: &Value) -> Option<f64> {
@@ -68,10 +81,7 @@ fn as_obj(v: &Value) -> Option<Map<String, Value>> {
     match v {
         Value::Object(m) => Some(m.clone()),
         Value::Bool(true) => Some(Map::new()),
-        Value::Bool(false) => match never() {
-            Value::Object(m) => Some(m),
-            _ => None,
-        },
+        Value::Bool(false) => Some(never_map()),
         _ => None,
     }
 }

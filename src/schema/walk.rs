@@ -41,69 +41,50 @@ pub fn is_annotation(k: &str) -> bool {
     ANNOTATIONS.contains(&k) || k.starts_with("x-")
 }
 
+/// The body of [`children_mut`] and [`children`]: the same walk over a node's subschemas, once with
+/// `iter_mut` and once with `iter`.
+macro_rules! each_child {
+    ($node:expr, $f:expr, $iter:ident) => {{
+        let mut seg = String::with_capacity(64);
+        for (k, v) in $node.$iter() {
+            let key = k.as_str();
+            if MAP.contains(&key) {
+                if let Value::Object(m) = v {
+                    for (name, child) in m.$iter() {
+                        if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
+                            continue; // draft-07 dependencies: arrays of names are not schemas
+                        }
+                        start_segment(&mut seg, key);
+                        seg.push('/');
+                        push_escaped(&mut seg, name);
+                        $f(&seg, child);
+                    }
+                }
+            } else if ARRAY.contains(&key) && v.is_array() {
+                if let Value::Array(a) = v {
+                    for (i, child) in a.$iter().enumerate() {
+                        start_segment(&mut seg, key);
+                        push_index(&mut seg, i);
+                        $f(&seg, child);
+                    }
+                }
+            } else if SINGLE.contains(&key) {
+                start_segment(&mut seg, key);
+                $f(&seg, v);
+            }
+        }
+    }};
+}
+
 /// Calls `f(segment_path, child)` for every direct subschema of `node`, in document order.
 /// `segment_path` is the JSON-pointer suffix from `node` to the child ("/properties/a").
 pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut Value)) {
-    let mut seg = String::with_capacity(64);
-    for (k, v) in node.iter_mut() {
-        let key = k.as_str();
-        if MAP.contains(&key) {
-            if let Value::Object(m) = v {
-                for (name, child) in m.iter_mut() {
-                    if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
-                        continue; // draft-07 dependencies: arrays of names are not schemas
-                    }
-                    start_segment(&mut seg, key);
-                    seg.push('/');
-                    push_escaped(&mut seg, name);
-                    f(&seg, child);
-                }
-            }
-        } else if ARRAY.contains(&key) && v.is_array() {
-            if let Value::Array(a) = v {
-                for (i, child) in a.iter_mut().enumerate() {
-                    start_segment(&mut seg, key);
-                    push_index(&mut seg, i);
-                    f(&seg, child);
-                }
-            }
-        } else if SINGLE.contains(&key) {
-            start_segment(&mut seg, key);
-            f(&seg, v);
-        }
-    }
+    each_child!(node, f, iter_mut)
 }
 
 /// Read-only [`children_mut`]: the same subschemas, in the same order.
 pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Value)) {
-    let mut seg = String::with_capacity(64);
-    for (key, v) in node {
-        let key = key.as_str();
-        if MAP.contains(&key) {
-            if let Value::Object(m) = v {
-                for (name, child) in m {
-                    if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
-                        continue;
-                    }
-                    start_segment(&mut seg, key);
-                    seg.push('/');
-                    push_escaped(&mut seg, name);
-                    f(&seg, child);
-                }
-            }
-        } else if ARRAY.contains(&key) && v.is_array() {
-            if let Value::Array(a) = v {
-                for (i, child) in a.iter().enumerate() {
-                    start_segment(&mut seg, key);
-                    push_index(&mut seg, i);
-                    f(&seg, child);
-                }
-            }
-        } else if SINGLE.contains(&key) {
-            start_segment(&mut seg, key);
-            f(&seg, v);
-        }
-    }
+    each_child!(node, f, iter)
 }
 
 /// `seg` becomes `/key`, reusing its allocation.
@@ -142,38 +123,33 @@ pub const HARD_DEPTH: usize = 512;
 /// Post-order traversal: children first, then `f(node, path)`. Only object nodes are passed to `f`;
 /// booleans were turned into objects by an earlier pass, and other values are not schemas.
 pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
-    fn go(v: &mut Value, path: &mut String, depth: usize, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
-        let Value::Object(node) = v else { return };
-        if depth < HARD_DEPTH {
-            let base = path.len();
-            children_mut(node, |seg, child| {
-                path.push_str(seg);
-                go(child, path, depth + 1, f);
-                path.truncate(base);
-            });
-        }
-        f(node, path);
-    }
-    let mut p = String::with_capacity(path.len() + 128); // one allocation for the deepest path, not one per level
-    p.push_str(path);
-    go(root, &mut p, 0, f);
+    traverse(root, path, false, f);
 }
 
 /// Pre-order traversal: `f(node, path)` first, then the children of what `f` left behind.
 pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
-    fn go(v: &mut Value, path: &mut String, depth: usize, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
+    traverse(root, path, true, f);
+}
+
+fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
+    fn go(v: &mut Value, path: &mut String, depth: usize, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
         let Value::Object(node) = v else { return };
-        f(node, path);
+        if pre {
+            f(node, path);
+        }
         if depth < HARD_DEPTH {
             let base = path.len();
             children_mut(node, |seg, child| {
                 path.push_str(seg);
-                go(child, path, depth + 1, f);
+                go(child, path, depth + 1, pre, f);
                 path.truncate(base);
             });
+        }
+        if !pre {
+            f(node, path);
         }
     }
     let mut p = String::with_capacity(path.len() + 128); // one allocation for the deepest path, not one per level
     p.push_str(path);
-    go(root, &mut p, 0, f);
+    go(root, &mut p, 0, pre, f);
 }

@@ -4,7 +4,7 @@
 
 use crate::schema::lookup::Lookup;
 use super::unions::cross;
-use crate::schema::merge::{intersect, never, Merged};
+use crate::schema::merge::{intersect, into_map, never, never_map, Merged};
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
@@ -37,7 +37,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         if is_never {
-            *node = obj(never());
+            *node = never_map();
             recs.push((path.to_string(), Kind::AllofMerged, "allOf members contradict: no value matches".into(), vec![]));
             return;
         }
@@ -66,12 +66,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
 }
 
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}
 
 /// Root definitions, for members that are refs (the refs pass left only `#/$defs/X` and
 /// `#/definitions/X`; one level is copied in, its own refs stay refs).
@@ -95,7 +89,7 @@ pub(crate) fn deref(m: Value, defs: &Value) -> Value {
     if let Value::Object(o) = &m {
         if let Some(r) = o.at("$ref").and_then(Value::as_str) {
             if let Some(t) = r.strip_prefix('#').and_then(|p| defs.pointer(p)) {
-                let mut t = obj(t.clone());
+                let mut t = into_map(t.clone());
                 for (k, v) in o {
                     if k != "$ref" {
                         t.insert(k.clone(), v.clone());

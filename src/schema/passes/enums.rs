@@ -5,7 +5,7 @@
 
 use crate::schema::lookup::Lookup;
 use super::primary_type;
-use crate::schema::merge::never;
+use crate::schema::merge::never_map;
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order};
 use crate::schema::{Cx, Kind};
@@ -43,7 +43,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if let (Some(c), Some(Value::Array(e))) = (node.at("const").cloned(), node.at("enum").cloned()) {
             node.remove("enum");
             if !e.contains(&c) {
-                *node = obj(never());
+                *node = never_map();
                 recs.push((path.to_string(), Kind::NeverDropped, "const is not among the enum values".into()));
                 return;
             }
@@ -64,7 +64,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if let (Some(t), Some(c)) = (t, node.at("const")) {
             if !(t.contains(Types::of_value(c)) || Types::of_value(c) == Types::INTEGER && t.contains(Types::FRACTION)) {
-                *node = obj(never());
+                *node = never_map();
                 recs.push((path.to_string(), Kind::NeverDropped, "const is not of the node's type".into()));
                 return;
             }
@@ -112,9 +112,3 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
 }
 
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}

@@ -5,11 +5,11 @@
 
 use crate::schema::lookup::Lookup;
 use super::primary_type;
-use crate::schema::merge::never;
+use crate::schema::merge::never_map;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 const KEYS: [&str; 4] = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"];
 const LIMIT: f64 = 2_147_483_647.0;
@@ -42,10 +42,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
-                    *node = match never() {
-                        Value::Object(m) => m,
-                        _ => Map::new(),
-                    };
+                    *node = never_map();
                     recs.push((path.to_string(), Kind::NeverDropped, format!("no integer lies between {l} and {h}")));
                     return;
                 }

@@ -4,10 +4,10 @@
 //! array; `additionalProperties` that can never match means `false`.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::merge::{is_never, never};
+use crate::schema::merge::{is_never, never_map};
 use crate::schema::walk::post_order;
 use crate::schema::{Context, Cx, Kind};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
@@ -20,7 +20,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if n > 0 {
                 recs.push((path.to_string(), Kind::NeverDropped, format!("{n} {key} branch(es) can never match")));
                 if bs.is_empty() {
-                    *node = obj(never());
+                    *node = never_map();
                     return;
                 }
             }
@@ -52,7 +52,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             // a required property that can never match: the object itself can never match
             if node.at("type").and_then(Value::as_str) == Some("object") || !node.has("type") {
                 recs.push((path.to_string(), Kind::NeverDropped, format!("required property {name} can never match")));
-                *node = obj(never());
+                *node = never_map();
                 return;
             }
         }
@@ -61,7 +61,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if let Some(i) = cut {
             if node.at("minItems").and_then(Value::as_u64).is_some_and(|m| m > i as u64) {
                 recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match")));
-                *node = obj(never());
+                *node = never_map();
                 return;
             }
             if let Some(Value::Array(t)) = node.at_mut("prefixItems") {
@@ -96,9 +96,3 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
 }
 
-fn obj(v: Value) -> Map<String, Value> {
-    match v {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    }
-}

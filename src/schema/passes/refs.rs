@@ -8,7 +8,7 @@
 //! there, so recursive types keep working. Refs to other documents are never fetched.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::merge::{intersect, never, Merged};
+use crate::schema::merge::{intersect, never, never_map, Merged};
 use crate::schema::walk::{children, children_mut, is_constraint, push_escaped, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
 use percent_encoding::percent_decode_str;
@@ -390,10 +390,7 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
             let mut lost = Vec::new();
             *node = match intersect(&t, &siblings, &mut lost) {
                 Merged::Schema(m) => m,
-                Merged::Never => match never() {
-                    Value::Object(m) => m,
-                    _ => Map::new(),
-                },
+                Merged::Never => never_map(),
             };
             cx.record(path, Kind::RefsInlined, format!("$ref {r} replaced by its target"));
             cx.removed(node, path, Kind::KeywordRemoved, &lost);

@@ -4,10 +4,10 @@
 //! that are not whole non-negative numbers are made so.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::merge::never;
+use crate::schema::merge::never_map;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max = cx.opts.limits.max_repetition;
@@ -56,10 +56,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
-                    *node = match never() {
-                        Value::Object(m) => m,
-                        _ => Map::new(),
-                    };
+                    *node = never_map();
                     recs.push((path.to_string(), Kind::NeverDropped, format!("{lo_k} {l} over {hi_k} {h}: no value matches")));
                     return;
                 }

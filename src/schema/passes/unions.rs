@@ -6,7 +6,7 @@
 
 use crate::schema::lookup::Lookup;
 use super::all_of::{deref, is_recursive_ref, root_defs};
-use crate::schema::merge::{intersect, is_never, never, Merged};
+use crate::schema::merge::{intersect, is_never, never_map, Merged};
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order};
 use crate::schema::{promote, Cx, Kind};
@@ -79,10 +79,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         node.remove("oneOf");
         node.remove("anyOf");
         if branches.is_empty() {
-            *node = match never() {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
+            *node = never_map();
         } else {
             node.insert("anyOf".into(), Value::Array(branches));
         }
