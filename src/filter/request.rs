@@ -137,9 +137,9 @@ pub fn finish(cfg: &Config, plan: &Plan, body: &[u8], m: &mut dyn Metrics, elaps
     let outcome = api::rewrite_body_cached(body, plan.format, plan.profile, &opts, cache.as_deref_mut());
     let took = elapsed_us().saturating_sub(t0);
     if let (Some(c), Some((h, mi, e))) = (cache.as_deref(), before) {
-        plan.count(m, Stat::CacheHits, c.hits - h);
-        plan.count(m, Stat::CacheMisses, c.misses - mi);
-        plan.count(m, Stat::CacheEvictions, c.evictions - e);
+        plan.count(m, Stat::CacheHits, c.hits.saturating_sub(h));
+        plan.count(m, Stat::CacheMisses, c.misses.saturating_sub(mi));
+        plan.count(m, Stat::CacheEvictions, c.evictions.saturating_sub(e));
     }
     let o = match outcome {
         Ok(o) => o,
