@@ -2,14 +2,28 @@
 """`make bench-engine`: the engine on every catalog of tests/corpus/servers, cold (parse, rewrite,
 serialise), beside serde_json's own parse+serialise of the same bytes and mcp-schema-normalize (PyPI),
 schema-bridge (npm, openai and gemini targets), all in this one run. Prints per-catalog time and
-MB/s, ratios and their geometric means, and the targets beside them."""
-import glob, json, math, os, subprocess, sys
+MB/s, ratios and their geometric means, and the targets beside them.
+
+Every tool gets the same bytes: each catalog becomes the OpenAI chat request an agent would send
+(`tools[].function.parameters`, compact JSON as JavaScript clients write it), the one form all three
+accept."""
+import glob, json, math, os, shutil, subprocess, sys, tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import npm_cache  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-files = sorted(glob.glob(os.path.join(ROOT, "tests", "corpus", "servers", "*.json")))
+catalogs = sorted(glob.glob(os.path.join(ROOT, "tests", "corpus", "servers", "*.json")))
+tmp = tempfile.mkdtemp(prefix="toolfit-bench-")
+files = []
+for c in catalogs:
+    tools = [{"type": "function", "function": {"name": t.get("name"), "description": t.get("description", ""),
+                                               "parameters": t.get("inputSchema") or {}}}
+             for t in json.load(open(c))["tools"]]
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}], "tools": tools}
+    files.append(os.path.join(tmp, os.path.basename(c)))
+    with open(files[-1], "w") as f:
+        json.dump(body, f, separators=(",", ":"))
 
 
 def lines(cmd):
@@ -59,3 +73,4 @@ worst = wo["peak_bytes"] / wo["bytes"]
 print(f"  memory of one cold rewrite (peak heap beyond the body, native): largest catalog {os.path.basename(big)} "
       f"{ob['peak_bytes'] / 2**20:.1f} MiB for {ob['bytes'] / 2**20:.1f} MiB = {ob['peak_bytes'] / ob['bytes']:.1f}x the body; "
       f"worst catalog {os.path.basename(worst_f)} ({wo['bytes'] / 1024:.0f} KB) {worst:.1f}x  [< 4x]")
+shutil.rmtree(tmp, ignore_errors=True)

@@ -197,3 +197,28 @@ fn cached_rewrites_equal_uncached_ones() {
     // later rounds are served from the cache
     assert!(cache.hits > 3 * cache.misses, "hits {} misses {}", cache.hits, cache.misses);
 }
+
+/// `normalize` skips the walk of a gated pass when the schema holds none of its keywords: on every
+/// corpus and test-suite schema, the result and the report must be those of running every pass.
+#[test]
+fn skipping_gated_passes_changes_nothing() {
+    use toolfit::schema::passes::Pass;
+    let ungated: Vec<Pass> = profile::LLAMA_CPP.passes.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[] }).collect();
+    let ungated = profile::Profile { name: "ungated", passes: Box::leak(ungated.into_boxed_slice()), about: "" };
+    assert!(profile::LLAMA_CPP.passes.iter().any(|p| !p.wants.is_empty()), "no pass is gated: the test checks nothing");
+    let mut all = corpus();
+    let jsts = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/jsts-2020-12.jsonl")).unwrap_or_default();
+    for (i, line) in jsts.lines().enumerate() {
+        if let Ok(g) = serde_json::from_str::<Value>(line) {
+            all.push((format!("jsts {i}"), g["schema"].clone(), Context::Output));
+        }
+    }
+    assert!(all.len() > 3300, "corpus missing: {}", all.len());
+    for (label, schema, ctx) in &all {
+        let (gated, rep) = run(schema, *ctx);
+        let mut plain = schema.clone();
+        let rep2 = normalize(&mut plain, &ungated, &Options::default(), *ctx, "t").report;
+        assert_eq!(gated, plain, "{label}: skipping a gated pass changed the output");
+        assert_eq!(rep.counters, rep2.counters, "{label}: skipping a gated pass changed the report");
+    }
+}

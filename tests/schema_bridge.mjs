@@ -1,4 +1,4 @@
-// `make bench-engine` helper: schema-bridge (npm @silupanda/schema-bridge) on tools/list catalogs.
+// `make bench-engine` helper: schema-bridge (npm @silupanda/schema-bridge) on OpenAI chat bodies with `tools`.
 // Per catalog and target (openai, gemini): seconds for JSON.parse + convert of every tool's schema +
 // JSON.stringify of the result (best of runs, at least 0.3 s of runs), one JSON line each.
 // Usage: node tests/schema_bridge.mjs NODE_MODULES_DIR FILE...
@@ -14,15 +14,16 @@ function once(raw, target) {
   const cat = JSON.parse(raw);
   const out = [];
   for (const t of cat.tools || []) {
+    const f = t.function || {};
     let s;
     try {
-      s = convert(t.inputSchema || {}, target).schema;
+      s = convert(f.parameters || {}, target).schema;
     } catch (e) {
       s = null; // it throws on some schemas; the time spent until then still counts
     }
-    out.push({ name: t.name, inputSchema: s });
+    out.push({ type: "function", function: { ...f, parameters: s } });
   }
-  return JSON.stringify({ tools: out });
+  return JSON.stringify({ ...cat, tools: out });
 }
 
 for (const f of files) {

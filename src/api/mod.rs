@@ -108,21 +108,19 @@ fn locate_in<'a>(top: &Top<'a>, format: Format) -> Option<Vec<Site<'a>>> {
         return None;
     }
     for tools in top.all("tools") {
-        let Some(arr) = raw::array(tools.get()) else { continue };
-        for t in arr.0 {
-            let Some(o) = raw::object(t.get()) else { continue };
+        let Some(arr) = raw::tools(tools.get()) else { continue };
+        for t in &arr {
+            let o = &t.members;
             let fname = o.str("name");
             if format.has(Format::OpenAiChat) || format.has(Format::Ollama) {
-                for f in o.all("function") {
-                    if let Some(fo) = raw::object(f.get()) {
-                        let name = fo.str("name").unwrap_or_default();
-                        for p in fo.all("parameters") {
-                            sites.push(Site { raw: p, tool: name.clone(), context: Context::Tool });
-                        }
+                for fo in &t.functions {
+                    let name = fo.str("name").unwrap_or_default();
+                    for p in fo.all("parameters") {
+                        sites.push(Site { raw: p, tool: name.clone(), context: Context::Tool });
                     }
                 }
             }
-            if format.has(Format::OpenAiResponses) && o.get("function").is_none() {
+            if format.has(Format::OpenAiResponses) && !t.has_function {
                 for p in o.all("parameters") {
                     sites.push(Site { raw: p, tool: fname.clone().unwrap_or_default(), context: Context::Tool });
                 }
@@ -133,17 +131,15 @@ fn locate_in<'a>(top: &Top<'a>, format: Format) -> Option<Vec<Site<'a>>> {
                 }
             }
             if format.has(Format::McpTools) {
-                mcp_tool(t, &mut sites);
+                mcp_tool_in(o, &mut sites);
             }
         }
     }
     if format.has(Format::McpTools) {
         if let Some(r) = top.get("result").and_then(|r| raw::object(r.get())) {
             for tools in r.all("tools") {
-                if let Some(arr) = raw::array(tools.get()) {
-                    for t in arr.0 {
-                        mcp_tool(t, &mut sites);
-                    }
+                for t in raw::tools(tools.get()).unwrap_or_default() {
+                    mcp_tool_in(&t.members, &mut sites);
                 }
             }
         }
@@ -195,7 +191,12 @@ fn locate_in<'a>(top: &Top<'a>, format: Format) -> Option<Vec<Site<'a>>> {
 }
 
 fn mcp_tool<'a>(t: &'a RawValue, sites: &mut Vec<Site<'a>>) {
-    let Some(o) = raw::object(t.get()) else { return };
+    if let Some(o) = raw::object(t.get()) {
+        mcp_tool_in(&o, sites);
+    }
+}
+
+fn mcp_tool_in<'a>(o: &raw::RawObject<'a>, sites: &mut Vec<Site<'a>>) {
     let name = o.str("name").unwrap_or_default();
     for s in o.all("inputSchema") {
         sites.push(Site { raw: s, tool: name.clone(), context: Context::Tool });

@@ -1,7 +1,7 @@
 //! Borrowed views of JSON text: objects and arrays whose members stay unparsed slices of the body,
 //! so the bytes around a schema are never re-serialised and their offsets are known.
 
-use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::fmt;
 
@@ -37,6 +37,103 @@ impl<'de> Visitor<'de> for ArrVisitor {
             v.push(x);
         }
         Ok(RawArray(v))
+    }
+}
+
+/// One element of a `tools` array, read in the same scan as the array: its members stay unparsed
+/// slices, except `function` (OpenAI chat, Ollama), whose members are split out in that scan too.
+/// Each byte of a catalog is scanned once here instead of once per nesting level.
+pub struct RawTool<'a> {
+    /// Every member but `function`.
+    pub members: RawObject<'a>,
+    /// Each `function` member that is an object.
+    pub functions: Vec<RawObject<'a>>,
+    /// Whether a `function` member is present at all (an object or not).
+    pub has_function: bool,
+}
+
+/// The elements of a `tools` array that are objects (others are skipped, as a backend would fail on
+/// them anyway). `None` when `text` is not an array.
+pub fn tools(text: &str) -> Option<Vec<RawTool<'_>>> {
+    let mut de = serde_json::Deserializer::from_str(text);
+    let v = de.deserialize_seq(ToolsVisitor).ok()?;
+    de.end().ok().map(|_| v)
+}
+
+struct ToolsVisitor;
+impl<'de> Visitor<'de> for ToolsVisitor {
+    type Value = Vec<RawTool<'de>>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON array")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut v = Vec::new();
+        while let Some(t) = seq.next_element_seed(MaybeObject(ToolVisitor))? {
+            v.extend(t);
+        }
+        Ok(v)
+    }
+}
+
+struct ToolVisitor;
+impl<'de> Visitor<'de> for ToolVisitor {
+    type Value = RawTool<'de>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut t = RawTool { members: RawObject(Vec::new()), functions: Vec::new(), has_function: false };
+        while let Some(k) = map.next_key::<String>()? {
+            if k == "function" {
+                t.has_function = true;
+                t.functions.extend(map.next_value_seed(MaybeObject(ObjVisitor))?);
+            } else {
+                t.members.0.push((k, map.next_value::<&'de RawValue>()?));
+            }
+        }
+        Ok(t)
+    }
+}
+
+/// A value read with `V` when it is an object, and skipped (`None`) when it is anything else.
+struct MaybeObject<V>(V);
+
+impl<'de, V: Visitor<'de>> DeserializeSeed<'de> for MaybeObject<V> {
+    type Value = Option<V::Value>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for MaybeObject<V> {
+    type Value = Option<V::Value>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.0.visit_map(map).map(Some)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
     }
 }
 

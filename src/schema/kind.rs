@@ -29,6 +29,15 @@ macro_rules! kinds {
                 match self { $( Kind::$variant => concat!($($doc, " "),*).trim_ascii(), )* }
             }
 
+            /// Whether no pass of any profile reacts to this change, so a round of the pipeline that made
+            /// only such changes is already a fixed point and needs no verification round. Opening an
+            /// object is the one such kind: it is what almost every real tool gets, and only passes that
+            /// ran after it in the same round look at `additionalProperties: true`. The idempotence
+            /// tests and both fuzz targets check the claim.
+            pub const fn settles(self) -> bool {
+                matches!(self, Kind::ObjectOpened)
+            }
+
             /// The kind with this counter name.
             pub fn from_name(name: &str) -> Option<Kind> {
                 Kind::ALL.iter().copied().find(|k| k.name() == name)

@@ -17,6 +17,22 @@ pub trait Lookup {
     }
 }
 
+/// Removal that costs a scan, not a hash, when the keyword is absent (the usual case on a node).
+pub trait Take {
+    /// `remove(k)` (with its order semantics), skipped when `k` is not there.
+    fn take(&mut self, k: &str) -> Option<Value>;
+}
+
+impl Take for Map<String, Value> {
+    fn take(&mut self, k: &str) -> Option<Value> {
+        if self.has(k) {
+            self.remove(k)
+        } else {
+            None
+        }
+    }
+}
+
 impl Lookup for Map<String, Value> {
     fn at(&self, k: &str) -> Option<&Value> {
         if self.len() <= LINEAR {

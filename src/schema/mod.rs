@@ -140,20 +140,36 @@ pub struct Outcome {
 /// Most times the pipeline runs on one schema. One run settles almost every schema; a change that
 /// creates a shape an earlier pass handles (a union flattened into a branch that holds another) is
 /// settled by the next, so the output is a fixed point: running toolfit on it again changes nothing.
+/// A round whose only changes are kinds that [`Kind::settles`] is known to be the fixed point already.
 const MAX_ROUNDS: usize = 4;
 
 /// Rewrites `schema` in place with the profile's passes. Never panics on any input.
 pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
     let mut report = Report::default();
+    let tracked = profile.tracked();
     for _ in 0..MAX_ROUNDS {
         let mut cx = Cx::new(tool, context, opts);
+        // which gated keywords the schema holds, taken again only after a pass changed something
+        let mut present: Option<u64> = None;
         for pass in profile.passes {
+            if !pass.wants.is_empty() {
+                let bits = *present.get_or_insert_with(|| walk::census(schema, &tracked));
+                if !pass.wants.iter().any(|w| tracked.iter().position(|t| t == w).is_some_and(|i| bits & (1 << i) != 0)) {
+                    continue;
+                }
+            }
+            let before = cx.report.changes();
             (pass.run)(schema, &mut cx);
+            if cx.report.changes() != before {
+                present = None;
+            }
         }
-        if cx.report.is_empty() {
+        // a round that changed nothing, or only what no pass reacts to, is the fixed point
+        let settled = cx.report.counters.keys().all(|k| k.settles());
+        report.extend(cx.report);
+        if settled {
             break;
         }
-        report.extend(cx.report);
     }
     Outcome { changed: !report.is_empty(), report }
 }

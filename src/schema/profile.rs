@@ -12,7 +12,14 @@ pub struct Profile {
 
 macro_rules! pass {
     ($m:ident) => {
-        Pass { name: stringify!($m), run: $m::run }
+        Pass { name: stringify!($m), run: $m::run, wants: &[] }
+    };
+}
+
+/// A pass that only acts on nodes holding one of its module's `WANTS` keywords.
+macro_rules! gated {
+    ($m:ident) => {
+        Pass { name: stringify!($m), run: $m::run, wants: $m::WANTS }
     };
 }
 
@@ -22,23 +29,23 @@ pub static LLAMA_CPP: Profile = Profile {
     about: "llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on",
     passes: &[
         pass!(bounds),
-        pass!(unevaluated),
+        gated!(unevaluated),
         pass!(dialect),
         pass!(boolean_schemas),
         pass!(refs),
-        pass!(all_of),
-        pass!(prefix_items),
-        pass!(unions),
+        gated!(all_of),
+        gated!(prefix_items),
+        gated!(unions),
         pass!(never),
         pass!(tool_root),
         pass!(unsupported),
         pass!(unspellable_names),
         pass!(open_objects),
         pass!(explicit_types),
-        pass!(patterns),
-        pass!(integer_bounds),
-        pass!(repetition),
-        pass!(enums),
+        gated!(patterns),
+        gated!(integer_bounds),
+        gated!(repetition),
+        gated!(enums),
         pass!(never),
     ],
 };
@@ -55,6 +62,17 @@ pub static ALL: &[&Profile] = &[&LLAMA_CPP, &MCP];
 impl Profile {
     pub fn by_name(name: &str) -> Option<&'static Profile> {
         ALL.iter().copied().find(|p| p.name == name)
+    }
+
+    /// Every keyword some pass of this profile is gated on, each once (at most 64: the census is a bitmask).
+    pub fn tracked(&self) -> Vec<&'static str> {
+        let mut t: Vec<&'static str> = Vec::new();
+        for w in self.passes.iter().flat_map(|p| p.wants) {
+            if !t.contains(w) && t.len() < 64 {
+                t.push(w);
+            }
+        }
+        t
     }
 
     /// The options a profile runs with unless a route overrides them.

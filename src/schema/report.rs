@@ -59,6 +59,11 @@ impl Report {
         }
         self.dropped_records += other.dropped_records;
     }
+    /// How many changes were recorded, kept or not.
+    pub fn changes(&self) -> u64 {
+        self.records.len() as u64 + self.dropped_records
+    }
+
     pub fn is_empty(&self) -> bool {
         self.counters.is_empty()
     }

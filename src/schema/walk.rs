@@ -41,11 +41,13 @@ pub fn is_annotation(k: &str) -> bool {
     ANNOTATIONS.contains(&k) || k.starts_with("x-")
 }
 
-/// The body of [`children_mut`] and [`children`]: the same walk over a node's subschemas, once with
-/// `iter_mut` and once with `iter`.
+/// The body of [`children_mut`], [`children`] and the traversals: the same walk over a node's
+/// subschemas, with `iter_mut` or `iter`. Each child's segment ("/properties/a") is appended to `buf`
+/// for the call and cut off after it, so a traversal extends its own path without allocating.
 macro_rules! each_child {
-    ($node:expr, $f:expr, $iter:ident) => {{
-        let mut seg = String::with_capacity(64);
+    ($node:expr, $buf:expr, $f:expr, $iter:ident) => {{
+        let buf: &mut String = $buf;
+        let base = buf.len();
         for (k, v) in $node.$iter() {
             let key = k.as_str();
             if MAP.contains(&key) {
@@ -54,44 +56,45 @@ macro_rules! each_child {
                         if key == "dependencies" && !(child.is_object() || child.is_boolean()) {
                             continue; // draft-07 dependencies: arrays of names are not schemas
                         }
-                        start_segment(&mut seg, key);
-                        seg.push('/');
-                        push_escaped(&mut seg, name);
-                        $f(&seg, child);
+                        start_segment(buf, base, key);
+                        buf.push('/');
+                        push_escaped(buf, name);
+                        $f(&mut *buf, child);
                     }
                 }
             } else if ARRAY.contains(&key) && v.is_array() {
                 if let Value::Array(a) = v {
                     for (i, child) in a.$iter().enumerate() {
-                        start_segment(&mut seg, key);
-                        push_index(&mut seg, i);
-                        $f(&seg, child);
+                        start_segment(buf, base, key);
+                        push_index(buf, i);
+                        $f(&mut *buf, child);
                     }
                 }
             } else if SINGLE.contains(&key) {
-                start_segment(&mut seg, key);
-                $f(&seg, v);
+                start_segment(buf, base, key);
+                $f(&mut *buf, v);
             }
         }
+        buf.truncate(base);
     }};
 }
 
 /// Calls `f(segment_path, child)` for every direct subschema of `node`, in document order.
 /// `segment_path` is the JSON-pointer suffix from `node` to the child ("/properties/a").
 pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut Value)) {
-    each_child!(node, f, iter_mut)
+    each_child!(node, &mut String::new(), |s: &mut String, c| f(s, c), iter_mut)
 }
 
 /// Read-only [`children_mut`]: the same subschemas, in the same order.
 pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Value)) {
-    each_child!(node, f, iter)
+    each_child!(node, &mut String::new(), |s: &mut String, c| f(s, c), iter)
 }
 
-/// `seg` becomes `/key`, reusing its allocation.
-fn start_segment(seg: &mut String, key: &str) {
-    seg.clear();
-    seg.push('/');
-    seg.push_str(key);
+/// `buf` becomes its first `base` bytes and `/key`, reusing its allocation.
+fn start_segment(buf: &mut String, base: usize, key: &str) {
+    buf.truncate(base);
+    buf.push('/');
+    buf.push_str(key);
 }
 
 /// Appends `/i` without a temporary string.
@@ -126,6 +129,25 @@ pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<Strin
     traverse(root, path, false, f);
 }
 
+/// Which of `keys` (at most 64) are keywords of some schema node of `root`, as bits (bit i for
+/// `keys[i]`): the same nodes the traversals visit, read only.
+pub fn census(root: &Value, keys: &[&str]) -> u64 {
+    fn go(v: &Value, keys: &[&str], depth: usize, buf: &mut String, bits: &mut u64) {
+        let Value::Object(node) = v else { return };
+        for k in node.keys() {
+            if let Some(i) = keys.iter().position(|x| x == k) {
+                *bits |= 1u64 << (i & 63);
+            }
+        }
+        if depth < HARD_DEPTH {
+            each_child!(node, buf, |b: &mut String, c| go(c, keys, depth + 1, b, bits), iter);
+        }
+    }
+    let mut bits = 0;
+    go(root, keys, 0, &mut String::with_capacity(128), &mut bits);
+    bits
+}
+
 /// Pre-order traversal: `f(node, path)` first, then the children of what `f` left behind.
 pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
     traverse(root, path, true, f);
@@ -138,12 +160,7 @@ fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<
             f(node, path);
         }
         if depth < HARD_DEPTH {
-            let base = path.len();
-            children_mut(node, |seg, child| {
-                path.push_str(seg);
-                go(child, path, depth + 1, pre, f);
-                path.truncate(base);
-            });
+            each_child!(node, path, |p: &mut String, child| go(child, p, depth + 1, pre, f), iter_mut);
         }
         if !pre {
             f(node, path);

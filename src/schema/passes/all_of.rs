@@ -2,19 +2,22 @@
 //! every such property required); any other member (a string's bounds, a ref to a string) becomes a
 //! grammar for `{}`. Unions inside `allOf` become one `anyOf` of the combinations.
 
-use crate::schema::lookup::Lookup;
+use crate::schema::lookup::{Lookup, Take};
 use super::unions::cross;
 use crate::schema::merge::{intersect, into_map, never, never_map, Merged};
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["allOf"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
     let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        let Some(Value::Array(members)) = node.remove("allOf") else { return };
+        let Some(Value::Array(members)) = node.take("allOf") else { return };
         let mut base = std::mem::take(node);
         let mut lost = Vec::new();
         let mut unions: Vec<Vec<Value>> = Vec::new();

@@ -40,7 +40,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             changes.push(c.into());
         }
         for (ex, inc) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
-            if let Some(Value::Bool(b)) = node.get(ex).cloned() {
+            if let Some(&Value::Bool(b)) = node.at(ex) {
                 node.remove(ex);
                 if b {
                     if let Some(v) = node.remove(inc) {

@@ -37,6 +37,9 @@ fn string_branch(s: &str) -> Value {
     Value::Object(m)
 }
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["enum", "const"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {

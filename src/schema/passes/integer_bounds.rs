@@ -14,6 +14,9 @@ use serde_json::Value;
 const KEYS: [&str; 4] = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"];
 const LIMIT: f64 = 2_147_483_647.0;
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &KEYS;
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();

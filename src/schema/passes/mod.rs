@@ -26,6 +26,9 @@ use serde_json::Value;
 pub struct Pass {
     pub name: &'static str,
     pub run: fn(&mut Value, &mut Cx),
+    /// Keywords without one of which (anywhere in the schema) the pass changes nothing, so
+    /// [`crate::schema::normalize`] skips its walk; empty for passes that look at every node.
+    pub wants: &'static [&'static str],
 }
 
 /// The types a node's `type` keyword allows, without `null`; `None` when untyped.

@@ -13,7 +13,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         for key in ["anyOf", "oneOf"] {
-            let Some(Value::Array(bs)) = node.get_mut(key) else { continue };
+            let Some(Value::Array(bs)) = node.at_mut(key) else { continue };
             let before = bs.len();
             bs.retain(|b| !b.as_object().is_some_and(is_never));
             let n = before - bs.len();

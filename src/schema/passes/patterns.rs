@@ -9,6 +9,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["pattern", "format"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_rep = cx.opts.limits.max_repetition;
     let promote_on = cx.opts.promote_to_description;

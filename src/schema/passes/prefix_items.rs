@@ -17,6 +17,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{json, Map, Value};
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["prefixItems"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_branches = cx.opts.limits.max_branches as u64;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();

@@ -7,7 +7,7 @@
 //! allows; otherwise the target is kept (or copied) under a root `$defs` entry and the ref points
 //! there, so recursive types keep working. Refs to other documents are never fetched.
 
-use crate::schema::lookup::Lookup;
+use crate::schema::lookup::{Lookup, Take};
 use crate::schema::merge::{intersect, never, never_map, Merged};
 use crate::schema::walk::{children, children_mut, is_constraint, push_escaped, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
@@ -430,8 +430,8 @@ fn strip_nested_defs(v: &mut Value, depth: usize) -> bool {
     let Value::Object(node) = v else { return false };
     let mut found = false;
     if depth > 0 {
-        found |= node.remove("$defs").is_some();
-        found |= node.remove("definitions").is_some();
+        found |= node.take("$defs").is_some();
+        found |= node.take("definitions").is_some();
     }
     if depth < HARD_DEPTH {
         children_mut(node, |_, child| found |= strip_nested_defs(child, depth + 1));

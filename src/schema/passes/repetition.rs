@@ -9,6 +9,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["minLength", "maxLength", "minItems", "maxItems"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max = cx.opts.limits.max_repetition;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();

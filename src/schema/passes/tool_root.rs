@@ -42,7 +42,7 @@ fn objectify_branches(node: &mut serde_json::Map<String, Value>, depth: usize) {
         return;
     }
     for key in ["anyOf", "oneOf"] {
-        let Some(Value::Array(branches)) = node.get_mut(key) else { continue };
+        let Some(Value::Array(branches)) = node.at_mut(key) else { continue };
         for b in branches.iter_mut() {
             let Value::Object(bm) = b else { continue };
             if bm.has("$ref") {

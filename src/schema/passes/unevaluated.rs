@@ -18,6 +18,9 @@ const IN_PLACE: &[&str] =
 const IN_PLACE_PARENTS: &[&str] =
     &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$defs", "definitions"];
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["unevaluatedProperties", "unevaluatedItems"];
+
 pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
     let mut recs = Vec::new();
     post_order(root, "", &mut |node, path| {

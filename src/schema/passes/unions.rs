@@ -12,6 +12,9 @@ use crate::schema::walk::{is_constraint, post_order};
 use crate::schema::{promote, Cx, Kind};
 use serde_json::{Map, Value};
 
+/// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
+pub const WANTS: &[&str] = &["anyOf", "oneOf"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
