@@ -133,8 +133,52 @@ def main():
         time.sleep(5.5)
         prom = urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/stats/prometheus").read().decode()
         mem = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
-        print(f"\nVM linear memory after the run (high-water mark): {int(mem.group(1)) / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
-        print(f"dist/toolfit.wasm: {os.path.getsize(WASM)} bytes")
+        print(f"\nVM linear memory after the run (high-water mark, both toolfit VMs' caches filled): {int(mem.group(1)) / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
+    finally:
+        envoy.terminate()
+    one_request_memory(venv, dict(cases)["huge"], d)
+    print(f"dist/toolfit.wasm: {os.path.getsize(WASM)} bytes")
+
+
+def one_request_memory(venv, b, d):
+    """The VM's memory for one request: a fresh Envoy with one toolfit listener (cache off), its linear
+    memory read before and after one huge request. Wasm memory never shrinks, so the growth is the
+    request's peak (body copied in, schemas parsed one at a time, rewritten body), to 64 KiB pages."""
+    import urllib.request
+    p_filter, p_sink, admin = free_port(), free_port(), free_port()
+    cfg = config(p_filter, free_port(), p_sink, admin, free_port(), free_port())
+    listeners = cfg["static_resources"]["listeners"]
+    cfg["static_resources"]["listeners"] = [listener("mem", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
+                                            next(x for x in listeners if x["name"] == "sink")]
+    path = os.path.join(d, "mem.json")
+    json.dump(cfg, open(path, "w"))
+    envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", path, "--concurrency", "1", "--base-id", str(admin), "-l", "error"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def gauge():
+        for _ in range(100):
+            try:
+                prom = urllib.request.urlopen(f"http://127.0.0.1:{admin}/stats/prometheus", timeout=1).read().decode()
+                m = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
+                if m and int(m.group(1)) > 0:
+                    return int(m.group(1))
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return None
+
+    try:
+        before = gauge()
+        req = urllib.request.Request(f"http://127.0.0.1:{p_filter}/v1/chat/completions", data=b, headers={"content-type": "application/json"})
+        status = urllib.request.urlopen(req, timeout=30).status
+        time.sleep(5.5)  # the gauge is refreshed on the VM's 5 s tick
+        after = gauge()
+        if before is None or after is None:
+            print("VM memory for one request: gauge not reported")
+            return
+        grown = after - before
+        print(f"VM memory for one huge request ({len(b) / 2**20:.2f} MiB body, status {status}, cache off): "
+              f"{before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after: {grown / 2**20:.2f} MiB = {grown / len(b):.1f}x the body  [< 4x]")
     finally:
         envoy.terminate()
 

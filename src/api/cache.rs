@@ -88,8 +88,11 @@ impl SiteCache {
     pub fn put(&mut self, scope: u64, tool: &str, context: Context, input: &str, value: Hit) {
         let Hit { output, report, counts } = value;
         let size = input.len() + tool.len() + output.as_ref().map_or(0, String::len) + report.records.len() * 96 + 64;
-        if self.max_bytes == 0 || size > self.max_bytes / 4 {
-            return; // one entry may not take over the cache
+        // One entry may take half the cache, no more: the largest real catalog (1,409 tools, 1.3 MB in
+        // and out) must fit whole in the default budget, or every resend of it costs a schema-by-schema
+        // lookup (about 4x the time of one member hit).
+        if self.max_bytes == 0 || size > self.max_bytes / 2 {
+            return;
         }
         let k = Self::key(scope, tool, context, input);
         let e = Entry { input: input.into(), tool: tool.into(), context, output: output.map(Into::into), report, counts, size };
@@ -139,6 +142,12 @@ mod tests {
         assert!(c.evictions > 50);
         assert!(c.get(1, "t", Context::Tool, &format!("{{\"i\":99}}{}", " ".repeat(100))).is_some());
         assert!(c.get(1, "t", Context::Tool, &format!("{{\"i\":0}}{}", " ".repeat(100))).is_none());
+        // one entry may take half the cache, not more
+        let mut c = SiteCache::new(4096);
+        c.put(1, "t", Context::Tool, &" ".repeat(1900), hit(None));
+        assert!(c.get(1, "t", Context::Tool, &" ".repeat(1900)).is_some());
+        c.put(1, "t", Context::Tool, &" ".repeat(2100), hit(None));
+        assert!(c.get(1, "t", Context::Tool, &" ".repeat(2100)).is_none());
         let mut off = SiteCache::new(0);
         off.put(1, "t", Context::Tool, "{}", hit(None));
         assert!(off.get(1, "t", Context::Tool, "{}").is_none());

@@ -373,7 +373,10 @@ fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: 
 /// duplicate member: the first rewrite wins).
 fn splice(text: &str, mut edits: Vec<(usize, usize, &str)>) -> String {
     edits.sort_by_key(|e| e.0);
-    let mut out = String::with_capacity(text.len() + 64);
+    // the exact size: a rewritten catalog is longer than the original, and letting the string double
+    // past it would hold twice the body at the peak
+    let grown: usize = edits.iter().map(|(a, b, new)| new.len().saturating_sub(b.saturating_sub(*a))).sum();
+    let mut out = String::with_capacity(text.len() + grown);
     let mut pos = 0;
     for (a, b, new) in edits {
         if a < pos {

@@ -117,7 +117,7 @@ impl Default for Config {
             open_objects: true,
             limits: LimitsConfig::default(),
             log_lines_per_second: 10,
-            cache_bytes: 4 * 1024 * 1024,
+            cache_bytes: 8 * 1024 * 1024,
             test_trap_header: None,
         }
     }
