@@ -136,6 +136,7 @@ def main():
         print(f"\nVM linear memory after the run (high-water mark, both toolfit VMs' caches filled): {int(mem.group(1)) / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
     finally:
         envoy.terminate()
+        envoy.wait()
     one_request_memory(venv, dict(cases)["huge"], d)
     print(f"dist/toolfit.wasm: {os.path.getsize(WASM)} bytes")
 
@@ -171,8 +172,12 @@ def one_request_memory(venv, b, d):
         before = gauge()
         req = urllib.request.Request(f"http://127.0.0.1:{p_filter}/v1/chat/completions", data=b, headers={"content-type": "application/json"})
         status = urllib.request.urlopen(req, timeout=30).status
-        time.sleep(5.5)  # the gauge is refreshed on the VM's 5 s tick
-        after = gauge()
+        after = before
+        for _ in range(30):  # the gauge is refreshed on the VM's 5 s tick
+            time.sleep(0.5)
+            after = gauge()
+            if after is None or before is None or after != before:
+                break
         if before is None or after is None:
             print("VM memory for one request: gauge not reported")
             return
@@ -181,6 +186,7 @@ def one_request_memory(venv, b, d):
               f"{before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after: {grown / 2**20:.2f} MiB = {grown / len(b):.1f}x the body  [< 4x]")
     finally:
         envoy.terminate()
+        envoy.wait()
 
 
 if __name__ == "__main__":
