@@ -65,8 +65,9 @@ fn main() {
         let toolfit = best_of(|| {
             let _ = black_box(rewrite_body(black_box(&body), Format::Auto, &LLAMA_CPP, &opts));
         });
-        // warm: the catalog was seen before; every schema comes from the cache
-        let mut cache = SiteCache::new(std::env::var("CACHE_MIB").ok().and_then(|m| m.parse().ok()).unwrap_or(256) << 20);
+        // warm: the catalog was seen before; every schema comes from the cache (the filter's default
+        // 8 MiB, or CACHE_MIB)
+        let mut cache = SiteCache::new(std::env::var("CACHE_MIB").ok().and_then(|m| m.parse().ok()).unwrap_or(8) << 20);
         let _ = rewrite_body_cached(&body, Format::Auto, &LLAMA_CPP, &opts, Some(&mut cache));
         let warm = best_of(|| {
             let _ = black_box(rewrite_body_cached(black_box(&body), Format::Auto, &LLAMA_CPP, &opts, Some(&mut cache)));
