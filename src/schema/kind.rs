@@ -32,8 +32,9 @@ macro_rules! kinds {
             /// Whether no pass of any profile reacts to this change, so a round of the pipeline that made
             /// only such changes is already a fixed point and needs no verification round. Opening an
             /// object is the one such kind: it is what almost every real tool gets, and only passes that
-            /// ran after it in the same round look at `additionalProperties: true`. The idempotence
-            /// tests and both fuzz targets check the claim.
+            /// ran after it in the same round look at `additionalProperties: true`; and it adds no keyword
+            /// a pass is gated on, so the census of gated keywords stays valid. The idempotence tests,
+            /// `skipping_gated_passes_changes_nothing` and both fuzz targets check the claim.
             pub const fn settles(self) -> bool {
                 matches!(self, Kind::ObjectOpened)
             }

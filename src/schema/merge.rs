@@ -17,19 +17,17 @@ pub enum Merged {
 
 /// Whether a node is the "never" schema the boolean pass writes for `false` (`{"not": {}}`).
 pub fn is_never(node: &Map<String, Value>) -> bool {
-    let not_any = match node.at("not") {
+    // one look at each key rather than a lookup per keyword: this runs on every property of every node
+    node.iter().any(|(k, v)| match (k.as_str(), v) {
         // `not` of "any value", however spelled: `{}`, annotations only, or every type listed
-        Some(Value::Object(n)) => n.iter().all(|(k, v)| is_annotation(k) || (k == "type" && Types::of_value_type(v) == Some(Types::ALL))),
-        Some(Value::Bool(true)) => true,
+        ("not", Value::Object(n)) => n.iter().all(|(k, v)| is_annotation(k) || (k == "type" && Types::of_value_type(v) == Some(Types::ALL))),
+        ("not", Value::Bool(true)) => true,
+        ("enum" | "type" | "anyOf" | "oneOf", Value::Array(a)) => a.is_empty(),
         _ => false,
-    };
-    not_any
-        || matches!(node.at("enum"), Some(Value::Array(a)) if a.is_empty())
-        || matches!(node.at("type"), Some(Value::Array(a)) if a.is_empty())
-        || matches!(node.at("anyOf"), Some(Value::Array(a)) if a.is_empty())
-        || matches!(node.at("oneOf"), Some(Value::Array(a)) if a.is_empty())
+    })
 }
 
+/// The schema no value matches, as toolfit spells it.
 pub fn never() -> Value {
     Value::Object(never_map())
 }

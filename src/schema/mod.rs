@@ -158,10 +158,10 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
                     continue;
                 }
             }
-            let before = cx.report.changes();
+            let before = cx.report.unsettled();
             (pass.run)(schema, &mut cx);
-            if cx.report.changes() != before {
-                present = None;
+            if cx.report.unsettled() != before {
+                present = None; // changes that settle add no keyword a pass is gated on
             }
         }
         // a round that changed nothing, or only what no pass reacts to, is the fixed point

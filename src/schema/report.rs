@@ -59,9 +59,9 @@ impl Report {
         }
         self.dropped_records += other.dropped_records;
     }
-    /// How many changes were recorded, kept or not.
-    pub fn changes(&self) -> u64 {
-        self.records.len() as u64 + self.dropped_records
+    /// How many changes of kinds that do not [`Kind::settles`] were recorded, kept or not.
+    pub fn unsettled(&self) -> u64 {
+        self.counters.iter().filter(|(k, _)| !k.settles()).map(|(_, n)| n).sum()
     }
 
     pub fn is_empty(&self) -> bool {

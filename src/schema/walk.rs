@@ -59,7 +59,7 @@ macro_rules! each_child {
                         start_segment(buf, base, key);
                         buf.push('/');
                         push_escaped(buf, name);
-                        $f(&mut *buf, child);
+                        $f(&mut *buf, Slot::Map, child);
                     }
                 }
             } else if ARRAY.contains(&key) && v.is_array() {
@@ -67,12 +67,12 @@ macro_rules! each_child {
                     for (i, child) in a.$iter().enumerate() {
                         start_segment(buf, base, key);
                         push_index(buf, i);
-                        $f(&mut *buf, child);
+                        $f(&mut *buf, Slot::Array, child);
                     }
                 }
             } else if SINGLE.contains(&key) {
                 start_segment(buf, base, key);
-                $f(&mut *buf, v);
+                $f(&mut *buf, Slot::Single, v);
             }
         }
         buf.truncate(base);
@@ -82,12 +82,27 @@ macro_rules! each_child {
 /// Calls `f(segment_path, child)` for every direct subschema of `node`, in document order.
 /// `segment_path` is the JSON-pointer suffix from `node` to the child ("/properties/a").
 pub fn children_mut(node: &mut Map<String, Value>, mut f: impl FnMut(&str, &mut Value)) {
-    each_child!(node, &mut String::new(), |s: &mut String, c| f(s, c), iter_mut)
+    each_child!(node, &mut String::new(), |s: &mut String, _, c| f(s, c), iter_mut)
+}
+
+/// Where a subschema sits in its parent: under a map keyword (`properties/a`), in an array keyword
+/// (`anyOf/0`), or as a keyword's value (`items`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    Map,
+    Array,
+    Single,
+}
+
+/// [`children_mut`] for walks that keep their own path: each child's segment is appended to `path`
+/// for the call (and cut off after it), with the kind of slot the child sits in.
+pub fn children_at(node: &mut Map<String, Value>, path: &mut String, mut f: impl FnMut(&mut String, Slot, &mut Value)) {
+    each_child!(node, path, |p: &mut String, slot, c| f(p, slot, c), iter_mut)
 }
 
 /// Read-only [`children_mut`]: the same subschemas, in the same order.
 pub fn children<'a>(node: &'a Map<String, Value>, mut f: impl FnMut(&str, &'a Value)) {
-    each_child!(node, &mut String::new(), |s: &mut String, c| f(s, c), iter)
+    each_child!(node, &mut String::new(), |s: &mut String, _, c| f(s, c), iter)
 }
 
 /// `buf` becomes its first `base` bytes and `/key`, reusing its allocation.
@@ -140,7 +155,7 @@ pub fn census(root: &Value, keys: &[&str]) -> u64 {
             }
         }
         if depth < HARD_DEPTH {
-            each_child!(node, buf, |b: &mut String, c| go(c, keys, depth + 1, b, bits), iter);
+            each_child!(node, buf, |b: &mut String, _, c| go(c, keys, depth + 1, b, bits), iter);
         }
     }
     let mut bits = 0;
@@ -160,7 +175,7 @@ fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<
             f(node, path);
         }
         if depth < HARD_DEPTH {
-            each_child!(node, path, |p: &mut String, child| go(child, p, depth + 1, pre, f), iter_mut);
+            each_child!(node, path, |p: &mut String, _, child| go(child, p, depth + 1, pre, f), iter_mut);
         }
         if !pre {
             f(node, path);

@@ -2,7 +2,7 @@
 //! nesting depth (every container counts, except the map objects of `properties`, `$defs`, ...) and the
 //! number of object nodes outside data keywords. What lies past a bound becomes "any value".
 
-use crate::schema::walk::{children_mut, MAP};
+use crate::schema::walk::{children_at, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -73,13 +73,10 @@ fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &mut String, cx: 
         return;
     }
     let Value::Object(node) = v else { return };
-    let base = path.len();
-    children_mut(node, |seg, child| {
-        // a map keyword's own object is skipped: properties/a is one level below its schema
-        let top = seg.split('/').nth(1).unwrap_or("");
-        let step = if MAP.contains(&top) { 1 } else if seg.matches('/').count() == 2 && !MAP.contains(&top) { 2 } else { 1 };
-        path.push_str(seg);
+    children_at(node, path, |path, slot, child| {
+        // a map keyword's own object is skipped (properties/a is one level below its schema); an array
+        // keyword's array is a level of its own
+        let step = if slot == Slot::Array { 2 } else { 1 };
         visit(child, depth + step, nodes, path, cx);
-        path.truncate(base);
     });
 }
