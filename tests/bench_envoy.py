@@ -134,6 +134,8 @@ def main():
         prom = urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/stats/prometheus").read().decode()
         mem = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
         print(f"\nVM linear memory after the run (high-water mark, both toolfit VMs' caches filled): {int(mem.group(1)) / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
+        rss = next((int(x.split()[1]) for x in open(f"/proc/{envoy.pid}/status") if x.startswith("VmRSS:")), 0)
+        print(f"Envoy resident memory after the run (all four listeners, one worker): {rss / 1024:.1f} MiB")
     finally:
         envoy.terminate()
         envoy.wait()
