@@ -51,11 +51,8 @@ def toolfit_filter(plugin):
 BUFFER = {"name": "envoy.filters.http.buffer", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", "max_request_bytes": 17825792}}
 
 
-def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer):
-    toolfit = {"name": "toolfit", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm", "config": {
-        "name": "toolfit", "root_id": "toolfit", "allow_on_headers_stop_iteration": True, "fail_open": True,
-        "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": WASM}}},
-        "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.dumps({"profile": "llama-cpp", "framing": "exact"})}}}}
+def bootstrap(admin, p_sink, listeners):
+    """An Envoy bootstrap: the given listeners, all routing to cluster `sink`, a listener that answers 200 itself."""
     sink = {"name": "sink", "address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}},
             "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
@@ -66,10 +63,14 @@ def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer):
     cluster = {"name": "sink", "type": "STATIC", "connect_timeout": "1s", "per_connection_buffer_limit_bytes": 33554432,
                "load_assignment": {"cluster_name": "sink", "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}}}}]}]}}
     return {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
-            "static_resources": {"listeners": [listener("with_toolfit", p_filter, [toolfit], "sink"), listener("without", p_plain, [], "sink"),
-                                               listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
-                                               listener("buffer_only", p_buffer, [BUFFER], "sink"), sink],
-                                 "clusters": [cluster]}}
+            "static_resources": {"listeners": listeners + [sink], "clusters": [cluster]}}
+
+
+def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer):
+    return bootstrap(admin, p_sink, [listener("with_toolfit", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"})], "sink"),
+                                     listener("without", p_plain, [], "sink"),
+                                     listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
+                                     listener("buffer_only", p_buffer, [BUFFER], "sink")])
 
 
 def wrk(port, path_lua, seconds):
@@ -149,10 +150,7 @@ def one_request_memory(venv, b, d):
     request's peak (body copied in, schemas parsed one at a time, rewritten body), to 64 KiB pages."""
     import urllib.request
     p_filter, p_sink, admin = free_port(), free_port(), free_port()
-    cfg = config(p_filter, free_port(), p_sink, admin, free_port(), free_port())
-    listeners = cfg["static_resources"]["listeners"]
-    cfg["static_resources"]["listeners"] = [listener("mem", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
-                                            next(x for x in listeners if x["name"] == "sink")]
+    cfg = bootstrap(admin, p_sink, [listener("mem", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink")])
     path = os.path.join(d, "mem.json")
     json.dump(cfg, open(path, "w"))
     envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", path, "--concurrency", "1", "--base-id", str(admin), "-l", "error"],

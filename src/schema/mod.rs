@@ -150,11 +150,11 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
     for _ in 0..MAX_ROUNDS {
         let mut cx = Cx::new(tool, context, opts);
         // which gated keywords the schema holds, taken again only after a pass changed something
-        let mut present: Option<u64> = None;
+        let mut present: Option<Vec<&str>> = None;
         for pass in profile.passes {
             if !pass.wants.is_empty() {
-                let bits = *present.get_or_insert_with(|| walk::census(schema, &tracked));
-                if !pass.wants.iter().any(|w| tracked.iter().position(|t| t == w).is_some_and(|i| bits & (1 << i) != 0)) {
+                let found = present.get_or_insert_with(|| walk::census(schema, &tracked));
+                if !pass.wants.iter().any(|w| found.contains(w)) {
                     continue;
                 }
             }

@@ -144,23 +144,25 @@ pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<Strin
     traverse(root, path, false, f);
 }
 
-/// Which of `keys` (at most 64) are keywords of some schema node of `root`, as bits (bit i for
-/// `keys[i]`): the same nodes the traversals visit, read only.
-pub fn census(root: &Value, keys: &[&str]) -> u64 {
-    fn go(v: &Value, keys: &[&str], depth: usize, buf: &mut String, bits: &mut u64) {
+/// Which of `keys` are keywords of some schema node of `root`: the same nodes the traversals visit,
+/// read only.
+pub fn census(root: &Value, keys: &[&'static str]) -> Vec<&'static str> {
+    fn go(v: &Value, keys: &[&'static str], depth: usize, buf: &mut String, found: &mut Vec<&'static str>) {
         let Value::Object(node) = v else { return };
         for k in node.keys() {
-            if let Some(i) = keys.iter().position(|x| x == k) {
-                *bits |= 1u64 << (i & 63);
+            if let Some(&w) = keys.iter().find(|w| **w == k.as_str()) {
+                if !found.contains(&w) {
+                    found.push(w);
+                }
             }
         }
         if depth < HARD_DEPTH {
-            each_child!(node, buf, |b: &mut String, _, c| go(c, keys, depth + 1, b, bits), iter);
+            each_child!(node, buf, |b: &mut String, _, c| go(c, keys, depth + 1, b, found), iter);
         }
     }
-    let mut bits = 0;
-    go(root, keys, 0, &mut String::with_capacity(128), &mut bits);
-    bits
+    let mut found = Vec::new();
+    go(root, keys, 0, &mut String::with_capacity(128), &mut found);
+    found
 }
 
 /// Pre-order traversal: `f(node, path)` first, then the children of what `f` left behind.
