@@ -57,7 +57,7 @@ stats! {
     LossyTotal = "lossy_total";
     /// Schemas whose rewrite came from the cache (same bytes seen before on this worker).
     CacheHits = "cache_hits";
-    /// Schemas rewritten and then kept in the cache.
+    /// Schemas the cache did not have: rewritten, then kept in it unless the entry is over half of `cache_bytes`.
     CacheMisses = "cache_misses";
     /// Cache entries dropped to stay within `cache_bytes` (least recently used first).
     CacheEvictions = "cache_evictions";
