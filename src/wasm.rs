@@ -173,18 +173,11 @@ fn route_meta() -> RouteMeta {
             _ => None,
         })
     };
-    RouteMeta {
-        profile: leaf("profile").and_then(|b| String::from_utf8(b).ok()),
-        strict: flag("strict"),
-        disabled: flag("disabled").unwrap_or(false),
-    }
+    RouteMeta { profile: leaf("profile").and_then(|b| String::from_utf8(b).ok()), strict: flag("strict"), disabled: flag("disabled").unwrap_or(false) }
 }
 
 fn now_us() -> u64 {
-    hostcalls::get_current_time()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    hostcalls::get_current_time().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
 }
 
 impl HttpContext for Http {

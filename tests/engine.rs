@@ -76,18 +76,34 @@ fn the_mcp_profile_keeps_meaning() {
 
 fn arb_json() -> impl Strategy<Value = Value> {
     let key = prop_oneof![
-        Just("type".to_string()), Just("properties".to_string()), Just("anyOf".to_string()), Just("oneOf".to_string()),
-        Just("allOf".to_string()), Just("$ref".to_string()), Just("items".to_string()), Just("not".to_string()),
-        Just("required".to_string()), Just("enum".to_string()), Just("const".to_string()), Just("$defs".to_string()),
-        Just("pattern".to_string()), Just("minimum".to_string()), Just("maxLength".to_string()), Just("prefixItems".to_string()),
-        Just("additionalProperties".to_string()), Just("a".to_string()), Just("format".to_string()), Just("nullable".to_string()),
+        Just("type".to_string()),
+        Just("properties".to_string()),
+        Just("anyOf".to_string()),
+        Just("oneOf".to_string()),
+        Just("allOf".to_string()),
+        Just("$ref".to_string()),
+        Just("items".to_string()),
+        Just("not".to_string()),
+        Just("required".to_string()),
+        Just("enum".to_string()),
+        Just("const".to_string()),
+        Just("$defs".to_string()),
+        Just("pattern".to_string()),
+        Just("minimum".to_string()),
+        Just("maxLength".to_string()),
+        Just("prefixItems".to_string()),
+        Just("additionalProperties".to_string()),
+        Just("a".to_string()),
+        Just("format".to_string()),
+        Just("nullable".to_string()),
     ];
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
         any::<i32>().prop_map(|n| json!(n)),
         (-1e6f64..1e6).prop_map(|n| json!(n)),
-        prop_oneof![Just("string"), Just("object"), Just("integer"), Just("#"), Just("#/$defs/a"), Just("^\\d+$"), Just("a"), Just("null"), Just("(?:x")].prop_map(|s| json!(s)),
+        prop_oneof![Just("string"), Just("object"), Just("integer"), Just("#"), Just("#/$defs/a"), Just("^\\d+$"), Just("a"), Just("null"), Just("(?:x")]
+            .prop_map(|s| json!(s)),
     ];
     leaf.prop_recursive(6, 64, 6, move |inner| {
         prop_oneof![
@@ -129,11 +145,23 @@ fn fuzz_findings_stay_fixed() {
     for (s, ctx) in [
         (json!({"anyOf": [{"anyOf": [{"type": "null"}]}]}), Context::Tool),
         (json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"], "additionalProperties": false}), Context::Tool),
-        (json!({"prefixItems": [{"const": "foo"}], "oneOf": [{"prefixItems": [true, {"const": "bar"}]}, {"prefixItems": [true, {"const": "baz"}]}], "unevaluatedItems": false}), Context::Output),
+        (
+            json!({"prefixItems": [{"const": "foo"}], "oneOf": [{"prefixItems": [true, {"const": "bar"}]}, {"prefixItems": [true, {"const": "baz"}]}], "unevaluatedItems": false}),
+            Context::Output,
+        ),
         (json!({"$defs": {"type": {"type": "string", "const": null}}}), Context::Output),
-        (json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": true}}, {"required": ["xx"], "patternProperties": {"x": true}}, {"required": ["all"], "unevaluatedProperties": true}]}, "two": {"oneOf": [{"required": ["c"], "properties": {"c": true}}, {"requir$d": ["d"], "properthema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": true}}, {"required": ["xx"], "patternProperties": {"x": true}}, {"required": ["all"], "unevaluatedProperties": true}]}, "two": {"oneOf": [{"required": ["c"], "properties": {"c": true}}, {"required": ["d"], "properties": {"d": true}}]}}, "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": true}}], "unevaluateies": {"d": true}}]}}, "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": true}}], "unevaluatedProperties": false}), Context::Tool),
-        (json!({"type": "object", "properties": {"tree": {"type": "object", "properties": {"left": {"allOf": [{"type": "s|ring"}, {"$ref": "#/properties/tree"}]}, "right": {"anyOf": [{"$ref": "#/properties/tree/properties/left/anyOf/1"}, {"$ref": "#/pzoperties/tree"}]}}, "required": ["left", "right"], "additionalProperties": false}}, "required": ["tree"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}), Context::Tool),
-        (json!({"type": "object", "properties": {"tree": {"type": "object", "properties": {"left": {"allOf": [{"type": "s|ring"}, {"$ref": "#/properties/tree"}]}, "right": {"anyOf": [{"$ref": "#/properties/tree/properties/left/anyOf/1"}, {"$ref": "#/pzoperties/tree"}]}}, "required": ["left", "right"], "additionalProperties": false}}, "required": ["tree"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}), Context::Output),
+        (
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": true}}, {"required": ["xx"], "patternProperties": {"x": true}}, {"required": ["all"], "unevaluatedProperties": true}]}, "two": {"oneOf": [{"required": ["c"], "properties": {"c": true}}, {"requir$d": ["d"], "properthema": "https://json-schema.org/draft/2020-12/schema", "$defs": {"one": {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": true}}, {"required": ["xx"], "patternProperties": {"x": true}}, {"required": ["all"], "unevaluatedProperties": true}]}, "two": {"oneOf": [{"required": ["c"], "properties": {"c": true}}, {"required": ["d"], "properties": {"d": true}}]}}, "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": true}}], "unevaluateies": {"d": true}}]}}, "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": true}}], "unevaluatedProperties": false}),
+            Context::Tool,
+        ),
+        (
+            json!({"type": "object", "properties": {"tree": {"type": "object", "properties": {"left": {"allOf": [{"type": "s|ring"}, {"$ref": "#/properties/tree"}]}, "right": {"anyOf": [{"$ref": "#/properties/tree/properties/left/anyOf/1"}, {"$ref": "#/pzoperties/tree"}]}}, "required": ["left", "right"], "additionalProperties": false}}, "required": ["tree"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}),
+            Context::Tool,
+        ),
+        (
+            json!({"type": "object", "properties": {"tree": {"type": "object", "properties": {"left": {"allOf": [{"type": "s|ring"}, {"$ref": "#/properties/tree"}]}, "right": {"anyOf": [{"$ref": "#/properties/tree/properties/left/anyOf/1"}, {"$ref": "#/pzoperties/tree"}]}}, "required": ["left", "right"], "additionalProperties": false}}, "required": ["tree"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}),
+            Context::Output,
+        ),
     ] {
         let (once, _) = run(&s, ctx);
         let (twice, rep) = run(&once, ctx);
@@ -150,12 +178,8 @@ fn cached_rewrites_equal_uncached_ones() {
     use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/servers");
     let cat: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("filesystem.json")).unwrap()).unwrap();
-    let tools: Vec<Value> = cat["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| json!({"type": "function", "function": {"name": t["name"], "parameters": t["inputSchema"]}}))
-        .collect();
+    let tools: Vec<Value> =
+        cat["tools"].as_array().unwrap().iter().map(|t| json!({"type": "function", "function": {"name": t["name"], "parameters": t["inputSchema"]}})).collect();
     let mut one_byte = tools.clone();
     one_byte[0]["function"]["parameters"]["properties"]["zz"] = json!({"type": "string", "pattern": "\\d"});
     let chat = |tools: &[Value], msgs: usize, extra: Option<Value>| {
@@ -165,7 +189,8 @@ fn cached_rewrites_equal_uncached_ones() {
         }
         serde_json::to_vec(&b).unwrap()
     };
-    let rf = json!({"type": "json_schema", "json_schema": {"name": "out", "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1.5}}}}});
+    let rf =
+        json!({"type": "json_schema", "json_schema": {"name": "out", "schema": {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1.5}}}}});
     let bodies = vec![
         (chat(&tools, 1, None), Format::Auto),
         (chat(&tools, 2, None), Format::Auto),
@@ -204,7 +229,8 @@ fn cached_rewrites_equal_uncached_ones() {
 fn skipping_gated_passes_changes_nothing() {
     use toolfit::schema::passes::Pass;
     let ungated: Vec<Pass> = profile::LLAMA_CPP.passes.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[] }).collect();
-    let ungated = profile::Profile { name: "ungated", passes: Box::leak(ungated.into_boxed_slice()), about: "" };
+    let ungated =
+        profile::Profile { name: "ungated", passes: Box::leak(ungated.into_boxed_slice()), about: "", target: toolfit::schema::Target { typed_any: true } };
     assert!(profile::LLAMA_CPP.passes.iter().any(|p| !p.wants.is_empty()), "no pass is gated: the test checks nothing");
     // opening an object (a change that settles) keeps the census: it must add no gated keyword
     assert!(profile::ALL.iter().flat_map(|p| p.passes).all(|p| !p.wants.contains(&"additionalProperties")));

@@ -54,6 +54,25 @@ fn replaced(v: &Verdict) -> Value {
     }
 }
 
+/// Nesting as the `bounds` pass counts it: a map keyword's object adds nothing, an array keyword's
+/// array a level of its own.
+fn schema_depth(v: &Value) -> usize {
+    let Value::Object(m) = v else { return 0 };
+    let mut d = 0;
+    for (k, c) in m {
+        let sub = match (k.as_str(), c) {
+            ("properties" | "$defs" | "definitions" | "patternProperties" | "dependentSchemas", Value::Object(x)) => {
+                1 + x.values().map(schema_depth).max().unwrap_or(0)
+            }
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems" | "items", Value::Array(a)) => 2 + a.iter().map(schema_depth).max().unwrap_or(0),
+            ("items" | "additionalProperties" | "not" | "contains" | "if" | "then" | "else" | "propertyNames", x) => 1 + schema_depth(x),
+            _ => 0,
+        };
+        d = d.max(sub);
+    }
+    d
+}
+
 fn params(body: &Value) -> &Value {
     &body["tools"][0]["function"]["parameters"]
 }
@@ -62,10 +81,14 @@ fn params(body: &Value) -> &Value {
 fn ref_fan_out_bomb_stays_small() {
     let mut defs = serde_json::Map::new();
     for i in 0..40 {
-        defs.insert(format!("d{i}"), json!({"type": "object", "properties": {"a": {"$ref": format!("#/$defs/d{}", i + 1)}, "b": {"$ref": format!("#/$defs/d{}", i + 1)}}}));
+        // percent-encoded pointers: llama.cpp cannot resolve them, so every ref must be rewritten
+        defs.insert(
+            format!("d{i}"),
+            json!({"type": "object", "properties": {"a": {"$ref": format!("#/%24defs/d{}", i + 1)}, "b": {"$ref": format!("#/%24defs/d{}", i + 1)}}}),
+        );
     }
     defs.insert("d40".into(), json!({"type": "string"}));
-    let s = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/d0"}}, "$defs": defs}).to_string();
+    let s = json!({"type": "object", "properties": {"x": {"$ref": "#/%24defs/d0"}}, "$defs": defs}).to_string();
     let (v, c) = through_filter(chat(&s));
     let out = replaced(&v);
     // 2^40 paths if every ref were inlined: the budget keeps refs into $defs instead
@@ -108,7 +131,9 @@ fn external_and_dangling_refs_are_never_fetched() {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.set_nonblocking(true).unwrap();
     let port = l.local_addr().unwrap().port();
-    let s = format!(r##"{{"type":"object","properties":{{"a":{{"$ref":"http://127.0.0.1:{port}/s.json"}},"b":{{"$ref":"file:///etc/passwd"}},"c":{{"$ref":"#/$defs/nope"}},"d":{{"$ref":"s.json#/x"}}}}}}"##);
+    let s = format!(
+        r##"{{"type":"object","properties":{{"a":{{"$ref":"http://127.0.0.1:{port}/s.json"}},"b":{{"$ref":"file:///etc/passwd"}},"c":{{"$ref":"#/$defs/nope"}},"d":{{"$ref":"s.json#/x"}}}}}}"##
+    );
     let (v, c) = through_filter(chat(&s));
     let out = replaced(&v);
     assert!(!out.to_string().contains("$ref"));
@@ -119,13 +144,23 @@ fn external_and_dangling_refs_are_never_fetched() {
 }
 
 #[test]
-fn nesting_100000_deep_is_forwarded_unchanged_and_counted() {
-    for inner in ["{\"items\":".repeat(100_000) + "{}" + &"}".repeat(100_000), "{\"default\":".to_string() + &"[".repeat(100_000) + &"]".repeat(100_000) + "}"] {
-        let body = chat(&inner);
-        let (v, c) = through_filter(body);
-        assert_eq!(v, Verdict::Forward);
-        assert_eq!(c.get("schemas_unparsed"), Some(&1), "{c:?}");
-        assert_eq!(c.get("requests_unchanged"), Some(&1));
+fn nesting_100000_deep_is_cut_to_the_bound_and_counted() {
+    // too deep for the parser: cut at the byte level (a subschema past the depth bound, or the schema
+    // holding data nested too deep), then rewritten like any other schema
+    for (inner, at) in [
+        ("{\"items\":".repeat(100_000) + "{}" + &"}".repeat(100_000), "/items".repeat(65)),
+        ("{\"type\":\"array\",\"default\":".to_string() + &"[".repeat(100_000) + &"]".repeat(100_000) + "}", "/properties/x".into()),
+    ] {
+        let schema = if at.starts_with("/items") { inner } else { format!(r#"{{"type":"object","properties":{{"x":{inner}}}}}"#) };
+        let (v, c) = through_filter(chat(&schema));
+        let out = replaced(&v);
+        assert!(c.get("bounds_exceeded").is_some_and(|n| *n >= 1), "{c:?}");
+        assert_eq!(c.get("schemas_unparsed"), None, "{c:?}");
+        assert_eq!(c.get("requests_rewritten"), Some(&1));
+        // nothing with subschemas deeper than 64: leaves (the cuts' `{}`) may sit one level below
+        assert!(schema_depth(params(&out)) <= 65, "deeper than the bound: {}", params(&out));
+        assert!(out.to_string().len() < 20_000);
+        let _ = at;
     }
     // within the parser's reach but past max_depth: cut at 64, recorded
     let mut s = json!({"type": "string"});

@@ -217,15 +217,20 @@ fn unsupported_without_promotion_leaves_descriptions_alone() {
 
 #[test]
 fn open_objects_and_required_declared() {
-    let (v, r) = llama(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]}), Context::Tool);
+    let mut v = json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a", "b"]});
+    let opts = Options { open_objects: true, ..Options::default() };
+    let r = normalize(&mut v, &profile::LLAMA_CPP, &opts, Context::Tool, "t").report;
     assert_eq!(v["additionalProperties"], json!(true));
     assert!(v["properties"].get("b").is_some(), "required b declared so llama.cpp enforces it");
     assert_eq!(count(&r, Kind::ObjectOpened), 1);
     assert_eq!(count(&r, Kind::RequiredDeclared), 1);
-    let mut closed = json!({"type": "object", "properties": {"a": {"type": "string"}}});
-    let opts = Options { open_objects: false, ..Options::default() };
-    normalize(&mut closed, &profile::LLAMA_CPP, &opts, Context::Tool, "t");
+    // closed by default: nothing to do for a plain object, and the same required name still declared
+    let (closed, r) = llama(json!({"type": "object", "properties": {"a": {"type": "string"}}}), Context::Tool);
     assert!(closed.get("additionalProperties").is_none());
+    assert!(r.is_empty(), "{:?}", r.records);
+    let (v, r) = llama(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}), Context::Tool);
+    assert!(v["properties"].get("b").is_some() && v.get("additionalProperties").is_none(), "{v}");
+    assert_eq!((count(&r, Kind::RequiredDeclared), count(&r, Kind::ObjectOpened)), (1, 0));
 }
 
 #[test]
@@ -271,7 +276,9 @@ fn integer_bounds_normalized() {
 
 #[test]
 fn repetition_clamped() {
-    let (v, r) = out(json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 100000}, "a": {"type": "array", "minItems": 5000, "items": {"type": "integer"}}}}));
+    let (v, r) = out(
+        json!({"type": "object", "properties": {"s": {"type": "string", "maxLength": 100000}, "a": {"type": "array", "minItems": 5000, "items": {"type": "integer"}}}}),
+    );
     // clamping a maximum would refuse valid values: it goes (looser); a minimum is lowered (looser)
     assert!(v["properties"]["s"].get("maxLength").is_none());
     assert!(v["properties"]["a"]["minItems"].as_u64().unwrap() <= 1000);

@@ -213,8 +213,9 @@ pub enum Skip {
     UnknownShape,
 }
 
-/// A schema the engine could not take (not valid JSON for `serde_json`, e.g. a number past f64 or
-/// nesting past its recursion limit): it is forwarded as it was.
+/// A schema the engine could not take (not valid JSON for `serde_json`, e.g. a number past f64; a
+/// schema nested too deep to parse is cut to the bounds instead, see [`schema::parse`]): it is
+/// forwarded as it was.
 #[derive(Debug, Clone)]
 pub struct Unparsed {
     pub tool: String,
@@ -237,7 +238,13 @@ pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Optio
 
 /// [`rewrite_body`] with a rewrite cache: a schema seen before (same bytes, tool, context, profile and
 /// options) reuses its rewrite and report instead of parsing it again.
-pub fn rewrite_body_cached(body: &[u8], format: Format, profile: &Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>) -> Result<BodyOutcome, Skip> {
+pub fn rewrite_body_cached(
+    body: &[u8],
+    format: Format,
+    profile: &Profile,
+    opts: &Options,
+    mut cache: Option<&mut cache::SiteCache>,
+) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
     let parsed = top(text);
@@ -276,23 +283,26 @@ pub fn rewrite_body_cached(body: &[u8], format: Format, profile: &Profile, opts:
                 continue;
             }
         }
-        let mut v: Value = match serde_json::from_str(src) {
+        let mut report = Report::default();
+        let mut v: Value = match schema::parse(src, opts, site.context, &site.tool, &mut report) {
             Ok(v) => v,
-            Err(e) => {
-                r.unparsed = Some(Unparsed { tool: site.tool.clone(), reason: e.to_string() });
+            Err(reason) => {
+                r.unparsed = Some(Unparsed { tool: site.tool.clone(), reason });
                 results.push(r);
                 continue;
             }
         };
+        let cut = !report.is_empty();
         let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
-        if out.changed {
+        if out.changed || cut {
             r.output = serde_json::to_string(&v).ok();
         }
+        report.extend(out.report);
         if let Some(c) = cache.as_deref_mut() {
             c.misses += 1;
-            c.put(scope, &site.tool, site.context, src, cache::Hit { output: r.output.clone(), report: out.report.clone(), counts: cache::Counts::default() });
+            c.put(scope, &site.tool, site.context, src, cache::Hit { output: r.output.clone(), report: report.clone(), counts: cache::Counts::default() });
         }
-        r.report = out.report;
+        r.report = report;
         results.push(r);
     }
     if let Some(c) = cache {

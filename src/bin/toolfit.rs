@@ -20,7 +20,8 @@ fn cli() -> Command {
                 .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
                 .arg(Arg::new("format").long("format").default_value("auto").help("body format: auto, openai-chat, openai-responses, anthropic, ollama, llama-completion, mcp-tools"))
                 .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
-                .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).help("leave objects without additionalProperties closed, as llama.cpp reads them"))
+                .arg(Arg::new("open-objects").long("open-objects").action(ArgAction::SetTrue).conflicts_with("closed-objects").help("allow undeclared properties where JSON Schema does (objects without additionalProperties); llama.cpp closes them, and so does toolfit by default"))
+                .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).hide(true).help("the default: leave objects without additionalProperties closed"))
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
         )
         .subcommand(Command::new("kinds").about("Print the transformation kinds as a Markdown table"))
@@ -65,7 +66,14 @@ fn main() -> ExitCode {
             };
             match toolfit::filter::config::Config::parse(&input) {
                 Ok(c) => {
-                    println!("ok: profile={} routes={} framing={:?} max_body_bytes={} strict={}", c.profile.name, c.routes.len(), c.framing, c.max_body_bytes, c.strict);
+                    println!(
+                        "ok: profile={} routes={} framing={:?} max_body_bytes={} strict={}",
+                        c.profile.name,
+                        c.routes.len(),
+                        c.framing,
+                        c.max_body_bytes,
+                        c.strict
+                    );
                     ExitCode::SUCCESS
                 }
                 Err(e) => fail(1, &e),
@@ -102,26 +110,28 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
     };
     let mut opts = profile.default_options();
     opts.promote_to_description = !a.get_flag("no-promote");
-    opts.open_objects = !a.get_flag("closed-objects");
+    opts.open_objects = a.get_flag("open-objects");
     let input = match read_input(a) {
         Ok(i) => i,
         Err(code) => return code,
     };
     let (output, report, unparsed) = if a.get_flag("schema") {
-        let mut v: serde_json::Value = match serde_json::from_slice(&input) {
+        let Ok(text) = std::str::from_utf8(&input) else { return fail(2, "input is not JSON: not UTF-8") };
+        let mut report = Report::default();
+        let mut v = match schema::parse(text, &opts, Context::Output, "schema", &mut report) {
             Ok(v) => v,
             Err(e) => return fail(2, &format!("input is not JSON: {e}")),
         };
         let out = schema::normalize(&mut v, profile, &opts, Context::Output, "schema");
-        let bytes = if out.changed { serde_json::to_vec(&v).unwrap_or(input.clone()) } else { input.clone() };
-        (bytes, out.report, vec![])
+        let changed = out.changed || !report.is_empty();
+        report.extend(out.report);
+        let bytes = if changed { serde_json::to_vec(&v).unwrap_or(input.clone()) } else { input.clone() };
+        (bytes, report, vec![])
     } else {
         match api::rewrite_body(&input, format, profile, &opts) {
             Ok(o) => (o.body.unwrap_or_else(|| input.clone()), o.report, o.unparsed),
             Err(Skip::NotJson) => return fail(2, "input is not JSON"),
-            Err(Skip::UnknownShape) => {
-                return fail(2, "input is neither a tools/list result nor a known request body (use --schema for a bare schema)")
-            }
+            Err(Skip::UnknownShape) => return fail(2, "input is neither a tools/list result nor a known request body (use --schema for a bare schema)"),
         }
     };
     if let Some(path) = a.get_one::<String>("report") {

@@ -91,7 +91,8 @@ pub struct Config {
     pub framing: Framing,
     /// Write removed constraints into descriptions so the model still reads them.
     pub promote_to_description: bool,
-    /// Open objects JSON Schema leaves open (llama.cpp would close them).
+    /// Open objects JSON Schema leaves open (llama.cpp closes them); off by default, see
+    /// [`crate::schema::Options::open_objects`].
     pub open_objects: bool,
     pub limits: LimitsConfig,
     /// Bytes of rewrites kept per worker for catalogs seen again (0: no cache).
@@ -114,7 +115,7 @@ impl Default for Config {
             strict: false,
             framing: Framing::Chunked,
             promote_to_description: true,
-            open_objects: true,
+            open_objects: false,
             limits: LimitsConfig::default(),
             log_lines_per_second: 10,
             cache_bytes: 8 * 1024 * 1024,

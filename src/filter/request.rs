@@ -86,12 +86,7 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
             None => warn(format!("route {:?}: metadata names unknown profile {name:?}; using {}", route_name.unwrap_or(""), profile.name)),
         }
     }
-    Plan {
-        format: route.format,
-        profile,
-        strict: meta.strict.or(route.strict).unwrap_or(cfg.strict),
-        route: label(route_name.unwrap_or("none")),
-    }
+    Plan { format: route.format, profile, strict: meta.strict.or(route.strict).unwrap_or(cfg.strict), route: label(route_name.unwrap_or("none")) }
 }
 
 /// `application/json`, `application/vnd.x+json`, with or without parameters.
@@ -130,7 +125,14 @@ pub struct Line {
 
 /// Rewrites a complete body and counts what happened. `elapsed_us` reads a clock in microseconds.
 /// `cache`, when given, is this worker's rewrite cache.
-pub fn finish(cfg: &Config, plan: &Plan, body: &[u8], m: &mut dyn Metrics, elapsed_us: &mut dyn FnMut() -> u64, mut cache: Option<&mut SiteCache>) -> (Verdict, Option<Line>) {
+pub fn finish(
+    cfg: &Config,
+    plan: &Plan,
+    body: &[u8],
+    m: &mut dyn Metrics,
+    elapsed_us: &mut dyn FnMut() -> u64,
+    mut cache: Option<&mut SiteCache>,
+) -> (Verdict, Option<Line>) {
     let t0 = elapsed_us();
     let opts = cfg.options(plan.profile);
     let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));
@@ -208,7 +210,13 @@ fn summary(plan: &Plan, r: &Report, tools: usize, changed: usize, unparsed: &[ap
     for (k, n) in &r.counters {
         text.push_str(&format!(" {}={n}", k.name()));
     }
-    let lossy: Vec<String> = r.records.iter().filter(|x| x.kind.lossy()).take(5).map(|x| format!("{}:{}:{}", x.tool, if x.path.is_empty() { "/" } else { &x.path }, x.kind.name())).collect();
+    let lossy: Vec<String> = r
+        .records
+        .iter()
+        .filter(|x| x.kind.lossy())
+        .take(5)
+        .map(|x| format!("{}:{}:{}", x.tool, if x.path.is_empty() { "/" } else { &x.path }, x.kind.name()))
+        .collect();
     for u in unparsed.iter().take(3) {
         text.push_str(&format!(" unparsed={:?}", u.tool));
     }
@@ -343,7 +351,15 @@ mod tests {
         assert!(!line.unwrap().warn);
         assert_eq!(finish(&cfg, &p, b"{not json", &mut m, &mut clock, None).0, Verdict::Forward);
         assert_eq!(finish(&cfg, &p, b"[1,2]", &mut m, &mut clock, None).0, Verdict::Forward);
-        for (c, n) in [("requests_unchanged", 1), ("requests_rewritten", 1), ("skipped_not_json", 1), ("skipped_unknown_shape", 1), ("pattern_rewritten", 1), ("tools_seen", 2), ("rewrite_us", 2)] {
+        for (c, n) in [
+            ("requests_unchanged", 1),
+            ("requests_rewritten", 1),
+            ("skipped_not_json", 1),
+            ("skipped_unknown_shape", 1),
+            ("pattern_rewritten", 1),
+            ("tools_seen", 2),
+            ("rewrite_us", 2),
+        ] {
             assert_eq!(m.get("chat", "llama-cpp", c), n, "{c}");
         }
         assert_eq!(m.get("chat", "llama-cpp", "bytes_in"), (fine.len() + fixable.len()) as u64);

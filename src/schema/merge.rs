@@ -5,9 +5,9 @@
 //! patterns, say), `a`'s is kept and `b`'s is reported in `lost`, so the caller records a lossy change.
 //! Unions (`anyOf`/`oneOf`) and `$ref`s must be resolved by the caller first.
 
-use crate::schema::lookup::Lookup;
 use super::types::Types;
 use super::walk::is_annotation;
+use crate::schema::lookup::Lookup;
 use serde_json::{Map, Number, Value};
 
 pub enum Merged {
@@ -166,20 +166,21 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
                 }
                 out.insert(k.clone(), Value::Object(props));
             }
-            "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems"
-            | "unevaluatedProperties" => match intersect_values(va, vb, lost, depth) {
-                Some(s) => {
-                    out.insert(k.clone(), s);
-                }
-                None => {
-                    if key == "items" {
-                        out.remove("items");
-                        out.insert("maxItems".into(), Value::Number(Number::from(0)));
-                    } else {
-                        out.insert(k.clone(), Value::Bool(false));
+            "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems" | "unevaluatedProperties" => {
+                match intersect_values(va, vb, lost, depth) {
+                    Some(s) => {
+                        out.insert(k.clone(), s);
+                    }
+                    None => {
+                        if key == "items" {
+                            out.remove("items");
+                            out.insert("maxItems".into(), Value::Number(Number::from(0)));
+                        } else {
+                            out.insert(k.clone(), Value::Bool(false));
+                        }
                     }
                 }
-            },
+            }
             "prefixItems" => {
                 let (Some(xa), Some(xb)) = (va.as_array(), vb.as_array()) else { continue };
                 let n = xa.len().max(xb.len());
@@ -263,10 +264,7 @@ mod tests {
         let a = m(json!({"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}));
         let b = m(json!({"properties":{"a":{"maxLength":3},"b":{"type":"integer"}},"required":["b"]}));
         let Merged::Schema(r) = intersect(&a, &b, &mut lost) else { panic!("never") };
-        assert_eq!(
-            Value::Object(r),
-            json!({"type":"object","properties":{"a":{"type":"string","maxLength":3},"b":{"type":"integer"}},"required":["a","b"]})
-        );
+        assert_eq!(Value::Object(r), json!({"type":"object","properties":{"a":{"type":"string","maxLength":3},"b":{"type":"integer"}},"required":["a","b"]}));
         assert!(lost.is_empty());
     }
 
@@ -281,7 +279,9 @@ mod tests {
     #[test]
     fn integer_inside_number_and_bounds_tighten() {
         let mut lost = vec![];
-        let Merged::Schema(r) = intersect(&m(json!({"type":"number","minimum":1,"maximum":9})), &m(json!({"type":"integer","minimum":3})), &mut lost) else { panic!() };
+        let Merged::Schema(r) = intersect(&m(json!({"type":"number","minimum":1,"maximum":9})), &m(json!({"type":"integer","minimum":3})), &mut lost) else {
+            panic!()
+        };
         assert_eq!(Value::Object(r), json!({"type":"integer","minimum":3,"maximum":9}));
     }
 

@@ -5,16 +5,19 @@
 pub mod kind;
 pub mod lookup;
 pub mod merge;
+pub mod nesting;
 pub mod passes;
 pub mod pattern;
 pub mod profile;
 pub mod report;
+pub mod target;
 pub mod types;
 pub mod walk;
 
 pub use kind::Kind;
 pub use profile::Profile;
 pub use report::{Record, Report};
+pub use target::{LlamaCpp, Target};
 
 use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};
@@ -56,13 +59,19 @@ pub struct Options {
     pub limits: Limits,
     /// Write each removed constraint into the node's `description`, so the model still reads it.
     pub promote_to_description: bool,
-    /// Keep objects open where JSON Schema does (no `additionalProperties`): llama.cpp would close them.
+    /// Open objects JSON Schema leaves open (no `additionalProperties`), which llama.cpp closes. Off by
+    /// default: a grammar without undeclared keys only narrows what the model may write (every call it
+    /// allows is valid for the original schema), while opening lets the model invent arguments, grows
+    /// every grammar and turns nearly every request into a rewrite.
     pub open_objects: bool,
+    /// The oldest llama.cpp release the route serves (llama-cpp profile): what later releases fixed is
+    /// relied on, what earlier ones break on is worked around.
+    pub llama_cpp: LlamaCpp,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { limits: Limits::default(), promote_to_description: true, open_objects: true }
+        Options { limits: Limits::default(), promote_to_description: true, open_objects: false, llama_cpp: LlamaCpp::default() }
     }
 }
 
@@ -71,12 +80,14 @@ pub struct Cx<'a> {
     pub tool: &'a str,
     pub context: Context,
     pub opts: &'a Options,
+    /// What the profile's backend does with a schema.
+    pub target: &'a Target,
     pub report: Report,
 }
 
 impl<'a> Cx<'a> {
-    pub fn new(tool: &'a str, context: Context, opts: &'a Options) -> Self {
-        Cx { tool, context, opts, report: Report::default() }
+    pub fn new(tool: &'a str, context: Context, opts: &'a Options, target: &'a Target) -> Self {
+        Cx { tool, context, opts, target, report: Report::default() }
     }
 
     pub fn record(&mut self, path: &str, kind: Kind, detail: impl Into<String>) {
@@ -130,6 +141,24 @@ pub fn compact(v: &Value, max: usize) -> String {
     format!("{}...", s.get(..end).unwrap_or(""))
 }
 
+/// Parses one schema's text. A schema nested too deep for the parser (serde_json stops at 128
+/// containers) is first cut to the nesting bounds at the byte level ([`nesting::bound`]), each cut
+/// recorded in `report` as `bounds_exceeded`: it must not reach the backend as it came (llama.cpp's
+/// converter overflows its stack on it), and everything else in it can still be kept. `Err` only for
+/// text that is not JSON.
+pub fn parse(src: &str, opts: &Options, context: Context, tool: &str, report: &mut Report) -> Result<Value, String> {
+    let err = match serde_json::from_str(src) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    let Some((cut, cuts)) = nesting::bound(src, opts.limits.max_depth, context) else { return Err(err.to_string()) };
+    let v = serde_json::from_str(&cut).map_err(|e| e.to_string())?;
+    for c in cuts {
+        report.push(Record { tool: tool.to_string(), path: c.path, kind: Kind::BoundsExceeded, detail: c.detail });
+    }
+    Ok(v)
+}
+
 /// The result of normalizing one schema.
 pub struct Outcome {
     /// Whether the schema changed at all. When false, callers keep the original bytes.
@@ -148,7 +177,7 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
     let mut report = Report::default();
     let tracked = profile.tracked();
     for _ in 0..MAX_ROUNDS {
-        let mut cx = Cx::new(tool, context, opts);
+        let mut cx = Cx::new(tool, context, opts, &profile.target);
         // which gated keywords the schema holds, taken again only after a pass changed something
         let mut present: Option<Vec<&str>> = None;
         for pass in profile.passes {

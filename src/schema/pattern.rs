@@ -55,8 +55,15 @@ fn invalid(m: &str) -> Unsupported {
 const DIGIT: &[(char, char)] = &[('0', '9')];
 const WORD: &[(char, char)] = &[('a', 'z'), ('A', 'Z'), ('0', '9'), ('_', '_')];
 const SPACE: &[(char, char)] = &[
-    (' ', ' '), ('\t', '\r'), ('\u{a0}', '\u{a0}'), ('\u{1680}', '\u{1680}'), ('\u{2000}', '\u{200a}'),
-    ('\u{2028}', '\u{2029}'), ('\u{202f}', '\u{202f}'), ('\u{205f}', '\u{205f}'), ('\u{3000}', '\u{3000}'),
+    (' ', ' '),
+    ('\t', '\r'),
+    ('\u{a0}', '\u{a0}'),
+    ('\u{1680}', '\u{1680}'),
+    ('\u{2000}', '\u{200a}'),
+    ('\u{2028}', '\u{2029}'),
+    ('\u{202f}', '\u{202f}'),
+    ('\u{205f}', '\u{205f}'),
+    ('\u{3000}', '\u{3000}'),
     ('\u{feff}', '\u{feff}'),
 ];
 
@@ -224,9 +231,7 @@ impl Parser<'_> {
                     let lo = self.s.get(self.i + 2..self.i + 6).and_then(|h| u32::from_str_radix(&h.iter().collect::<String>(), 16).ok());
                     if let Some(lo) = lo.filter(|l| (0xDC00..0xE000).contains(l)) {
                         self.i += 6;
-                        return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00))
-                            .map(Ok)
-                            .ok_or_else(|| invalid("bad surrogate pair"));
+                        return char::from_u32(0x10000 + ((hi - 0xD800) << 10) + (lo - 0xDC00)).map(Ok).ok_or_else(|| invalid("bad surrogate pair"));
                     }
                 }
                 match char::from_u32(hi) {

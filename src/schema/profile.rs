@@ -1,13 +1,15 @@
 //! Profiles: an ordered list of passes per target backend, plus the options they run with.
 
 use super::passes::*;
-use super::Options;
+use super::{Options, Target};
 
 pub struct Profile {
     pub name: &'static str,
     pub passes: &'static [Pass],
     /// What this profile is for, for `toolfit profiles` and the README.
     pub about: &'static str,
+    /// What its backend does with a schema, for the passes to ask.
+    pub target: Target,
 }
 
 macro_rules! pass {
@@ -27,6 +29,7 @@ macro_rules! gated {
 pub static LLAMA_CPP: Profile = Profile {
     name: "llama-cpp",
     about: "llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on",
+    target: Target { typed_any: true },
     passes: &[
         pass!(bounds),
         gated!(unevaluated),
@@ -47,6 +50,8 @@ pub static LLAMA_CPP: Profile = Profile {
         gated!(repetition),
         gated!(enums),
         pass!(never),
+        // the bound holds for what reaches the backend: inlined refs and type splits can nest deeper
+        pass!(bounds),
     ],
 };
 
@@ -54,6 +59,7 @@ pub static LLAMA_CPP: Profile = Profile {
 pub static MCP: Profile = Profile {
     name: "mcp",
     about: "MCP SEP-2106 bounds and dialect clean-up only; meaning unchanged",
+    target: Target { typed_any: false },
     passes: &[pass!(bounds), pass!(dialect)],
 };
 

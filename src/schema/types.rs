@@ -122,13 +122,20 @@ impl Types {
 /// Keywords that constrain only one type of instance, with that type.
 pub fn keyword_type(k: &str) -> Option<Types> {
     Some(match k {
-        "properties" | "required" | "additionalProperties" | "patternProperties" | "propertyNames"
-        | "minProperties" | "maxProperties" | "dependentRequired" | "dependentSchemas" | "dependencies"
+        "properties"
+        | "required"
+        | "additionalProperties"
+        | "patternProperties"
+        | "propertyNames"
+        | "minProperties"
+        | "maxProperties"
+        | "dependentRequired"
+        | "dependentSchemas"
+        | "dependencies"
         | "unevaluatedProperties" => Types::OBJECT,
-        "items" | "prefixItems" | "minItems" | "maxItems" | "uniqueItems" | "contains" | "minContains"
-        | "maxContains" | "unevaluatedItems" | "additionalItems" => Types::ARRAY,
-        "minLength" | "maxLength" | "pattern" | "format" | "contentEncoding" | "contentMediaType"
-        | "contentSchema" => Types::STRING,
+        "items" | "prefixItems" | "minItems" | "maxItems" | "uniqueItems" | "contains" | "minContains" | "maxContains" | "unevaluatedItems"
+        | "additionalItems" => Types::ARRAY,
+        "minLength" | "maxLength" | "pattern" | "format" | "contentEncoding" | "contentMediaType" | "contentSchema" => Types::STRING,
         "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => Types::NUMBER,
         _ => return None,
     })

@@ -2,8 +2,8 @@
 //! every such property required); any other member (a string's bounds, a ref to a string) becomes a
 //! grammar for `{}`. Unions inside `allOf` become one `anyOf` of the combinations.
 
-use crate::schema::lookup::{Lookup, Take};
 use super::unions::cross;
+use crate::schema::lookup::{Lookup, Take};
 use crate::schema::merge::{intersect, into_map, never, never_map, Merged};
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
@@ -68,7 +68,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
     }
 }
-
 
 /// Root definitions, for members that are refs (the refs pass left only `#/$defs/X` and
 /// `#/definitions/X`; one level is copied in, its own refs stay refs).

@@ -23,8 +23,7 @@ fn visit(v: &mut Value, path: &mut String, cx: &mut Cx, depth: usize) {
             children_mut(node, |seg, child| {
                 // `additionalProperties`/`items` booleans are understood by llama.cpp where they are
                 // keywords with their own meaning; only their `false` forms need care, done elsewhere.
-                let keep = matches!(seg, "/additionalProperties" | "/unevaluatedProperties" | "/unevaluatedItems")
-                    || (seg == "/items" && child.is_boolean());
+                let keep = matches!(seg, "/additionalProperties" | "/unevaluatedProperties" | "/unevaluatedItems") || (seg == "/items" && child.is_boolean());
                 if keep {
                     return;
                 }

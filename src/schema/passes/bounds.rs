@@ -1,6 +1,9 @@
 //! Bounds the work a schema can cause before any other pass looks at it (MCP SEP-2106 semantics):
 //! nesting depth (every container counts, except the map objects of `properties`, `$defs`, ...) and the
-//! number of object nodes outside data keywords. What lies past a bound becomes "any value".
+//! number of object nodes outside data keywords. What lies past a bound becomes "any value" (as the
+//! target spells it): no node deeper than `max_depth` has subschemas (a leaf one level below, such as
+//! what a cut leaves, is within the bound), and no node at it has subschemas in an array keyword. Runs first, so every pass works within the bounds, and last, because inlined
+//! refs and type splits nest deeper.
 
 use crate::schema::walk::{children_at, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};
@@ -11,11 +14,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if over(root, max_nodes) {
         // Too many nodes to rewrite within bounded time and memory: the schema as a whole is replaced
         // (cutting off only the excess would still leave, say, a million properties to walk and emit).
-        let (replacement, what) = match cx.context {
-            Context::Tool => (serde_json::json!({"type": "object"}), "any object"),
-            Context::Output => (Value::Object(Map::new()), "any value"),
-        };
-        *root = replacement;
+        let what = if cx.context == Context::Tool { "any object" } else { "any value" };
+        *root = Value::Object(cx.target.any(cx.context, true));
         cx.record("", Kind::BoundsExceeded, format!("more than {max_nodes} schema nodes: schema replaced by {what}"));
         return;
     }
@@ -44,6 +44,19 @@ fn over(root: &Value, max: usize) -> bool {
     false
 }
 
+/// Whether a node holds subschemas in an array keyword (`anyOf`, `prefixItems`, ...).
+fn has_array_subschemas(m: &Map<String, Value>) -> bool {
+    use crate::schema::walk::ARRAY;
+    m.iter().any(|(k, v)| ARRAY.contains(&k.as_str()) && v.as_array().is_some_and(|a| !a.is_empty()))
+}
+
+/// Whether a node holds any subschema.
+fn has_subschemas(m: &Map<String, Value>) -> bool {
+    let mut found = false;
+    crate::schema::walk::children(m, |_, _| found = true);
+    found
+}
+
 fn push_children<'a>(k: &str, c: &'a Value, depth: usize, stack: &mut Vec<(&'a Value, usize)>) {
     use crate::schema::walk::{ARRAY, SINGLE};
     if MAP.contains(&k) {
@@ -66,10 +79,17 @@ fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &mut String, cx: 
         return;
     }
     *nodes += 1;
-    if depth > max_depth || *nodes > max_nodes {
+    // a leaf one level past the bound stays: the `{}` a cut leaves there (typed by a later pass, or
+    // not) must not be cut again in the next round
+    if depth == max_depth + 1 && *nodes <= max_nodes && v.as_object().is_some_and(|m| !has_subschemas(m)) {
+        return;
+    }
+    // at the bound itself, subschemas in an array keyword (`anyOf`) would sit two levels below it
+    let arrays_past = depth == max_depth && v.as_object().is_some_and(has_array_subschemas);
+    if depth > max_depth || *nodes > max_nodes || arrays_past {
         let why = if depth > max_depth { format!("nesting deeper than {max_depth}") } else { format!("more than {max_nodes} schema nodes") };
         cx.record(path, Kind::BoundsExceeded, format!("{why}: subtree replaced by any value"));
-        *v = Value::Object(Map::new());
+        *v = Value::Object(cx.target.any(cx.context, false));
         return;
     }
     let Value::Object(node) = v else { return };

@@ -3,8 +3,8 @@
 //! characters are escaped wrongly by llama.cpp before 2026 and fail its grammar parser: such a value is
 //! written as an anchored pattern over its JSON spelling, which every version compiles exactly.
 
-use crate::schema::lookup::Lookup;
 use super::primary_type;
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::never_map;
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order};
@@ -114,4 +114,3 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         cx.record(&p, k, d);
     }
 }
-

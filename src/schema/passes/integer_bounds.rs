@@ -3,8 +3,8 @@
 //! `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive, 32-bit `minimum`/
 //! `maximum`; bounds on non-integer numbers, which no version enforces, are removed visibly.
 
-use crate::schema::lookup::Lookup;
 use super::primary_type;
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::never_map;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
@@ -41,8 +41,14 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
             let f = |k: &str| node.at(k).and_then(Value::as_f64);
-            let lo = [f("minimum").map(f64::ceil), f("exclusiveMinimum").map(|x| x.floor() + 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-            let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)].into_iter().flatten().fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
+            let lo = [f("minimum").map(f64::ceil), f("exclusiveMinimum").map(|x| x.floor() + 1.0)]
+                .into_iter()
+                .flatten()
+                .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+            let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)]
+                .into_iter()
+                .flatten()
+                .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
                     *node = never_map();
@@ -52,8 +58,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             let in_range = |x: Option<f64>| x.is_none_or(|x| x.abs() <= LIMIT);
             let whole = KEYS.iter().all(|k| node.at(k).is_none_or(|v| v.is_i64() || v.is_u64()));
-            let doubled = (node.has("minimum") && node.has("exclusiveMinimum"))
-                || (node.has("maximum") && node.has("exclusiveMaximum"));
+            let doubled = (node.has("minimum") && node.has("exclusiveMinimum")) || (node.has("maximum") && node.has("exclusiveMaximum"));
             if whole && !doubled && in_range(lo) && in_range(hi) {
                 return;
             }

@@ -95,4 +95,3 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         cx.record(&p, k, d);
     }
 }
-

@@ -1,9 +1,11 @@
 //! Objects as JSON Schema means them. llama.cpp enforces `required` only for names in `properties`
 //! (`{"required": ["a"]}` alone accepts `{}`), so such names are declared as any value. And where
 //! `properties` is given without `additionalProperties`, JSON Schema allows other keys while llama.cpp
-//! forbids them: with `open_objects` (the default) the object is opened explicitly, up to
-//! `max_open_properties` declared properties (past that llama.cpp's grammar for "any other key" breaks;
-//! such objects stay closed, which never lets an invalid value through).
+//! forbids them. Closed is the default: leaving undeclared keys out of the grammar only narrows what the
+//! model may write, and every call it allows stays valid for the original schema. With `open_objects`
+//! the object is opened explicitly, up to `max_open_properties` declared properties (past that
+//! llama.cpp's grammar for "any other key" breaks; such objects stay closed, which never lets an
+//! invalid value through).
 
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::post_order;
@@ -23,12 +25,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if !objecty || node.has("$ref") || node.has("anyOf") || node.has("oneOf") {
             return;
         }
-        let required: Vec<String> = node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
-        let missing: Vec<String> = required
-            .iter()
-            .filter(|r| !node.at("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(r.as_str())))
-            .cloned()
-            .collect();
+        let required: Vec<String> =
+            node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+        let missing: Vec<String> =
+            required.iter().filter(|r| !node.at("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(r.as_str()))).cloned().collect();
         if !missing.is_empty() {
             // an undeclared required name must still satisfy additionalProperties
             let extra = match node.at("additionalProperties") {

@@ -9,8 +9,8 @@
 //! one branch for the node's non-array types. This runs before `unions`, which moves the node's other
 //! keywords into the branches.
 
-use crate::schema::lookup::Lookup;
 use super::unions::cross;
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
@@ -100,7 +100,7 @@ mod tests {
 
     fn run_on(mut v: Value) -> (Value, Report) {
         let opts = Options::default();
-        let mut cx = Cx { tool: "t", context: Context::Output, opts: &opts, report: Report::default() };
+        let mut cx = Cx::new("t", Context::Output, &opts, &crate::schema::profile::LLAMA_CPP.target);
         run(&mut v, &mut cx);
         (v, cx.report)
     }

@@ -17,9 +17,32 @@ use std::collections::{HashMap, HashSet};
 
 /// Names llama.cpp's converters give their own rules; a definition with one of these names is renamed.
 const RESERVED: &[&str] = &[
-    "root", "space", "dot", "boolean", "number", "integer", "value", "object", "array", "uuid", "char", "string",
-    "null", "date", "time", "date-time", "date-string", "time-string", "date-time-string", "decimal-part",
-    "integral-part", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5",
+    "root",
+    "space",
+    "dot",
+    "boolean",
+    "number",
+    "integer",
+    "value",
+    "object",
+    "array",
+    "uuid",
+    "char",
+    "string",
+    "null",
+    "date",
+    "time",
+    "date-time",
+    "date-string",
+    "time-string",
+    "date-time-string",
+    "decimal-part",
+    "integral-part",
+    "uuid1",
+    "uuid2",
+    "uuid3",
+    "uuid4",
+    "uuid5",
 ];
 
 /// Longest chain of refs followed at one node (`A` -> `B` -> ... ) before giving up.
@@ -284,9 +307,7 @@ fn constrains(k: &str) -> bool {
 }
 
 fn safe_name(n: &str) -> bool {
-    n.starts_with(|c: char| c.is_ascii_alphabetic())
-        && n.chars().all(|c| c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&n.to_ascii_lowercase().as_str())
+    n.starts_with(|c: char| c.is_ascii_alphabetic()) && n.chars().all(|c| c.is_ascii_alphanumeric()) && !RESERVED.contains(&n.to_ascii_lowercase().as_str())
 }
 
 fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, String>, depth: usize) {
@@ -402,11 +423,7 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
             cx.record(path, Kind::RefsRetargeted, format!("$ref {r} now {new_ref}"));
         }
         if constraining {
-            let dropped: Vec<(String, Value)> = node
-                .iter()
-                .filter(|(k, _)| constrains(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
+            let dropped: Vec<(String, Value)> = node.iter().filter(|(k, _)| constrains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
             for (k, _) in &dropped {
                 node.remove(k);
             }

@@ -12,11 +12,9 @@ use crate::schema::walk::{post_order, ARRAY, MAP};
 use crate::schema::{Cx, Kind};
 
 /// Keywords that evaluate in place: an `unevaluated*` beside them can see what they evaluated.
-const IN_PLACE: &[&str] =
-    &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$ref", "$dynamicRef", "$recursiveRef"];
+const IN_PLACE: &[&str] = &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$ref", "$dynamicRef", "$recursiveRef"];
 /// Path segments of a subschema that is evaluated in place of its parent (or reached by `$ref`).
-const IN_PLACE_PARENTS: &[&str] =
-    &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$defs", "definitions"];
+const IN_PLACE_PARENTS: &[&str] = &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$defs", "definitions"];
 
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["unevaluatedProperties", "unevaluatedItems"];
@@ -62,8 +60,7 @@ fn is_in_place_child(path: &str) -> bool {
     let mut last_keyword = "";
     while let Some(k) = segs.next() {
         last_keyword = k;
-        let takes_name = MAP.contains(&k)
-            || ARRAY.contains(&k) && segs.peek().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let takes_name = MAP.contains(&k) || ARRAY.contains(&k) && segs.peek().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
         if takes_name {
             segs.next();
         }
@@ -74,12 +71,12 @@ fn is_in_place_child(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Context, Options, Report};
+    use crate::schema::{Context, Options};
     use serde_json::json;
 
     fn run_on(mut v: serde_json::Value) -> serde_json::Value {
         let opts = Options::default();
-        let mut cx = Cx { tool: "t", context: Context::Output, opts: &opts, report: Report::default() };
+        let mut cx = Cx::new("t", Context::Output, &opts, &crate::schema::profile::LLAMA_CPP.target);
         run(&mut v, &mut cx);
         v
     }

@@ -4,8 +4,8 @@
 //! pairwise. A `oneOf` whose branches may overlap becomes `anyOf` with a lossy record: grammars cannot
 //! say "exactly one".
 
-use crate::schema::lookup::Lookup;
 use super::all_of::{deref, is_recursive_ref, root_defs};
+use crate::schema::lookup::Lookup;
 use crate::schema::merge::{intersect, is_never, never_map, Merged};
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order};
@@ -49,8 +49,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 unions.len() == 1
                     && unions.iter().flatten().all(|b| {
                         // a recursive ref is left as it is: expanding it once more each run never ends
-                        is_recursive_ref(b, &defs)
-                            || deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
+                        is_recursive_ref(b, &defs) || deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
                     })
             });
         if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of {

@@ -57,7 +57,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Context, Options, Report};
+    use crate::schema::{Context, Options};
     use serde_json::json;
 
     #[test]
@@ -65,7 +65,7 @@ mod tests {
         let mut v = json!({"type": "object", "properties": {"a\"b": {}, "a\\b": {}, "a\nb": {}, "$ref": {"type": "string"}, "ok-é b": {}},
                            "required": ["a\"b", "ok-é b"], "additionalProperties": false});
         let opts = Options::default();
-        let mut cx = Cx { tool: "t", context: Context::Tool, opts: &opts, report: Report::default() };
+        let mut cx = Cx::new("t", Context::Tool, &opts, &crate::schema::profile::LLAMA_CPP.target);
         run(&mut v, &mut cx);
         assert_eq!(v, json!({"type": "object", "properties": {"ok-é b": {}}, "required": ["ok-é b"]}));
         assert_eq!(cx.report.lossy_count(), 4);

@@ -2,8 +2,8 @@
 //! the node's `description`). Trivially true keywords are just dropped. (`unevaluated*` with a plain
 //! meaning was already converted by `unevaluated`, before applicators were flattened.)
 
-use crate::schema::lookup::Lookup;
 use super::primary_type;
+use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
@@ -11,9 +11,25 @@ use serde_json::Value;
 
 /// Keywords no llama.cpp grammar enforces.
 const IGNORED: &[&str] = &[
-    "if", "then", "else", "uniqueItems", "contains", "minContains", "maxContains", "patternProperties",
-    "propertyNames", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems",
-    "minProperties", "maxProperties", "multipleOf", "$dynamicRef", "$recursiveRef", "contentSchema",
+    "if",
+    "then",
+    "else",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "patternProperties",
+    "propertyNames",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+    "$dynamicRef",
+    "$recursiveRef",
+    "contentSchema",
 ];
 
 /// String formats llama.cpp turns into a grammar.
