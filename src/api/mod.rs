@@ -67,6 +67,15 @@ pub struct Site<'a> {
     pub context: Context,
 }
 
+/// A function tool with no usable `description`: where one goes, and whose it is.
+pub struct NoDescription<'a> {
+    /// The `description` member's value when it is `null` (replaced), else the `name` value (the
+    /// member is inserted after it).
+    pub anchor: &'a RawValue,
+    pub null: bool,
+    pub tool: String,
+}
+
 /// A body's top level, scanned once: its members stay unparsed slices.
 enum Top<'a> {
     /// A bare array of tools (an MCP `tools/list` result written as an array).
@@ -86,10 +95,11 @@ const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_s
 
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
-    locate_in(&top(text)?, format)
+    locate_in(&top(text)?, format, &mut Vec::new())
 }
 
-fn locate_in<'a>(top: &Top<'a>, format: Format) -> Option<Vec<Site<'a>>> {
+/// [`locate`], also listing in `undescribed` the function tools without a description.
+fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescription<'a>>) -> Option<Vec<Site<'a>>> {
     let mut sites = Vec::new();
     let top = match top {
         Top::Array(arr) => {
@@ -115,6 +125,11 @@ fn locate_in<'a>(top: &Top<'a>, format: Format) -> Option<Vec<Site<'a>>> {
             if format.has(Format::OpenAiChat) || format.has(Format::Ollama) {
                 for fo in &t.functions {
                     let name = fo.str("name").unwrap_or_default();
+                    match (fo.get("description"), fo.get("name")) {
+                        (Some(d), _) if d.get() == "null" => undescribed.push(NoDescription { anchor: d, null: true, tool: name.clone() }),
+                        (None, Some(n)) => undescribed.push(NoDescription { anchor: n, null: false, tool: name.clone() }),
+                        _ => {}
+                    }
                     for p in fo.all("parameters") {
                         sites.push(Site { raw: p, tool: name.clone(), context: Context::Tool });
                     }
@@ -259,7 +274,8 @@ pub fn rewrite_body_cached(
             return Ok(done);
         }
     }
-    let sites = match parsed.as_ref().and_then(|t| locate_in(t, format)) {
+    let mut undescribed = Vec::new();
+    let sites = match parsed.as_ref().and_then(|t| locate_in(t, format, &mut undescribed)) {
         Some(s) => s,
         None => {
             return Err(if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() { Skip::UnknownShape } else { Skip::NotJson });
@@ -269,7 +285,7 @@ pub fn rewrite_body_cached(
     for site in &sites {
         let src = site.raw.get();
         let Some(at) = raw::offset(text, src) else { continue };
-        let mut r = SiteResult { at, len: src.len(), output: None, report: Report::default(), tool: site.context == Context::Tool, unparsed: None };
+        let mut r = SiteResult { at, len: src.len(), output: None, report: Report::default(), tool: site.context == Context::Tool, schema: true, unparsed: None };
         if !(src.starts_with('{') || src == "true" || src == "false") {
             results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
             continue;
@@ -305,6 +321,9 @@ pub fn rewrite_body_cached(
         r.report = report;
         results.push(r);
     }
+    if profile.target.tool_description && !opts.llama_cpp.tool_description_optional() {
+        results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
+    }
     if let Some(c) = cache {
         remember_members(c, scope, format, text, &members, &results);
     }
@@ -312,6 +331,7 @@ pub fn rewrite_body_cached(
     let mut report = Report::default();
     let mut unparsed = Vec::new();
     let mut edits = Vec::new();
+    let schemas_changed = results.iter().filter(|r| r.schema && r.output.is_some()).count();
     for r in results {
         if let Some(o) = r.output {
             edits.push((r.at, r.at + r.len, o));
@@ -319,7 +339,6 @@ pub fn rewrite_body_cached(
         unparsed.extend(r.unparsed);
         report.extend(r.report);
     }
-    let schemas_changed = edits.len();
     let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
     Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed })
 }
@@ -331,7 +350,25 @@ struct SiteResult {
     output: Option<String>,
     report: Report,
     tool: bool,
+    /// A schema site (else an edit beside the schemas, such as an added description).
+    schema: bool,
     unparsed: Option<Unparsed>,
+}
+
+/// The edit that gives a function tool an empty description: `null` replaced, or the member inserted
+/// after `name`.
+fn describe(text: &str, d: &NoDescription) -> Option<SiteResult> {
+    let src = d.anchor.get();
+    let at = raw::offset(text, src)?;
+    let (at, len, output) = if d.null { (at, src.len(), "\"\"") } else { (at + src.len(), 0, ",\"description\":\"\"") };
+    let mut report = Report::default();
+    report.push(crate::schema::Record {
+        tool: d.tool.clone(),
+        path: String::new(),
+        kind: crate::schema::Kind::DescriptionAdded,
+        detail: "function.description added (empty): llama-server up to 2025-08 answers 500 without it".into(),
+    });
+    Some(SiteResult { at, len, output: Some(output.into()), report, tool: false, schema: false, unparsed: None })
 }
 
 /// The cache's name for a whole member: no tool name can look like it.
@@ -373,7 +410,11 @@ fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: 
             report.extend(r.report.clone());
         }
         let edits: Vec<(usize, usize, &str)> = inside.iter().filter_map(|r| r.output.as_deref().map(|o| (r.at - base, r.at - base + r.len, o))).collect();
-        let counts = cache::Counts { schemas: inside.len(), tools: inside.iter().filter(|r| r.tool).count(), changed: edits.len() };
+        let counts = cache::Counts {
+            schemas: inside.iter().filter(|r| r.schema).count(),
+            tools: inside.iter().filter(|r| r.tool).count(),
+            changed: inside.iter().filter(|r| r.schema && r.output.is_some()).count(),
+        };
         let output = (!edits.is_empty()).then(|| splice(m, edits));
         c.put(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
     }
@@ -426,7 +467,7 @@ mod tests {
 
     #[test]
     fn a_body_needing_nothing_is_not_rewritten() {
-        let body = r#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}}}]}"#;
+        let body = r#"{"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]}}}]}"#;
         let o = run(body, Format::OpenAiChat);
         assert!(o.body.is_none());
         assert!(o.report.is_empty());
@@ -450,6 +491,32 @@ mod tests {
             let o = run(&body, Format::Auto);
             assert!(o.body.is_some(), "{f:?} not rewritten in auto");
         }
+    }
+
+    #[test]
+    fn tools_without_a_description_get_an_empty_one_for_llama_cpp_before_2026_10() {
+        let body = r#"{"tools": [{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},
+ {"type":"function","function":{"description":null,"name":"b"}}, {"type":"function","function":{"name":"c","description":"x"}}]}"#;
+        let o = run(body, Format::OpenAiChat);
+        let out = String::from_utf8(o.body.clone().unwrap_or_default()).unwrap_or_default();
+        let want = body.replacen(r#""name":"a""#, r#""name":"a","description":"""#, 1).replacen(r#""description":null"#, r#""description":"""#, 1);
+        assert_eq!(out, want, "only the two descriptions change");
+        assert_eq!((o.report.counters.get(&crate::schema::Kind::DescriptionAdded), o.schemas_changed), (Some(&2), 0));
+        let names: Vec<&str> = o.report.records.iter().map(|r| r.tool.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+        // the same through the cache, twice: the second is a whole-member hit
+        let mut c = cache::SiteCache::new(1 << 20);
+        for _ in 0..2 {
+            let o = rewrite_body_cached(body.as_bytes(), Format::OpenAiChat, &LLAMA_CPP, &Options::default(), Some(&mut c)).unwrap();
+            assert_eq!(o.body.as_deref(), Some(want.as_bytes()));
+            assert_eq!(o.report.counters.get(&crate::schema::Kind::DescriptionAdded), Some(&2));
+        }
+        // a route on llama.cpp 2026-10 or later, and the mcp profile, leave them as they are
+        let new = Options { llama_cpp: crate::schema::LlamaCpp::V2026_10, ..Options::default() };
+        assert!(rewrite_body(body.as_bytes(), Format::OpenAiChat, &LLAMA_CPP, &new).unwrap().body.is_none());
+        assert!(rewrite_body(body.as_bytes(), Format::OpenAiChat, &crate::schema::profile::MCP, &Options::default()).unwrap().body.is_none());
+        // Anthropic tools have no `function`: nothing to add
+        assert!(run(r#"{"tools":[{"name":"a","input_schema":{"type":"object"}}]}"#, Format::Anthropic).body.is_none());
     }
 
     #[test]

@@ -22,6 +22,7 @@ fn cli() -> Command {
                 .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
                 .arg(Arg::new("open-objects").long("open-objects").action(ArgAction::SetTrue).conflicts_with("closed-objects").help("allow undeclared properties where JSON Schema does (objects without additionalProperties); llama.cpp closes them, and so does toolfit by default"))
                 .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).hide(true).help("the default: leave objects without additionalProperties closed"))
+                .arg(Arg::new("llama-cpp-since").long("llama-cpp-since").value_name("YYYY-MM").default_value("2024-08").help("llama-cpp profile: the oldest llama.cpp release served; later months rely on what later releases fixed"))
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
         )
         .subcommand(Command::new("kinds").about("Print the transformation kinds as a Markdown table"))
@@ -111,6 +112,11 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
     let mut opts = profile.default_options();
     opts.promote_to_description = !a.get_flag("no-promote");
     opts.open_objects = a.get_flag("open-objects");
+    let since = a.get_one::<String>("llama-cpp-since").map(String::as_str).unwrap_or("2024-08");
+    let Some(v) = schema::LlamaCpp::since(since) else {
+        return fail(2, &format!("--llama-cpp-since {since:?}: not a month from 2024-08 on, as YYYY-MM"));
+    };
+    opts.llama_cpp = v;
     let input = match read_input(a) {
         Ok(i) => i,
         Err(code) => return code,

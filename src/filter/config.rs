@@ -5,7 +5,7 @@
 //! (Envoy then rejects the listener or NACKs the update, and keeps the previous config).
 
 use crate::api::Format;
-use crate::schema::{Limits, Options, Profile};
+use crate::schema::{Limits, LlamaCpp, Options, Profile};
 use serde::Deserialize;
 
 /// How the rewritten body is framed towards the upstream.
@@ -39,11 +39,14 @@ pub struct Route {
     /// Strict mode for this route (default: the plugin's `strict`).
     #[serde(default)]
     pub strict: Option<bool>,
+    /// The oldest llama.cpp release behind this route (default: the plugin's `llama_cpp_since`).
+    #[serde(default, deserialize_with = "opt_llama_cpp")]
+    pub llama_cpp_since: Option<LlamaCpp>,
 }
 
 impl Route {
     fn exact(path: &str, format: Format) -> Route {
-        Route { path: Some(path.into()), prefix: None, format, profile: None, strict: None }
+        Route { path: Some(path.into()), prefix: None, format, profile: None, strict: None, llama_cpp_since: None }
     }
 
     fn matches(&self, path: &str) -> bool {
@@ -94,6 +97,11 @@ pub struct Config {
     /// Open objects JSON Schema leaves open (llama.cpp closes them); off by default, see
     /// [`crate::schema::Options::open_objects`].
     pub open_objects: bool,
+    /// The oldest llama.cpp release the model servers run, as `YYYY-MM` (default `2024-08`: every
+    /// release toolfit is judged on). Later months rely on what later releases fixed: `2026-10` keeps
+    /// integer bounds past 32 bits and adds no tool descriptions, for example.
+    #[serde(deserialize_with = "llama_cpp")]
+    pub llama_cpp_since: LlamaCpp,
     pub limits: LimitsConfig,
     /// Bytes of rewrites kept per worker for catalogs seen again (0: no cache).
     #[serde(deserialize_with = "whole")]
@@ -116,6 +124,7 @@ impl Default for Config {
             framing: Framing::Chunked,
             promote_to_description: true,
             open_objects: false,
+            llama_cpp_since: LlamaCpp::default(),
             limits: LimitsConfig::default(),
             log_lines_per_second: 10,
             cache_bytes: 8 * 1024 * 1024,
@@ -193,6 +202,7 @@ impl Config {
         let mut o = profile.default_options();
         o.promote_to_description = self.promote_to_description;
         o.open_objects = self.open_objects;
+        o.llama_cpp = self.llama_cpp_since;
         let d = Limits::default();
         let l = &self.limits;
         o.limits = Limits {
@@ -232,6 +242,18 @@ fn opt_profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'static
     profile(d).map(Some)
 }
 
+fn llama_cpp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LlamaCpp, D::Error> {
+    let month = String::deserialize(d)?;
+    LlamaCpp::since(&month).ok_or_else(|| {
+        let known: Vec<&str> = LlamaCpp::ALL.iter().map(|v| v.name()).collect();
+        serde::de::Error::custom(format!("{month:?} is not a month from 2024-08 on, as YYYY-MM (judged releases: {})", known.join(", ")))
+    })
+}
+
+fn opt_llama_cpp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<LlamaCpp>, D::Error> {
+    llama_cpp(d).map(Some)
+}
+
 fn format<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Format, D::Error> {
     let name = String::deserialize(d)?;
     Format::by_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown format {name:?}")))
@@ -267,6 +289,9 @@ mod tests {
             (r#"{"routes": [{"format": "auto"}]}"#, "routes[0]"),
             (r#"{"limits": {"max_depth": 0}}"#, "max_depth"),
             (r#"{"limits": {"depth": 3}}"#, "depth"),
+            (r#"{"llama_cpp_since": "2023-01"}"#, "llama_cpp_since"),
+            (r#"{"llama_cpp_since": "latest"}"#, "2024-08"),
+            (r#"{"routes": [{"path": "/x", "format": "auto", "llama_cpp_since": 2025}]}"#, "routes[0].llama_cpp_since"),
             ("[1]", "configuration rejected"),
         ] {
             let e = Config::parse(cfg.as_bytes()).unwrap_err();
@@ -292,6 +317,16 @@ mod tests {
         let c = Config::parse(br#"{"max_body_bytes": 1.6777216e+07, "limits": {"max_depth": 32.0}}"#).unwrap();
         assert_eq!((c.max_body_bytes, c.limits.max_depth), (16_777_216, Some(32)));
         assert!(Config::parse(br#"{"max_body_bytes": 1.5}"#).unwrap_err().contains("max_body_bytes"));
+    }
+
+    #[test]
+    fn llama_cpp_since_is_a_month_plugin_wide_and_per_route() {
+        let c = Config::default();
+        assert_eq!((c.llama_cpp_since, c.options(c.profile).llama_cpp), (LlamaCpp::V2024_08, LlamaCpp::V2024_08));
+        assert!(!c.options(c.profile).open_objects, "objects closed by default");
+        let c = Config::parse(br#"{"llama_cpp_since": "2026-11", "routes": [{"path": "/old", "format": "auto", "llama_cpp_since": "2025-08"}]}"#).unwrap();
+        assert_eq!(c.options(c.profile).llama_cpp, LlamaCpp::V2026_10);
+        assert_eq!(c.route_for("/old").and_then(|r| r.llama_cpp_since), Some(LlamaCpp::V2025_08));
     }
 
     #[test]

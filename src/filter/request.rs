@@ -6,7 +6,7 @@ use super::config::{Config, Route};
 use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::cache::SiteCache;
 use crate::api::{self, Format, Skip};
-use crate::schema::{Kind, Profile, Report};
+use crate::schema::{Kind, LlamaCpp, Profile, Report};
 
 /// What the request's headers say, as far as toolfit cares.
 #[derive(Debug, Default, Clone)]
@@ -35,6 +35,8 @@ pub struct Plan {
     pub strict: bool,
     /// Route label for metrics and logs (the Envoy route name, made safe).
     pub route: String,
+    /// The oldest llama.cpp release behind the route.
+    pub llama_cpp: LlamaCpp,
 }
 
 impl Plan {
@@ -86,7 +88,13 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
             None => warn(format!("route {:?}: metadata names unknown profile {name:?}; using {}", route_name.unwrap_or(""), profile.name)),
         }
     }
-    Plan { format: route.format, profile, strict: meta.strict.or(route.strict).unwrap_or(cfg.strict), route: label(route_name.unwrap_or("none")) }
+    Plan {
+        format: route.format,
+        profile,
+        strict: meta.strict.or(route.strict).unwrap_or(cfg.strict),
+        route: label(route_name.unwrap_or("none")),
+        llama_cpp: route.llama_cpp_since.unwrap_or(cfg.llama_cpp_since),
+    }
 }
 
 /// `application/json`, `application/vnd.x+json`, with or without parameters.
@@ -134,7 +142,8 @@ pub fn finish(
     mut cache: Option<&mut SiteCache>,
 ) -> (Verdict, Option<Line>) {
     let t0 = elapsed_us();
-    let opts = cfg.options(plan.profile);
+    let mut opts = cfg.options(plan.profile);
+    opts.llama_cpp = plan.llama_cpp;
     let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));
     let outcome = api::rewrite_body_cached(body, plan.format, plan.profile, &opts, cache.as_deref_mut());
     let took = elapsed_us().saturating_sub(t0);
@@ -342,9 +351,9 @@ mod tests {
         let mut m = Counts::default();
         let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
         let mut clock = || 0u64;
-        let fine = br#"{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}}}]}"#;
+        let fine = br#"{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}}}]}"#;
         assert_eq!(finish(&cfg, &p, fine, &mut m, &mut clock, None).0, Verdict::Forward);
-        let fixable = br#"{"messages":[], "tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\d+$"}},"additionalProperties":false}}}]}"#;
+        let fixable = br#"{"messages":[], "tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\d+$"}},"additionalProperties":false}}}]}"#;
         let (v, line) = finish(&cfg, &p, fixable, &mut m, &mut clock, None);
         let Verdict::Replace(new) = v else { panic!("{v:?}") };
         assert!(std::str::from_utf8(&new).unwrap().starts_with(r#"{"messages":[], "tools":"#), "bytes outside the schema kept");

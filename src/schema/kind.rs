@@ -124,6 +124,10 @@ kinds! {
     PropertyUnspellable = "property_unspellable", lossy = true;
     /// A tool's parameters did not end with `type: object` at the root and were made to.
     ToolRootFixed = "tool_root_fixed", lossy = false;
+    /// A function tool without `function.description` (optional in the OpenAI API and in MCP) got an
+    /// empty one: llama-server up to 2025-08 answers 500 `key 'description' not found` without it.
+    /// Only for routes whose `llama_cpp_since` is before 2026-10. Changes the body, not the schema.
+    DescriptionAdded = "description_added", lossy = false;
     /// A whole schema could not be satisfied, or could not be parsed, and was replaced by the loosest
     /// schema for its context.
     SchemaReplaced = "schema_replaced", lossy = true;

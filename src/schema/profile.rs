@@ -29,7 +29,7 @@ macro_rules! gated {
 pub static LLAMA_CPP: Profile = Profile {
     name: "llama-cpp",
     about: "llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on",
-    target: Target { typed_any: true },
+    target: Target { typed_any: true, tool_description: true },
     passes: &[
         pass!(bounds),
         gated!(unevaluated),
@@ -59,7 +59,7 @@ pub static LLAMA_CPP: Profile = Profile {
 pub static MCP: Profile = Profile {
     name: "mcp",
     about: "MCP SEP-2106 bounds and dialect clean-up only; meaning unchanged",
-    target: Target { typed_any: false },
+    target: Target { typed_any: false, tool_description: false },
     passes: &[pass!(bounds), pass!(dialect)],
 };
 

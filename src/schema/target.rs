@@ -14,6 +14,9 @@ pub struct Target {
     /// Whether "any value" must be written with every type: the backend reads a schema without `type`
     /// as something narrower (llama.cpp before 2026-10 reads `{}` as "an object", or rejects it).
     pub typed_any: bool,
+    /// Whether function tools need `function.description` on the releases before
+    /// [`LlamaCpp::tool_description_optional`] (llama-server reads it unconditionally there).
+    pub tool_description: bool,
 }
 
 impl Target {
