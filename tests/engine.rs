@@ -229,8 +229,12 @@ fn cached_rewrites_equal_uncached_ones() {
 fn skipping_gated_passes_changes_nothing() {
     use toolfit::schema::passes::Pass;
     let ungated: Vec<Pass> = profile::LLAMA_CPP.passes.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[] }).collect();
-    let ungated =
-        profile::Profile { name: "ungated", passes: Box::leak(ungated.into_boxed_slice()), about: "", target: toolfit::schema::Target { typed_any: true, tool_description: true } };
+    let ungated = profile::Profile {
+        name: "ungated",
+        passes: Box::leak(ungated.into_boxed_slice()),
+        about: "",
+        target: toolfit::schema::Target { typed_any: true, tool_description: true },
+    };
     assert!(profile::LLAMA_CPP.passes.iter().any(|p| !p.wants.is_empty()), "no pass is gated: the test checks nothing");
     // opening an object (a change that settles) keeps the census: it must add no gated keyword
     assert!(profile::ALL.iter().flat_map(|p| p.passes).all(|p| !p.wants.contains(&"additionalProperties")));

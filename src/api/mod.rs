@@ -285,7 +285,8 @@ pub fn rewrite_body_cached(
     for site in &sites {
         let src = site.raw.get();
         let Some(at) = raw::offset(text, src) else { continue };
-        let mut r = SiteResult { at, len: src.len(), output: None, report: Report::default(), tool: site.context == Context::Tool, schema: true, unparsed: None };
+        let mut r =
+            SiteResult { at, len: src.len(), output: None, report: Report::default(), tool: site.context == Context::Tool, schema: true, unparsed: None };
         if !(src.starts_with('{') || src == "true" || src == "false") {
             results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
             continue;

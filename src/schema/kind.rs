@@ -61,6 +61,11 @@ kinds! {
     /// A `$ref` was pointed at a root `$defs` entry with a name every llama.cpp version resolves
     /// (recursive targets, targets past the inlining budget). Exact.
     RefsRetargeted = "refs_retargeted", lossy = false;
+    /// The root got a last member `x-toolfit-refs` that refers to every definition: llama.cpp 2024-08 and
+    /// 2024-12 read a definition as the document stood at the last `$ref` to it, so a recursive one
+    /// compiled as "any object" one level down. Only for routes whose `llama_cpp_since` is before 2025-05.
+    /// An annotation: no value's validity changes. Exact.
+    RefsListed = "refs_listed", lossy = false;
     /// A `$ref` with constraining siblings could not be merged (recursive target): the siblings were
     /// dropped.
     RefSiblingsDropped = "ref_siblings_dropped", lossy = true;
@@ -110,6 +115,10 @@ kinds! {
     /// A name listed in `required` but not in `properties` was declared (as any value): llama.cpp
     /// enforces `required` only for declared properties. Exact.
     RequiredDeclared = "required_declared", lossy = false;
+    /// `minItems`/`maxItems` were written so every served llama.cpp applies them: `items` spelled out
+    /// where missing (up to 2025-08 the counts apply only beside it), and `maxItems: 0` as `const: []`
+    /// (2024-08 and 2024-12 cannot parse their own grammar for it). Exact.
+    ItemCountsSpelled = "item_counts_spelled", lossy = false;
     /// An `enum`/`const` string value that older llama.cpp escapes wrongly was rewritten as an
     /// anchored pattern. Exact.
     EnumRewritten = "enum_rewritten", lossy = false;

@@ -48,10 +48,12 @@ pub static LLAMA_CPP: Profile = Profile {
         gated!(patterns),
         gated!(integer_bounds),
         gated!(repetition),
+        gated!(item_counts),
         gated!(enums),
         pass!(never),
         // the bound holds for what reaches the backend: inlined refs and type splits can nest deeper
         pass!(bounds),
+        pass!(refs_listed),
     ],
 };
 

@@ -113,6 +113,17 @@ impl LlamaCpp {
         self >= LlamaCpp::V2026_10
     }
 
+    /// `maxItems: 0` beside `items` compiles (2024-08 and 2024-12 write a grammar they cannot parse).
+    pub fn empty_arrays_beside_items(self) -> bool {
+        self >= LlamaCpp::V2025_05
+    }
+
+    /// A definition is resolved whole wherever its refs stand (2024-08 and 2024-12 read a copy taken at
+    /// the last ref to it, see `passes::refs_listed`).
+    pub fn refs_read_whole(self) -> bool {
+        self >= LlamaCpp::V2025_05
+    }
+
     /// A definition that is itself a `$ref` compiles as its target (up to 2025-08 it compiles as any
     /// object).
     pub fn ref_chains(self) -> bool {

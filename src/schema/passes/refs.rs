@@ -229,6 +229,24 @@ impl State {
         false
     }
 
+    /// Where a chain of definitions that are only refs (`A` -> `B` -> `C`) ends: the first target that
+    /// is more than a ref. Cycles were ruled out by [`State::pure_cycle`]; the hop bound still holds.
+    /// The links passed count as targets, so they are dropped with the rest when nothing reaches them.
+    fn chain_end(&mut self, mut ptr: String) -> String {
+        for _ in 0..MAX_HOPS {
+            self.targets.insert(ptr.clone());
+            let Some(Value::Object(t)) = self.target(&ptr) else { break };
+            if t.keys().any(|k| constrains(k)) {
+                break;
+            }
+            match t.at("$ref").and_then(Value::as_str).and_then(|r| self.resolve(r).ok()) {
+                Some(next) if next != ptr => ptr = next,
+                _ => break,
+            }
+        }
+        ptr
+    }
+
     fn on_cycle(&mut self, ptr: &str) -> bool {
         if let Some(&b) = self.on_cycle.get(ptr) {
             return b;
@@ -379,6 +397,8 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
             cx.record(path, Kind::RefsUnresolved, format!("$ref {r}: only refers back to itself; any value allowed"));
             break;
         }
+        // a definition that is only a ref compiles as "any object" on older llama.cpp: point past it
+        let ptr = if cx.opts.llama_cpp.ref_chains() { ptr } else { st.chain_end(ptr) };
         st.targets.insert(ptr.clone());
         let constraining = node.keys().any(|k| constrains(k));
         let tool_root = path.is_empty() && cx.context == Context::Tool;
