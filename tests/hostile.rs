@@ -44,7 +44,7 @@ fn through_filter(body: Vec<u8>) -> (Verdict, HashMap<String, u64>) {
 }
 
 fn chat(schema: &str) -> Vec<u8> {
-    format!(r#"{{"messages":[],"tools":[{{"type":"function","function":{{"name":"t","parameters":{schema}}}}}]}}"#).into_bytes()
+    format!(r#"{{"messages":[],"tools":[{{"type":"function","function":{{"name":"t","description":"d","parameters":{schema}}}}}]}}"#).into_bytes()
 }
 
 fn replaced(v: &Verdict) -> Value {

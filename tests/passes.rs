@@ -323,3 +323,101 @@ fn strict_refusals_name_tool_and_path() {
     assert_eq!(first.tool, "t");
     assert_eq!(first.path, "/properties/a");
 }
+
+fn since(v: Value, ctx: Context, s: toolfit::schema::LlamaCpp) -> (Value, Report) {
+    let mut v = v;
+    let opts = Options { llama_cpp: s, ..Options::default() };
+    let out = normalize(&mut v, &profile::LLAMA_CPP, &opts, ctx, "t");
+    (v, out.report)
+}
+
+#[test]
+fn dialect_draft07_ref_siblings_id_anchors_and_item_pointers() {
+    // before 2019-09, keywords beside `$ref` are ignored: applying them would refuse valid values
+    let (v, r) = llama(
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"r": {"type": "integer"}}, "type": "object", "properties": {"a": {"$ref": "#/definitions/r", "maximum": 2, "description": "d"}}}),
+        Context::Tool,
+    );
+    assert!(v["properties"]["a"].get("maximum").is_none(), "{v}");
+    assert_eq!(v["properties"]["a"]["description"], "d");
+    assert_eq!(r.lossy_count(), 0);
+    // 2020-12 applies them: kept (merged with the target)
+    let (v, _) = llama(json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/r", "maximum": 2}}, "$defs": {"r": {"type": "integer"}}}), Context::Tool);
+    assert_eq!(v["properties"]["a"]["maximum"], 2, "{v}");
+    // `$id: "#foo"` is an anchor
+    let (v, r) = llama(
+        json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"a": {"$ref": "#foo"}}, "definitions": {"A": {"$id": "#foo", "type": "integer"}}}),
+        Context::Tool,
+    );
+    assert_eq!(v["properties"]["a"]["type"], "integer", "{v}");
+    assert_eq!(count(&r, Kind::RefsUnresolved), 0);
+    // a pointer into an array-form `items` follows it to `prefixItems`
+    let (v, r) = out(json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "array", "items": [{"type": "integer"}, {"$ref": "#/items/0"}]}));
+    assert_eq!(count(&r, Kind::RefsUnresolved), 0, "{v}");
+    assert!(text(&v).contains(r#""prefixItems":[{"type":"integer"},{"type":"integer"}]"#), "{v}");
+    assert!(v.get("$defs").is_none(), "no definition left behind: {v}");
+}
+
+#[test]
+fn item_counts_apply_on_every_release() {
+    use toolfit::schema::LlamaCpp;
+    let (v, r) = out(json!({"type": "array", "maxItems": 2}));
+    assert!(v["items"]["type"].is_array(), "items written out for releases up to 2025-08: {v}");
+    assert_eq!(count(&r, Kind::ItemCountsSpelled), 1);
+    let (v, _) = out(json!({"items": {"type": "boolean"}, "maxItems": 0}));
+    assert_eq!(v["anyOf"][0], json!({"const": []}), "{v}");
+    for src in [json!({"type": "array", "items": false}), json!({"type": "array", "unevaluatedItems": false})] {
+        let (v, _) = out(src.clone());
+        assert_eq!(v, json!({"const": []}), "{src}");
+    }
+    let (v, r) = since(json!({"type": "array", "maxItems": 2}), Context::Output, LlamaCpp::V2026_10);
+    assert_eq!((v, r.is_empty()), (json!({"type": "array", "maxItems": 2}), true));
+}
+
+#[test]
+fn ref_chains_collapse_to_their_final_target() {
+    use toolfit::schema::LlamaCpp;
+    let s = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A"}}, "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"type": "object", "properties": {"n": {"$ref": "#/$defs/B"}}}}});
+    let (v, r) = llama(s.clone(), Context::Tool);
+    assert_eq!(v["properties"]["a"], json!({"$ref": "#/$defs/B"}), "{v}");
+    assert!(v["$defs"].get("A").is_none(), "the link is dropped with nothing left pointing at it: {v}");
+    assert_eq!(r.lossy_count(), 0);
+    let (v, _) = since(s, Context::Tool, LlamaCpp::V2026_10);
+    assert_eq!(v["properties"]["a"], json!({"$ref": "#/$defs/A"}), "2026-10 compiles chains: {v}");
+}
+
+#[test]
+fn recursive_definitions_are_listed_last_before_2025_05() {
+    use toolfit::schema::LlamaCpp;
+    let s = json!({"type": "object", "properties": {"t": {"$ref": "#/$defs/N"}}, "$defs": {"N": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}}}}});
+    let (v, r) = llama(s.clone(), Context::Tool);
+    assert_eq!(v.as_object().unwrap().keys().last().unwrap(), "x-toolfit-refs");
+    assert_eq!(count(&r, Kind::RefsListed), 1);
+    let (v, r) = since(s, Context::Tool, LlamaCpp::V2025_05);
+    assert!(v.get("x-toolfit-refs").is_none() && r.is_empty(), "{v}");
+}
+
+#[test]
+fn integer_bounds_past_32_bits_kept_where_the_served_releases_enforce_them() {
+    use toolfit::schema::LlamaCpp;
+    let s = json!({"type": "integer", "minimum": -10_000_000_000_i64, "maximum": 10_000_000_000_i64});
+    let (v, r) = out(s.clone());
+    assert!(v.get("maximum").is_none() && v.get("minimum").is_none() && r.lossy_count() == 1, "{v}");
+    assert!(r.records.iter().any(|x| x.detail.contains("beyond what the served llama.cpp releases enforce")));
+    let (v, r) = since(s.clone(), Context::Output, LlamaCpp::V2026_10);
+    assert_eq!((v, r.is_empty()), (s, true));
+    let (v, r) = since(json!({"type": "integer", "maximum": 1e17}), Context::Output, LlamaCpp::V2026_10);
+    assert!(v.get("maximum").is_none() && r.lossy_count() == 1, "past 2^53 not exact in f64: {v}");
+}
+
+#[test]
+fn nesting_too_deep_to_parse_is_cut_in_the_cli_path() {
+    let text = r#"{"type":"object","properties":{"a":"#.repeat(1_000) + "{}" + &"}}".repeat(1_000);
+    let mut report = Report::default();
+    let mut v = toolfit::schema::parse(&text, &Options::default(), Context::Tool, "t", &mut report).expect("cut, then parsed");
+    assert_eq!(count(&report, Kind::BoundsExceeded), 1);
+    assert!(report.records[0].detail.starts_with("nested deeper than"), "{}", report.records[0].detail);
+    let r = normalize(&mut v, &profile::LLAMA_CPP, &Options::default(), Context::Tool, "t").report;
+    assert_eq!(count(&r, Kind::SchemaReplaced), 0);
+    assert!(toolfit::schema::parse("{\"a\":", &Options::default(), Context::Tool, "t", &mut Report::default()).is_err(), "not JSON stays an error");
+}

@@ -1,19 +1,44 @@
-//! Older dialects into 2020-12: draft-04/07 `items` arrays and `additionalItems`, boolean
-//! `exclusiveMinimum`/`exclusiveMaximum`, `dependencies`, OpenAPI 3.0 `nullable`, upper-case or unknown
+//! Older dialects into 2020-12: draft-04/07 `items` arrays and `additionalItems` (refs pointing into
+//! them follow), boolean `exclusiveMinimum`/`exclusiveMaximum`, `dependencies`, keywords beside `$ref`
+//! (ignored before 2019-09), `$id` fragments (anchors), OpenAPI 3.0 `nullable`, upper-case or unknown
 //! type names, boolean `items`, and `$schema`/`$id` below the root.
 
 use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
-use crate::schema::walk::{children_mut, pre_order, MAP};
+use crate::schema::walk::{children_mut, is_annotation, pre_order, MAP};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
+    let legacy = legacy_draft(root);
+    // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
+    let mut moved: Vec<(String, String)> = Vec::new();
     pre_order(root, "", &mut |node, path| {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();
         let mut normalized: Vec<String> = Vec::new();
+        if legacy && node.at("$ref").is_some_and(Value::is_string) {
+            // before 2019-09 every keyword beside `$ref` is ignored (definitions stay reachable)
+            let ignored: Vec<String> =
+                node.keys().filter(|k| !(k.as_str() == "$ref" || is_annotation(k) || k.as_str() == "definitions" || k.as_str() == "$defs")).cloned().collect();
+            for k in &ignored {
+                node.remove(k);
+            }
+            if !ignored.is_empty() {
+                normalized.push(format!("{} beside $ref ignored in this draft", ignored.join(", ")));
+            }
+        }
+        if let Some(Value::String(id)) = node.at("$id") {
+            // a plain-name fragment is an anchor: 2020-12 spells it `$anchor`, which refs resolve
+            if let Some(name) = id.strip_prefix('#').filter(|n| !n.is_empty() && !n.starts_with('/')).map(str::to_string) {
+                node.remove("$id");
+                if !node.has("$anchor") {
+                    node.insert("$anchor".into(), Value::String(name));
+                }
+                changes.push("$id fragment became $anchor".into());
+            }
+        }
         fix_type(node, &mut changes, &mut lossy);
         malformed(node, &mut lossy);
         if let Some(Value::Array(items)) = node.at("items").cloned() {
@@ -27,8 +52,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 rebuilt.insert(k, v);
             }
             rebuilt.insert("prefixItems".into(), Value::Array(items));
+            moved.push((format!("{path}/items/"), format!("{path}/prefixItems/")));
             if let Some(x) = extra {
                 rebuilt.insert("items".into(), x);
+                moved.push((format!("{path}/additionalItems"), format!("{path}/items")));
             }
             *node = rebuilt;
             changes.push("array items became prefixItems".into());
@@ -97,7 +124,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if !path.is_empty() {
             for k in ["$schema", "$id"] {
                 if let Some(v) = node.at(k) {
-                    // a `$id` naming a plain-name fragment is an anchor: the refs pass already used it
+                    // a `$id` that is a URI may be a base other refs name: kept
                     if k == "$id" && !v.as_str().is_some_and(|s| s.starts_with('#')) {
                         continue;
                     }
@@ -117,9 +144,36 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {}", text.join("; ")), lossy));
         }
     });
+    if !moved.is_empty() {
+        follow_moves(root, &moved, &mut recs);
+    }
     for (path, kind, detail, _) in recs {
         cx.record(&path, kind, detail);
     }
+}
+
+/// Whether the document declares a draft before 2019-09 (draft-03 to draft-07), whose `$ref` replaces
+/// its whole node.
+fn legacy_draft(root: &Value) -> bool {
+    root.at("$schema").and_then(Value::as_str).is_some_and(|s| ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].iter().any(|d| s.contains(d)))
+}
+
+/// Rewrites same-document refs whose pointer starts with a moved prefix.
+fn follow_moves(root: &mut Value, moved: &[(String, String)], recs: &mut Vec<(String, Kind, String, crate::schema::Removed)>) {
+    pre_order(root, "", &mut |node, path| {
+        let Some(Value::String(r)) = node.at("$ref") else { return };
+        let Some(frag) = r.strip_prefix('#') else { return };
+        let frag = percent_encoding::percent_decode_str(frag).decode_utf8_lossy().into_owned();
+        for (old, new) in moved {
+            let hit = frag.starts_with(old.as_str()) || (!old.ends_with('/') && (frag == *old || frag.starts_with(&format!("{old}/"))));
+            if hit {
+                let now = format!("#{new}{}", frag.get(old.len()..).unwrap_or(""));
+                recs.push((path.to_string(), Kind::DialectNormalized, format!("$ref {r} now {now}: array items became prefixItems"), vec![]));
+                node.insert("$ref".into(), Value::String(now));
+                return;
+            }
+        }
+    });
 }
 
 /// `items: true` is no constraint; `items: false` allows no items past `prefixItems`. llama.cpp

@@ -1,7 +1,8 @@
 //! Numeric bounds. llama.cpp enforces them for integers only, and reads them differently across
-//! versions (older ones truncate fractional bounds and overflow past 32 bits; the current one ignores
-//! `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive, 32-bit `minimum`/
-//! `maximum`; bounds on non-integer numbers, which no version enforces, are removed visibly.
+//! versions (up to 2025-08 it truncates fractional bounds and overflows past 32 bits; 2026-10 ignores
+//! `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive `minimum`/`maximum`
+//! within the range every served release enforces (32 bits, or 2^53 - 1 when the route serves 2026-10
+//! on); bounds on non-integer numbers, which no version enforces, are removed visibly.
 
 use super::primary_type;
 use crate::schema::lookup::Lookup;
@@ -12,13 +13,18 @@ use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
 const KEYS: [&str; 4] = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"];
-const LIMIT: f64 = 2_147_483_647.0;
+/// Largest bound magnitude releases up to 2025-08 enforce.
+const LIMIT_32: f64 = 2_147_483_647.0;
+/// Largest bound magnitude written when the route serves 2026-10 on (which enforces at least 2^62):
+/// the largest integer a JSON number read as f64 holds exactly.
+const LIMIT_53: f64 = 9_007_199_254_740_991.0;
 
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &KEYS;
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
+    let limit = if cx.opts.llama_cpp.wide_integer_bounds() { LIMIT_53 } else { LIMIT_32 };
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         if !KEYS.iter().any(|k| node.has(k)) {
@@ -26,6 +32,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         let t = primary_type(node);
         let mut removed: Vec<(String, Value)> = Vec::new();
+        let mut beyond: Vec<(String, Value)> = Vec::new();
         if t.is_some_and(|t| t.contains(Types::FRACTION)) || t.is_none() {
             for k in KEYS {
                 if let Some(v) = node.remove(k) {
@@ -56,7 +63,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     return;
                 }
             }
-            let in_range = |x: Option<f64>| x.is_none_or(|x| x.abs() <= LIMIT);
+            let in_range = |x: Option<f64>| x.is_none_or(|x| x.abs() <= limit);
             let whole = KEYS.iter().all(|k| node.at(k).is_none_or(|v| v.is_i64() || v.is_u64()));
             let doubled = (node.has("minimum") && node.has("exclusiveMinimum")) || (node.has("maximum") && node.has("exclusiveMaximum"));
             if whole && !doubled && in_range(lo) && in_range(hi) {
@@ -67,19 +74,24 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             for (k, x) in [("minimum", lo), ("maximum", hi)] {
                 match x {
-                    Some(x) if x.abs() <= LIMIT => {
+                    Some(x) if x.abs() <= limit => {
                         node.insert(k.into(), Value::from(x as i64));
                     }
-                    Some(x) => removed.push((k.to_string(), Value::from(x))),
+                    Some(x) => beyond.push((k.to_string(), Value::from(x))),
                     None => {}
                 }
             }
             recs.push((path.to_string(), Kind::BoundsNormalized, "integer bounds made whole and inclusive".into()));
         }
-        if !removed.is_empty() {
-            let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        for (list, why) in
+            [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {limit}, beyond what the served llama.cpp releases enforce"))]
+        {
+            if list.is_empty() {
+                continue;
+            }
+            let text: Vec<String> = list.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text}: not enforced for this type")));
+            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text}: {why}")));
             if promote_on {
                 crate::schema::promote(node, &text);
             }

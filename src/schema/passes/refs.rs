@@ -84,6 +84,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         walk(&mut v, &mut path, 1, &mut st, cx);
         added.push((name, v));
     }
+    // definitions this pass adds are dropped like the others when no ref ends up using them (a target
+    // named before it was inlined after all)
+    st.targets.extend(added.iter().map(|(n, _)| format!("/$defs/{n}")));
     if let Value::Object(r) = root {
         if !added.is_empty() {
             let defs = r.entry("$defs").or_insert_with(|| Value::Object(Map::new()));
