@@ -84,9 +84,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         walk(&mut v, &mut path, 1, &mut st, cx);
         added.push((name, v));
     }
-    // definitions this pass adds are dropped like the others when no ref ends up using them (a target
-    // named before it was inlined after all)
-    st.targets.extend(added.iter().map(|(n, _)| format!("/$defs/{n}")));
     if let Value::Object(r) = root {
         if !added.is_empty() {
             let defs = r.entry("$defs").or_insert_with(|| Value::Object(Map::new()));
@@ -270,6 +267,18 @@ impl State {
         found
     }
 
+    /// Whether `r` already is the spelling [`State::def_ref`] gives `ptr` (without creating an entry).
+    fn is_plain(&self, ptr: &str, r: &str) -> bool {
+        for k in ["$defs", "definitions"] {
+            if let Some(name) = ptr.strip_prefix(&format!("/{k}/")) {
+                if safe_name(name) {
+                    return r == format!("#/{k}/{name}");
+                }
+            }
+        }
+        self.def_of.get(ptr).is_some_and(|n| r == format!("#/$defs/{n}"))
+    }
+
     /// A `$ref` string to a root `$defs` entry holding the target, creating the entry if needed.
     fn def_ref(&mut self, ptr: &str) -> String {
         for k in ["$defs", "definitions"] {
@@ -405,7 +414,7 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
         st.targets.insert(ptr.clone());
         let constraining = node.keys().any(|k| constrains(k));
         let tool_root = path.is_empty() && cx.context == Context::Tool;
-        let plain = st.def_ref(&ptr) == r;
+        let plain = st.is_plain(&ptr, &r);
         let target = st.target(&ptr).unwrap_or_default();
         // a ref to a schema nothing matches: llama.cpp would read the target's `not: {}` as any value,
         // so the (tiny) target is inlined and the `never` pass deals with it where it stands

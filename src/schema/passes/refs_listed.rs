@@ -7,7 +7,7 @@
 //! and change no value's validity. Exact.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::{children, push_escaped};
+use crate::schema::walk::children;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -18,23 +18,46 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if cx.opts.llama_cpp.refs_read_whole() {
         return;
     }
+    // every ref of the schema (the listing is an `x-` member, never read as a schema)
+    let mut all = Vec::new();
+    refs_in(root, &mut all, 0);
     let Value::Object(r) = root else { return };
-    let mut list = Vec::new();
     let mut inner_refs = false;
     for k in ["$defs", "definitions"] {
-        let Some(Value::Object(defs)) = r.at(k) else { continue };
-        for (name, def) in defs {
-            inner_refs |= has_ref(def, 0);
-            let mut p = format!("#/{k}/");
-            push_escaped(&mut p, name);
-            let mut m = Map::new();
-            m.insert("$ref".into(), Value::String(p));
-            list.push(Value::Object(m));
+        if let Some(Value::Object(defs)) = r.at(k) {
+            inner_refs |= defs.values().any(|d| has_ref(d, 0));
         }
     }
     if !inner_refs {
-        return; // copies without refs in them are whole already
+        // copies without refs in them are whole already (a listing left from a round whose refs
+        // have gone since is removed)
+        if r.remove(MEMBER).is_some() {
+            cx.record("", Kind::RefsListed, format!("{MEMBER} removed: no definition holds a ref any more"));
+        }
+        return;
     }
+    // the definitions some ref uses, in the order first used (others are never read)
+    let mut used: Vec<String> = Vec::new();
+    for target in all {
+        let Some(rest) = target.strip_prefix("#/$defs/").map(|n| ("$defs", n)).or_else(|| target.strip_prefix("#/definitions/").map(|n| ("definitions", n)))
+        else {
+            continue;
+        };
+        let name = rest.1.split('/').next().unwrap_or("");
+        let mut p = format!("#/{}/", rest.0);
+        p.push_str(name);
+        if !name.is_empty() && !used.contains(&p) {
+            used.push(p);
+        }
+    }
+    let list: Vec<Value> = used
+        .into_iter()
+        .map(|p| {
+            let mut m = Map::new();
+            m.insert("$ref".into(), Value::String(p));
+            Value::Object(m)
+        })
+        .collect();
     let want = Value::Array(list);
     if r.iter().next_back().is_some_and(|(k, v)| k == MEMBER && *v == want) {
         return;
@@ -42,6 +65,17 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     r.remove(MEMBER);
     r.insert(MEMBER.into(), want);
     cx.record("", Kind::RefsListed, format!("definitions listed last ({MEMBER}) so llama.cpp before 2025-05 reads each whole"));
+}
+
+/// Every `$ref` string in the schema nodes of `v`.
+fn refs_in(v: &Value, out: &mut Vec<String>, depth: usize) {
+    let Value::Object(m) = v else { return };
+    if let Some(Value::String(s)) = m.at("$ref") {
+        out.push(s.clone());
+    }
+    if depth < crate::schema::walk::HARD_DEPTH {
+        children(m, |_, c| refs_in(c, out, depth + 1));
+    }
 }
 
 fn has_ref(v: &Value, depth: usize) -> bool {
@@ -71,11 +105,12 @@ mod tests {
 
     #[test]
     fn recursive_definitions_are_listed_last_for_old_releases() {
-        let tree = json!({"type": "object", "properties": {"t": {"$ref": "#/$defs/N"}}, "$defs": {"N": {"type": "array", "items": {"$ref": "#/$defs/N"}}, "a/b": {"type": "string"}}});
+        // `a/b` is used by no ref: never read, so not listed (old releases cannot resolve its name)
+        let tree = json!({"type": "object", "properties": {"t": {"$ref": "#/$defs/N"}, "u": {"anyOf": [{"$ref": "#/definitions/M"}]}}, "$defs": {"N": {"type": "array", "items": {"$ref": "#/$defs/N"}}, "a/b": {"type": "string"}}, "definitions": {"M": {"type": "string"}}});
         let (v, n) = run_on(tree.clone(), LlamaCpp::V2024_12);
         assert_eq!(n, 1);
         assert_eq!(v.as_object().and_then(|m| m.keys().last()).map(String::as_str), Some(MEMBER));
-        assert_eq!(v[MEMBER], json!([{"$ref": "#/$defs/N"}, {"$ref": "#/$defs/a~1b"}]));
+        assert_eq!(v[MEMBER], json!([{"$ref": "#/$defs/N"}, {"$ref": "#/definitions/M"}]));
         // a second run changes nothing; 2025-05 on, and definitions without refs, need nothing
         assert_eq!(run_on(v.clone(), LlamaCpp::V2024_12), (v, 0));
         assert_eq!(run_on(tree.clone(), LlamaCpp::V2025_05), (tree, 0));
