@@ -391,7 +391,7 @@ fn recursive_definitions_are_listed_last_before_2025_05() {
     use toolfit::schema::LlamaCpp;
     let s = json!({"type": "object", "properties": {"t": {"$ref": "#/$defs/N"}}, "$defs": {"N": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}}}}});
     let (v, r) = llama(s.clone(), Context::Tool);
-    assert_eq!(v.as_object().unwrap().keys().last().unwrap(), "x-toolfit-refs");
+    assert_eq!(v.as_object().unwrap().keys().next_back().unwrap(), "x-toolfit-refs");
     assert_eq!(count(&r, Kind::RefsListed), 1);
     let (v, r) = since(s, Context::Tool, LlamaCpp::V2025_05);
     assert!(v.get("x-toolfit-refs").is_none() && r.is_empty(), "{v}");

@@ -109,7 +109,7 @@ mod tests {
         let tree = json!({"type": "object", "properties": {"t": {"$ref": "#/$defs/N"}, "u": {"anyOf": [{"$ref": "#/definitions/M"}]}}, "$defs": {"N": {"type": "array", "items": {"$ref": "#/$defs/N"}}, "a/b": {"type": "string"}}, "definitions": {"M": {"type": "string"}}});
         let (v, n) = run_on(tree.clone(), LlamaCpp::V2024_12);
         assert_eq!(n, 1);
-        assert_eq!(v.as_object().and_then(|m| m.keys().last()).map(String::as_str), Some(MEMBER));
+        assert_eq!(v.as_object().and_then(|m| m.keys().next_back()).map(String::as_str), Some(MEMBER));
         assert_eq!(v[MEMBER], json!([{"$ref": "#/$defs/N"}, {"$ref": "#/definitions/M"}]));
         // a second run changes nothing; 2025-05 on, and definitions without refs, need nothing
         assert_eq!(run_on(v.clone(), LlamaCpp::V2024_12), (v, 0));
