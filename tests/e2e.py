@@ -262,6 +262,26 @@ def exact_mode(e, rec):
     status, _, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX), {"x-test-route": "strict"})
     check("strict route: an exact rewrite still passes", status == 200)
 
+    # 6b. a tool schema nested 10,000 levels (370 KB; llama.cpp's converter overflows its stack on it):
+    # cut to the nesting bound at the byte level, forwarded as the engine says
+    deep = '{"type":"object","properties":{"a":' * 10_000 + '{"type":"string"}' + "}}" * 10_000
+    body = ('{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"deep","description":"d","parameters":' + deep + "}}]}").encode()
+    status, _, _ = e.request("POST", "/v1/chat/completions", body)
+    got = last(rec).get("body", b"")
+    sys.setrecursionlimit(10_000)
+    params = json.loads(got or b"{}").get("tools", [{}])[0].get("function", {}).get("parameters", {})
+    depth, node = 0, params
+    while isinstance(node, dict) and "properties" in node:
+        node, depth = node["properties"].get("a"), depth + 1
+    check("a schema nested 10,000 levels: 200, cut to the bound as the CLI cuts it", status == 200 and got == cli(body) and 0 < depth <= 64 and len(got) < 20_000,
+          f"status {status}, {len(got)} bytes, depth {depth}")
+    check("bounds_exceeded counted for it", metric(e.prom(), "toolfit_bounds_exceeded", "chat") >= 1)
+    # a tool without description (llama-server up to 2025-08 answers 500 without one) gets an empty one
+    nodesc = b'{"messages":[],"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}'
+    e.request("POST", "/v1/chat/completions", nodesc)
+    check("a tool without description gets an empty one, nothing else changes",
+          last(rec).get("body") == nodesc.replace(b'"name":"f"', b'"name":"f","description":""') and metric(e.prom(), "toolfit_description_added", "chat") == 1)
+
     # 7. stats with labels on /stats/prometheus (after a flush for the histogram)
     time.sleep(2.2)
     p = e.prom()
