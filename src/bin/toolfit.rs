@@ -68,12 +68,14 @@ fn main() -> ExitCode {
             match toolfit::filter::config::Config::parse(&input) {
                 Ok(c) => {
                     println!(
-                        "ok: profile={} routes={} framing={:?} max_body_bytes={} strict={}",
+                        "ok: profile={} routes={} framing={:?} max_body_bytes={} strict={} open_objects={} llama_cpp_since={}",
                         c.profile.name,
                         c.routes.len(),
                         c.framing,
                         c.max_body_bytes,
-                        c.strict
+                        c.strict,
+                        c.open_objects,
+                        c.llama_cpp_since.name()
                     );
                     ExitCode::SUCCESS
                 }

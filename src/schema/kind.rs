@@ -109,8 +109,9 @@ kinds! {
     /// Integer bounds were rewritten into the form every llama.cpp reads the same way (whole numbers,
     /// inclusive). Exact.
     BoundsNormalized = "bounds_normalized", lossy = false;
-    /// Object properties not listed in `properties` were allowed (`additionalProperties: true`) where
-    /// JSON Schema allows them and llama.cpp would forbid them. Exact.
+    /// With `open_objects: true` (off by default), object properties not listed in `properties` were
+    /// allowed (`additionalProperties: true`) where JSON Schema allows them and llama.cpp would forbid
+    /// them. Exact.
     ObjectOpened = "object_opened", lossy = false;
     /// A name listed in `required` but not in `properties` was declared (as any value): llama.cpp
     /// enforces `required` only for declared properties. Exact.
