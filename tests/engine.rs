@@ -38,31 +38,48 @@ fn corpus() -> Vec<(String, Value, Context)> {
 }
 
 fn run(v: &Value, ctx: Context) -> (Value, toolfit::schema::Report) {
+    run_with(v, ctx, &Options::default())
+}
+
+fn run_with(v: &Value, ctx: Context, opts: &Options) -> (Value, toolfit::schema::Report) {
     let mut v = v.clone();
-    let o = normalize(&mut v, &profile::LLAMA_CPP, &Options::default(), ctx, "t");
+    let o = normalize(&mut v, &profile::LLAMA_CPP, opts, ctx, "t");
     (v, o.report)
+}
+
+/// The option sets whose passes differ: objects closed (default) and open; the oldest and the newest
+/// llama.cpp release served.
+fn option_sets() -> Vec<(&'static str, Options)> {
+    use toolfit::schema::LlamaCpp;
+    vec![
+        ("default", Options::default()),
+        ("open objects", Options { open_objects: true, ..Options::default() }),
+        ("since 2026-10", Options { llama_cpp: LlamaCpp::V2026_10, ..Options::default() }),
+    ]
 }
 
 #[test]
 fn corpus_is_deterministic_and_idempotent() {
     let all = corpus();
     assert!(all.len() > 3000, "corpus missing: {}", all.len());
-    let mut changed = 0;
-    for (label, schema, ctx) in &all {
-        let (once, rep) = run(schema, *ctx);
-        let (again, _) = run(schema, *ctx);
-        assert_eq!(once, again, "{label}: not deterministic");
-        let (twice, rep2) = run(&once, *ctx);
-        assert_eq!(once, twice, "{label}: not idempotent; second run: {:?}", rep2.records.first());
-        assert!(rep2.is_empty(), "{label}: second run reported {:?}", rep2.records.first());
-        if !rep.is_empty() {
-            changed += 1;
+    for (name, opts) in option_sets() {
+        let mut changed = 0;
+        for (label, schema, ctx) in &all {
+            let (once, rep) = run_with(schema, *ctx, &opts);
+            let (again, _) = run_with(schema, *ctx, &opts);
+            assert_eq!(once, again, "{name}: {label}: not deterministic");
+            let (twice, rep2) = run_with(&once, *ctx, &opts);
+            assert_eq!(once, twice, "{name}: {label}: not idempotent; second run: {:?}", rep2.records.first());
+            assert!(rep2.is_empty(), "{name}: {label}: second run reported {:?}", rep2.records.first());
+            if !rep.is_empty() {
+                changed += 1;
+            }
+            if *ctx == Context::Tool {
+                assert_eq!(once["type"], json!("object"), "{name}: {label}: tool root not an object");
+            }
         }
-        if *ctx == Context::Tool {
-            assert_eq!(once["type"], json!("object"), "{label}: tool root not an object");
-        }
+        assert!(changed > 0 && changed < all.len(), "{name}: {changed} changed");
     }
-    assert!(changed > 0 && changed < all.len());
 }
 
 #[test]
@@ -246,11 +263,13 @@ fn skipping_gated_passes_changes_nothing() {
         }
     }
     assert!(all.len() > 3300, "corpus missing: {}", all.len());
-    for (label, schema, ctx) in &all {
-        let (gated, rep) = run(schema, *ctx);
-        let mut plain = schema.clone();
-        let rep2 = normalize(&mut plain, &ungated, &Options::default(), *ctx, "t").report;
-        assert_eq!(gated, plain, "{label}: skipping a gated pass changed the output");
-        assert_eq!(rep.counters, rep2.counters, "{label}: skipping a gated pass changed the report");
+    for (name, opts) in option_sets() {
+        for (label, schema, ctx) in &all {
+            let (gated, rep) = run_with(schema, *ctx, &opts);
+            let mut plain = schema.clone();
+            let rep2 = normalize(&mut plain, &ungated, &opts, *ctx, "t").report;
+            assert_eq!(gated, plain, "{name}: {label}: skipping a gated pass changed the output");
+            assert_eq!(rep.counters, rep2.counters, "{name}: {label}: skipping a gated pass changed the report");
+        }
     }
 }
