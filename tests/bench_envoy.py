@@ -6,8 +6,10 @@ shipped plugin config, exact framing) and one without, both routing to a third l
 200 itself (so no Python upstream sits in the measured path). wrk (Debian package; installed if
 missing) sends the same POST body to each, one connection, in alternating rounds. Prints median and
 p99 per case and the difference (the filter's added latency), and the VM memory gauge.
-Cases: small (5 tools, 2 KB of messages), typical (40 tools, about 60 KB, plus 200 KB of messages),
-huge (the 1,409-tool catalog, 1.6 MB). `--quick` runs one short round (used to check the command works).
+Cases: untouched (40 small tools, 200 KB of messages), small (5 tools, 2 KB of messages), typical (40
+tools, about 60 KB, plus 200 KB of messages), huge (the 1,409-tool catalog, 1.6 MB), rewritten (40
+Atlassian tools whose Jira-key patterns need a rewrite, plus 200 KB of messages). With objects closed
+(the default) small, typical and huge need no change: they measure the common, untouched path. `--quick` runs one short round (used to check the command works).
 """
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -105,10 +107,12 @@ def main():
                     break
             except OSError:
                 time.sleep(0.1)
-        cases = [("untouched", json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 200_000}], "tools": [{"type": "function", "function": {"name": "q", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False}}}] * 40}).encode()),
+        cases = [("untouched", json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 200_000}], "tools": [{"type": "function", "function": {"name": "q", "description": "d", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False}}}] * 40}).encode()),
                  ("small", body(catalog("filesystem.json", 5), 2000)),
                  ("typical", body(catalog("github.json" if os.path.exists(os.path.join(ROOT, "tests/corpus/servers/github.json")) else "azure-all.json", 40), 200_000)),
-                 ("huge", body(catalog("twilio-all-services.json"), 0))]
+                 ("huge", body(catalog("twilio-all-services.json"), 0)),
+                 # small, typical and huge need no change with objects closed (the common case); this one does
+                 ("rewritten", body(catalog("atlassian.json", 40), 200_000))]
         rounds, secs = (1, 2) if quick else (3, 4)
         targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0])]
         res = {(c, t): [] for c, _ in cases for t, _ in targets}

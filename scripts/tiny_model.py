@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Writes a tiny random-weight model (GGUF) that llama-server loads and samples from.
+
+No weights can be downloaded, and none are needed: grammar-constrained sampling from random weights
+is a fuzzer of the grammar, since whatever comes out is what the grammar allows. The vocabulary and
+its tokenizer come from a vocab-only GGUF and the chat template from a real model's template, both
+vendored by the llama-cpp-python sdist.
+
+    tiny_model.py VOCAB.gguf TEMPLATE.jinja OUT.gguf [--seed N]
+
+Architecture qwen2: 1 layer, 64 wide, 4 heads (2 KV heads), f32, fixed seed (same bytes every run).
+"""
+import argparse
+
+import gguf
+import numpy as np
+
+N_EMBD, N_FF, N_HEAD, N_HEAD_KV, N_CTX = 64, 128, 4, 2, 8192
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("vocab")
+    ap.add_argument("template")
+    ap.add_argument("out")
+    ap.add_argument("--seed", type=int, default=7)
+    a = ap.parse_args()
+    reader = gguf.GGUFReader(a.vocab)
+    tokens = reader.fields["tokenizer.ggml.tokens"].contents()
+    n_vocab = len(tokens)
+    w = gguf.GGUFWriter(a.out, "qwen2")
+    w.add_name("toolfit-tiny")
+    w.add_context_length(N_CTX)
+    w.add_embedding_length(N_EMBD)
+    w.add_block_count(1)
+    w.add_feed_forward_length(N_FF)
+    w.add_head_count(N_HEAD)
+    w.add_head_count_kv(N_HEAD_KV)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(1_000_000.0)
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # the tokenizer as the vocab file has it; the chat template from the given file
+    for name, field in reader.fields.items():
+        if not name.startswith("tokenizer.") or name == "tokenizer.chat_template":
+            continue
+        sub = field.types[1] if len(field.types) > 1 else None
+        w.add_key_value(name, field.contents(), field.types[0], sub)
+    w.add_chat_template(open(a.template, encoding="utf-8").read())
+    rng = np.random.default_rng(a.seed)
+
+    def t(*shape, scale=0.02):
+        return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+    kv = N_EMBD // N_HEAD * N_HEAD_KV
+    ones = lambda n: np.ones(n, dtype=np.float32)  # noqa: E731
+    w.add_tensor("token_embd.weight", t(n_vocab, N_EMBD, scale=1.0))
+    w.add_tensor("output_norm.weight", ones(N_EMBD))
+    w.add_tensor("output.weight", t(n_vocab, N_EMBD, scale=1.0))
+    w.add_tensor("blk.0.attn_norm.weight", ones(N_EMBD))
+    w.add_tensor("blk.0.attn_q.weight", t(N_EMBD, N_EMBD))
+    w.add_tensor("blk.0.attn_q.bias", t(N_EMBD))
+    w.add_tensor("blk.0.attn_k.weight", t(kv, N_EMBD))
+    w.add_tensor("blk.0.attn_k.bias", t(kv))
+    w.add_tensor("blk.0.attn_v.weight", t(kv, N_EMBD))
+    w.add_tensor("blk.0.attn_v.bias", t(kv))
+    w.add_tensor("blk.0.attn_output.weight", t(N_EMBD, N_EMBD))
+    w.add_tensor("blk.0.ffn_norm.weight", ones(N_EMBD))
+    w.add_tensor("blk.0.ffn_gate.weight", t(N_FF, N_EMBD))
+    w.add_tensor("blk.0.ffn_up.weight", t(N_FF, N_EMBD))
+    w.add_tensor("blk.0.ffn_down.weight", t(N_EMBD, N_FF))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
+if __name__ == "__main__":
+    main()
