@@ -192,6 +192,8 @@ def main():
             time.sleep(0.5)
             if version == "0.3.16":
                 check(f"{tag}: raw: a `(?:` pattern kills the server", status == 0 and not raw.alive(), f"{status}, server {raw.died_by()}")
+            else:
+                check(f"{tag}: raw: a `(?:` pattern is compiled (fixed in this release)", status == 200 and raw.alive(), f"{status}, server {raw.died_by()}")
             raw.ensure()
             status, resp, err = send(env.port, chat([fn("jira", JIRA)], opener, "jira"))
             calls = tool_calls(resp)
@@ -201,6 +203,8 @@ def main():
             status, resp, err = send(raw.port, chat([fn("nodesc", PLAIN, description=None)], opener, "nodesc"))
             if version == "0.3.16":
                 check(f"{tag}: raw: a tool without description answers 500", status == 500, f"{status} {err or json.dumps(resp)[:200]}")
+            else:
+                check(f"{tag}: raw: a tool without description is taken (fixed in this release)", status == 200, f"{status} {err or json.dumps(resp)[:200]}")
             raw.ensure()
             status, resp, err = send(env.port, chat([fn("nodesc", PLAIN, description=None)], opener, "nodesc"))
             check(f"{tag}: toolfit: a tool without description gets a tool call", status == 200 and tool_calls(resp), f"{status} {err or json.dumps(resp)[:300]}")
