@@ -23,7 +23,7 @@ test: build wasm lint
 	python3 tests/llama_judges.py
 	python3 tests/e2e.py
 	python3 tests/faults.py
-	python3 tests/llama_server.py
+	$$(scripts/venv.sh)/bin/python tests/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/deploy.py
 	scripts/fuzz.sh 30
 
@@ -45,9 +45,10 @@ test-e2e: build wasm
 	python3 tests/e2e.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
-# ~/.cache/toolfit/server) with a tiny generated model, raw and behind Envoy with toolfit.
+# ~/.cache/toolfit/server) with a tiny generated model, raw and behind Envoy with toolfit; tool calls
+# validated against each tool's original schema. FULL=1: up to 200 + 200 sampled tools instead of 8 + 8.
 test-llama-server: build wasm
-	python3 tests/llama_server.py
+	$$(scripts/venv.sh)/bin/python tests/llama_server.py $(if $(FULL),--full)
 
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/deploy.py

@@ -11,7 +11,7 @@ toolfit to another llama-server of the same build. Tool calls are forced the way
 do it: `tool_choice: "required"` with the one tool, and the last message is the assistant's call opener from the chat
 template (`<tool_call>\\n` for Qwen 2.5), so the server continues inside the tool-call grammar.
 
-    python3 tests/llama_server.py [--quick]
+    scripts/venv.sh's python tests/llama_server.py [--full]   (--full: every catalog's sample, not 8 + 8 tools)
 
 Prints one line per check and 'N passed, M failed'.
 """
@@ -163,6 +163,94 @@ JIRA = {"type": "object", "properties": {"issue_key": {"type": "string", "patter
 PLAIN = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}}, "required": ["q"]}
 
 
+def sample_tools(per_kind):
+    """Real tools: up to `per_kind` with a lossy record in toolfit's report and as many without, taken in
+    turn from every corpus catalog (deterministic). Each: (label, tool as listed, lossy record paths)."""
+    lossy, clean = [], []
+    servers = os.path.join(ROOT, "tests", "corpus", "servers")
+    for f in sorted(os.listdir(servers)):
+        tools = [t for t in json.load(open(os.path.join(servers, f)))["tools"] if isinstance(t.get("inputSchema"), dict)]
+        got_lossy = got_clean = False
+        for t in tools:
+            body = json.dumps({"tools": [{"type": "function", "function": {"name": t["name"], "description": "d", "parameters": t["inputSchema"]}}]})
+            p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--report", "-"], input=body.encode(), capture_output=True)
+            recs = json.loads(p.stderr.decode().strip().split("\n")[-1])["records"]
+            paths = [r["path"] for r in recs if r["lossy"]]
+            if paths and not got_lossy:
+                lossy.append((f"{f[:-5]}/{t['name']}", t, paths))
+                got_lossy = True
+            elif not paths and not got_clean:
+                clean.append((f"{f[:-5]}/{t['name']}", t, []))
+                got_clean = True
+            if got_lossy and got_clean:
+                break
+    return lossy[:per_kind] + clean[:per_kind]
+
+
+def violation(validator, args):
+    """The first place `args` breaks the schema: its schema path as a JSON pointer, or None."""
+    errors = sorted(validator.iter_errors(args), key=lambda e: len(e.absolute_schema_path))
+    if not errors:
+        return None
+    return "".join("/" + str(s).replace("~", "~0").replace("/", "~1") for s in errors[0].absolute_schema_path)
+
+
+def validity(version, per_kind):
+    """Tool calls checked against each tool's ORIGINAL schema, raw and through toolfit."""
+    import jsonschema
+    raw, behind, env = pair(version, "qwen2.5")
+    opener = TEMPLATES["qwen2.5"][2]
+    tag = f"llama-server {VERSIONS[version]} ({version})"
+    tally = {name: {"calls": 0, "invalid": 0, "failed": 0, "truncated": 0, "crashed": 0, "unexplained": []} for name in ("raw", "toolfit")}
+    try:
+        for label, t, lossy_paths in sample_tools(per_kind):
+            schema = t["inputSchema"]
+            validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+            body = chat([fn(t["name"], schema, t.get("description") or "d")], opener)
+            for name, server, port in (("raw", raw, raw.port), ("toolfit", behind, env.port)):
+                n = tally[name]
+                status, resp, err = send(port, body)
+                if not server.alive():
+                    n["crashed"] += 1
+                    server.ensure()
+                    continue
+                if status == 500 and "peg-native" in err + json.dumps(resp or {}):
+                    n["truncated"] += 1  # 2026-10's answer to a call cut by max_tokens, not a schema failure
+                    continue
+                calls = tool_calls(resp)
+                if status != 200 or not calls:
+                    n["failed"] += 1
+                    continue
+                if (resp["choices"][0].get("finish_reason") == "length") and len(calls) == 1:
+                    n["truncated"] += 1
+                    continue
+                try:
+                    args = json.loads(calls[0]["function"]["arguments"])
+                except ValueError:
+                    n["truncated"] += 1
+                    continue
+                n["calls"] += 1
+                where = violation(validator, args)
+                if where is None:
+                    continue
+                n["invalid"] += 1
+                # through toolfit, an invalid call must fall where the report has a lossy record
+                if name == "toolfit" and not any(where == p or where.startswith(p + "/") or p == "" for p in lossy_paths):
+                    n["unexplained"].append(f"{label} at {where}")
+        for name in ("raw", "toolfit"):
+            n = tally[name]
+            per_k = 1000 * n["invalid"] / n["calls"] if n["calls"] else 0
+            print(f"  {tag} {name}: {n['calls']} calls, {n['invalid']} invalid ({per_k:.0f} per 1,000), {n['failed']} requests failed, "
+                  f"{n['crashed']} server crashes, {n['truncated']} cut by max_tokens")
+        t = tally["toolfit"]
+        check(f"{tag}: through toolfit no request fails and no server crashes", t["failed"] == 0 and t["crashed"] == 0, json.dumps({k: v for k, v in t.items() if k != "unexplained"}))
+        check(f"{tag}: through toolfit every invalid call falls on a lossy record", not t["unexplained"] and t["calls"] > 0, "; ".join(t["unexplained"][:5]) or "no calls")
+    finally:
+        env.stop()
+        raw.stop()
+        behind.stop()
+
+
 def pair(version, template):
     """A raw server, and Envoy with toolfit (llama_cpp_since = the version) in front of another."""
     binary, m = server_binary(version), model(version, template)
@@ -221,6 +309,9 @@ def main():
             env.stop()
             raw.stop()
             behind.stop()
+    full = "--full" in sys.argv
+    for version in VERSIONS:
+        validity(version, 200 if full else 8)
     passed = sum(results)
     print(f"llama-server: {passed} passed, {len(results) - passed} failed")
     sys.exit(0 if passed == len(results) else 1)
