@@ -3,6 +3,7 @@
 //! Keywords that hold data (`const`, `default`, `enum`, `examples`) are never entered, and the maps
 //! (`properties`, `$defs`, ...) are entered as maps: a property *named* `not` or `$ref` is a property.
 
+use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};
 
 /// Keywords whose value is one schema.
@@ -223,6 +224,30 @@ pub fn census(root: &Value, keys: &[&'static str]) -> Vec<&'static str> {
     let mut found = Vec::new();
     go(root, keys, 0, &mut String::with_capacity(128), &mut found);
     found
+}
+
+/// Whether some schema node of `v` has a string `$ref`.
+pub fn has_ref(v: &Value, depth: usize) -> bool {
+    let Value::Object(m) = v else { return false };
+    if m.at("$ref").is_some_and(Value::is_string) {
+        return true;
+    }
+    let mut found = false;
+    if depth <= HARD_DEPTH {
+        children(m, |_, c| found = found || has_ref(c, depth + 1));
+    }
+    found
+}
+
+/// Every string `$ref` of the schema nodes of `v`, in document order.
+pub fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
+    let Value::Object(m) = v else { return };
+    if let Some(r) = m.at("$ref").and_then(Value::as_str) {
+        out.push(r.to_string());
+    }
+    if depth <= HARD_DEPTH {
+        children(m, |_, c| collect_refs(c, out, depth + 1));
+    }
 }
 
 /// Pre-order traversal: `f(node, path)` first, then the children of what `f` left behind.

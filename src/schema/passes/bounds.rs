@@ -2,8 +2,9 @@
 //! nesting depth (every container counts, except the map objects of `properties`, `$defs`, ...) and the
 //! number of object nodes outside data keywords. What lies past a bound becomes "any value" (as the
 //! target spells it): no node deeper than `max_depth` has subschemas (a leaf one level below, such as
-//! what a cut leaves, is within the bound), and no node at it has subschemas in an array keyword. Runs first, so every pass works within the bounds, and last, because inlined
-//! refs and type splits nest deeper.
+//! what a cut leaves, is within the bound), and no node at it has subschemas in an array keyword.
+//! Runs first, so every pass works within the bounds, and last, because inlined refs and type splits
+//! nest deeper.
 
 use crate::schema::walk::{children_at, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};

@@ -155,7 +155,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 /// Whether the document declares a draft before 2019-09 (draft-03 to draft-07), whose `$ref` replaces
 /// its whole node.
 fn legacy_draft(root: &Value) -> bool {
-    root.at("$schema").and_then(Value::as_str).is_some_and(|s| ["draft-03", "draft-04", "draft-05", "draft-06", "draft-07"].iter().any(|d| s.contains(d)))
+    root.at("$schema").and_then(Value::as_str).is_some_and(|s| ["draft-03", "draft-04", "draft-06", "draft-07"].iter().any(|d| s.contains(d)))
 }
 
 /// Rewrites same-document refs whose pointer starts with a moved prefix.

@@ -4,7 +4,6 @@
 //! `type` gets one: all types when nothing constrains, else one branch per constrained type plus one for
 //! the rest.
 
-use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::{keyword_type, Types};
 use crate::schema::walk::{is_annotation, post_order};
@@ -19,7 +18,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if path.ends_with("/not") {
             return; // only the never sentinel (`not: {}`) keeps a `not` this late: its `{}` stays as it is
         }
-        if ["$ref", "anyOf", "oneOf", "allOf", "const", "enum"].iter().any(|k| node.has(k)) || is_never(node) {
+        if super::typed_elsewhere(node) || is_never(node) {
             return;
         }
         let declared = Types::of(node);

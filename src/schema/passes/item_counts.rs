@@ -6,7 +6,7 @@
 //! `explicit_types` (every node has its types) and `repetition` (counts are whole).
 
 use super::primary_type;
-use crate::schema::lookup::{Lookup, Take};
+use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
 use crate::schema::walk::{is_annotation, post_order};
 use crate::schema::{Context, Cx, Kind};
@@ -24,7 +24,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let Some(t) = primary_type(node) else { return };
-        if !t.contains(Types::ARRAY) || node.has("prefixItems") || ["$ref", "anyOf", "oneOf", "allOf", "const", "enum"].iter().any(|k| node.has(k)) {
+        if !t.contains(Types::ARRAY) || node.has("prefixItems") || super::typed_elsewhere(node) {
             return;
         }
         let max = node.at("maxItems").and_then(Value::as_u64);
@@ -62,7 +62,6 @@ fn empty_array(node: &mut Map<String, Value>, t: Types) {
         return;
     }
     rest.insert("type".into(), others.to_json());
-    let _ = rest.take("const");
     node.insert("anyOf".into(), json!([{"const": []}, Value::Object(rest)]));
 }
 

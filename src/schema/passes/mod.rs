@@ -33,6 +33,13 @@ pub struct Pass {
     pub wants: &'static [&'static str],
 }
 
+/// Whether a node's values are given by something other than its own `type` (a ref, a union, an
+/// intersection, a literal): passes that reason from `type` leave such nodes alone.
+pub(crate) fn typed_elsewhere(node: &serde_json::Map<String, Value>) -> bool {
+    use crate::schema::lookup::Lookup;
+    ["$ref", "anyOf", "oneOf", "allOf", "const", "enum"].iter().any(|k| node.has(k))
+}
+
 /// The types a node's `type` keyword allows, without `null`; `None` when untyped.
 pub(crate) fn primary_type(node: &serde_json::Map<String, Value>) -> Option<super::types::Types> {
     super::types::Types::of(node).map(|t| t.minus(super::types::Types::NULL))

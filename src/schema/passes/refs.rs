@@ -9,7 +9,7 @@
 
 use crate::schema::lookup::{Lookup, Take};
 use crate::schema::merge::{intersect, never, never_map, Merged};
-use crate::schema::walk::{children, children_mut, is_constraint, push_escaped, HARD_DEPTH};
+use crate::schema::walk::{children, children_mut, collect_refs, has_ref, is_constraint, push_escaped, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
@@ -96,23 +96,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
     if cx.report.counters != before {
         drop_orphans(root, &st.targets);
-    }
-}
-
-fn has_ref(v: &Value, depth: usize) -> bool {
-    match v {
-        Value::Object(m) => {
-            if m.at("$ref").is_some_and(Value::is_string) {
-                return true;
-            }
-            if depth > HARD_DEPTH {
-                return false;
-            }
-            let mut found = false;
-            children(m, |_, c| found = found || has_ref(c, depth + 1));
-            found
-        }
-        _ => false,
     }
 }
 
@@ -359,17 +342,6 @@ fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, Strin
         collect_anchors(c, path, out, depth + 1);
         path.truncate(base);
     });
-}
-
-fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
-    let Value::Object(m) = v else { return };
-    if let Some(r) = m.at("$ref").and_then(Value::as_str) {
-        out.push(r.to_string());
-    }
-    if depth > HARD_DEPTH {
-        return;
-    }
-    children(m, |_, c| collect_refs(c, out, depth + 1));
 }
 
 fn count_objects(v: &Value) -> usize {

@@ -7,7 +7,7 @@
 //! and change no value's validity. Exact.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::children;
+use crate::schema::walk::{collect_refs, has_ref};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -18,9 +18,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if cx.opts.llama_cpp.refs_read_whole() {
         return;
     }
-    // every ref of the schema (the listing is an `x-` member, never read as a schema)
-    let mut all = Vec::new();
-    refs_in(root, &mut all, 0);
     let Value::Object(r) = root else { return };
     let mut inner_refs = false;
     for k in ["$defs", "definitions"] {
@@ -30,12 +27,16 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
     if !inner_refs {
         // copies without refs in them are whole already (a listing left from a round whose refs
-        // have gone since is removed)
+        // have gone since is removed); most schemas end here, before any walk
         if r.remove(MEMBER).is_some() {
             cx.record("", Kind::RefsListed, format!("{MEMBER} removed: no definition holds a ref any more"));
         }
         return;
     }
+    // every ref of the schema (the listing is an `x-` member, never read as a schema)
+    let mut all = Vec::new();
+    collect_refs(root, &mut all, 0);
+    let Value::Object(r) = root else { return };
     // the definitions some ref uses, in the order first used (others are never read)
     let mut used: Vec<String> = Vec::new();
     for target in all {
@@ -65,29 +66,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     r.remove(MEMBER);
     r.insert(MEMBER.into(), want);
     cx.record("", Kind::RefsListed, format!("definitions listed last ({MEMBER}) so llama.cpp before 2025-05 reads each whole"));
-}
-
-/// Every `$ref` string in the schema nodes of `v`.
-fn refs_in(v: &Value, out: &mut Vec<String>, depth: usize) {
-    let Value::Object(m) = v else { return };
-    if let Some(Value::String(s)) = m.at("$ref") {
-        out.push(s.clone());
-    }
-    if depth < crate::schema::walk::HARD_DEPTH {
-        children(m, |_, c| refs_in(c, out, depth + 1));
-    }
-}
-
-fn has_ref(v: &Value, depth: usize) -> bool {
-    let Value::Object(m) = v else { return false };
-    if m.has("$ref") {
-        return true;
-    }
-    let mut found = false;
-    if depth < crate::schema::walk::HARD_DEPTH {
-        children(m, |_, c| found = found || has_ref(c, depth + 1));
-    }
-    found
 }
 
 #[cfg(test)]
