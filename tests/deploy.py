@@ -240,6 +240,9 @@ def main():
         alts = {a for x in items for grp in re.findall(r"toolfit_\(([a-z0-9_|]+)\)", x) for a in grp.split("|")}
         unknown = sorted(n for n in names if n not in seen) + sorted(a for a in alts if a not in kinds)
         check(f"{label}: every metric it uses was exported by the filter in Envoy ({len(names)} names, {len(alts)} kinds)", names and not unknown, unknown)
+    # and the per-kind panel shows every kind (a kind added to the engine needs `make dashboard`)
+    shown = {a for x in exprs for grp in re.findall(r"toolfit_\(([a-z0-9_|]+)\)", x) for a in grp.split("|")}
+    check(f"dashboard: the per-kind panel covers all {len(kinds)} kinds", kinds and kinds <= shown, f"missing {sorted(kinds - shown)}: run make dashboard")
 
     # deploy/README.md, step by step
     check("walkthrough step 1: make wasm gives dist/toolfit.wasm under 1 MiB", "make wasm" in text and os.path.getsize(e2e.WASM) < 1 << 20)

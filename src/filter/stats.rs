@@ -51,7 +51,8 @@ stats! {
     BytesOut = "bytes_out";
     /// Tool schemas seen in request bodies.
     ToolsSeen = "tools_seen";
-    /// Schemas that could not be parsed (numbers past f64, nesting past the parser's limit): forwarded as they were.
+    /// Schemas that could not be parsed (numbers past f64, lone surrogates): forwarded as they were. A schema nested past
+    /// the parser's limit is not one of them: it is cut to the nesting bound (`bounds_exceeded`).
     SchemasUnparsed = "schemas_unparsed";
     /// Lossy transformations, all kinds together (each kind also has its own counter).
     LossyTotal = "lossy_total";
