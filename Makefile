@@ -8,9 +8,10 @@ build:
 wasm:
 	scripts/wasm.sh
 
-# Envoy 1.40 with the filter in front of an echo upstream (or llama-server: LLAMA_URL=http://host:port)
+# Envoy 1.40 with the filter in front of an echo upstream; LLAMA=local: a real llama-server (built from the
+# llama-cpp-python sdist, cached) with a tiny generated model; LLAMA_URL=http://host:port: your llama-server
 demo: wasm
-	python3 scripts/demo.py
+	LLAMA=$(LLAMA) python3 scripts/demo.py
 
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit); the filter in a real
@@ -48,7 +49,7 @@ test-e2e: build wasm
 # ~/.cache/toolfit/server) with a tiny generated model, raw and behind Envoy with toolfit; tool calls
 # validated against each tool's original schema. FULL=1: up to 200 + 200 sampled tools instead of 8 + 8.
 test-llama-server: build wasm
-	$$(scripts/venv.sh)/bin/python tests/llama_server.py $(if $(FULL),--full)
+	$$(scripts/venv.sh)/bin/python tests/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS))
 
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/deploy.py

@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
 """make demo: Envoy with toolfit in front of a model server, and a request that shows a schema fixed.
 
-Upstream: llama-server at $LLAMA_URL (e.g. http://127.0.0.1:8080) if set, else an echo upstream that
-needs no model and answers with what it received. Envoy listens on $PORT (10000), admin on
-$ADMIN_PORT (9901). `--once` sends the example request, prints, and stops (used by the tests).
+Upstream, one of:
+- an echo upstream that needs no model and answers with what it received (the default);
+- LLAMA=local (`make demo LLAMA=local`): a real llama-server (llama.cpp 2026-10, built from the
+  llama-cpp-python sdist and cached in ~/.cache/toolfit/server, about 7 minutes the first time) with a
+  tiny random-weight model (scripts/tiny_model.py, Qwen 2.5 chat template), started on a free port;
+- LLAMA_URL=http://host:port: a llama-server you run.
+Envoy listens on $PORT (10000), admin on $ADMIN_PORT (9901). `--once` sends the example request, prints,
+and stops (used by the tests).
 """
 import json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request
 from urllib.parse import urlparse
@@ -26,6 +31,10 @@ EXAMPLE = {
 }
 
 
+# everything started here, stopped however the demo ends (a closed pipe included)
+PROCS = []
+
+
 def pick(port):
     """0 means any free port."""
     if port:
@@ -45,12 +54,50 @@ def get(url):
         return r.read().decode()
 
 
+def start_llama_server():
+    """llama-server 2026-10 with the tiny model, on a free loopback port (built and written on first use)."""
+    sys.path.insert(0, os.path.join(ROOT, "scripts"))
+    import tiny_model
+
+    version = "0.3.36"
+    print("building or finding llama-server and the tiny model (the first time takes minutes) ...", flush=True)
+    binary = subprocess.run([os.path.join(ROOT, "scripts", "llama_server.sh"), version], check=True, stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+    model = tiny_model.cached(version, "qwen2.5")
+    port = pick(0)
+    log = os.path.join(tempfile.mkdtemp(prefix="toolfit-demo-llama-"), "llama-server.log")
+    p = subprocess.Popen([binary, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", "8192", "--seed", "1"],
+                         stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    p.port, p.log_path = port, log
+    return p
+
+
+def wait_health(port, seconds=60):
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            if '"ok"' in get(f"http://127.0.0.1:{port}/health"):
+                return True
+        except OSError:
+            pass
+        time.sleep(0.2)
+    return False
+
+
 def main():
     once = "--once" in sys.argv
     port, admin = pick(int(os.environ.get("PORT", 10000))), pick(int(os.environ.get("ADMIN_PORT", 9901)))
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    procs = []
+    procs = PROCS
     llama = os.environ.get("LLAMA_URL")
+    local = os.environ.get("LLAMA") == "local"
+    example = dict(EXAMPLE)
+    if local:
+        procs.append(start_llama_server())
+        llama = f"http://127.0.0.1:{procs[-1].port}"
+        # a random-weight model writes a call only if made to: "required" and, as llama.cpp's own tests do,
+        # the assistant's turn opened with the template's call opener
+        example["messages"] = EXAMPLE["messages"] + [{"role": "assistant", "content": "<tool_call>\n"}]
+        example["tool_choice"] = "required"
     if llama:
         u = urlparse(llama)
         up_host, up_port = u.hostname or "127.0.0.1", u.port or 8080
@@ -80,6 +127,9 @@ def main():
             p.terminate()
         sys.exit(0)
 
+    if local and not wait_health(procs[0].port):
+        print(f"llama-server did not start: see {procs[0].log_path}")
+        stop()
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
     time.sleep(0.2)
@@ -92,7 +142,7 @@ def main():
     else:
         print(open(cfg + ".log").read()[-3000:])
         stop()
-    body = json.dumps(EXAMPLE)
+    body = json.dumps(example)
     curl = (f"curl -s localhost:{port}/v1/chat/completions -H 'content-type: application/json' -d '{body}'")
     print(f"\nEnvoy with toolfit on :{port} (admin :{admin}, log {cfg}.log).\n\nThe example request, a tool schema as MCP servers send it:\n\n  {curl}\n")
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(), headers={"content-type": "application/json"})
@@ -105,6 +155,11 @@ def main():
         print(f"\n  framing: {got['framing']}, content-length {got['content_length']} = {got['bytes']} bytes received\n")
     else:
         print("llama-server answered:\n  " + answer[:600] + "\n")
+        try:
+            call = json.loads(answer)["choices"][0]["message"]["tool_calls"][0]["function"]
+            print(f"  tool call: {call['name']}({call['arguments']})\n")
+        except (ValueError, KeyError, IndexError, TypeError):
+            print("  (no tool call in the answer)\n")
     time.sleep(1.2)
     stats = [l for l in get(f"http://127.0.0.1:{admin}/stats/prometheus").splitlines() if l.startswith("toolfit_") and not l.startswith("toolfit_rewrite_us")]
     print(f"Counters (curl -s localhost:{admin}/stats/prometheus | grep ^toolfit_):\n")
@@ -118,4 +173,9 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    finally:
+        for p in PROCS:
+            if p.poll() is None:
+                p.terminate()

@@ -3,27 +3,59 @@
 
 llama-server is built from the llama.cpp the llama-cpp-python sdists vendor (scripts/llama_server.sh:
 0.3.36 = llama.cpp 2026-10, 0.3.16 = 2025-08); the model is a tiny random-weight qwen2 written by
-scripts/tiny_model.py from the sdist's vocabulary and a real chat template. Grammar-constrained sampling
-from random weights is a fuzzer of the grammar: whatever comes back is what the grammar allowed.
+scripts/tiny_model.py from a vocabulary and a real chat template the sdist ships. Grammar-constrained
+sampling from random weights is a fuzzer of the grammar: whatever comes back is what the grammar allowed.
 
-Each case sends the same OpenAI chat request twice: straight to a llama-server, and through Envoy and
-toolfit to another llama-server of the same build. Tool calls are forced the way llama.cpp's own tests
-do it: `tool_choice: "required"` with the one tool, and the last message is the assistant's call opener from the chat
-template (`<tool_call>\\n` for Qwen 2.5), so the server continues inside the tool-call grammar.
+Each request goes twice, at the same time: straight to a llama-server, and through Envoy and toolfit
+(`llama_cpp_since` = that release) to another llama-server of the same build. Two chat templates, which
+llama.cpp turns into different tool-call grammars: Qwen 2.5 (`<tool_call>` JSON, the Hermes format) and
+Llama 3.1 (a bare JSON object). With Qwen 2.5 the last message is the assistant's call opener
+(`<tool_call>\\n`), so a random model starts inside the call grammar instead of wandering in free text.
 
-    scripts/venv.sh's python tests/llama_server.py [--full]   (--full: every catalog's sample, not 8 + 8 tools)
+What is measured (raw vs toolfit, per release and template):
+- catalogs: every corpus catalog as requests of 40 tools, `tool_choice: "required"` (slice: three);
+- tool calls: every tool with a lossy record plus a stratified sample of the rest, one tool per request
+  (`"required"` with one tool names it: a named `tool_choice` is answered 500 by 2026-10 after the
+  prefill, and ignored by 2025-08 with Llama 3.1), arguments validated with `jsonschema` against the
+  tool's ORIGINAL schema; through toolfit every invalid call must fall where the report has a lossy record;
+- structured output: MCP `outputSchema`s as `response_format` json_schema and as `/completion` json_schema,
+  validated the same way;
+- the known killers: a `(?:` pattern (2025-08 segfaults), a tool without description (2025-08: 500), a
+  schema nested 10,000 levels (both releases die).
 
-Prints one line per check and 'N passed, M failed'.
+Outcomes are told apart: `crashed` (the server process died), `failed` (any other non-answer), `truncated`
+(cut by max_tokens: a 200 with finish_reason length, or 2026-10's 500 "does not match the expected
+peg-native format" when the server's log shows max_tokens generated), `refused` (that 500 for output that
+ended inside the grammar, so the grammar allowed it, and holds no call: the server refused its own
+output; as frequent raw as through toolfit, and not a schema failure), `unparsed` (output the grammar
+allowed but the server's own parser refused, so the arguments are read from the text or, for 2026-10's
+500, from the server's log and still validated: 2025-08 with Llama 3.1 wants a space after
+`"parameters":`, 2025-08 with Qwen misses calls opened by `<json>`, 2026-10 allows a ```json fence
+around structured output and, with Llama 3.1, `{"type":"function",...}` calls its parser then refuses)
+and `call`.
+
+    $(scripts/venv.sh)/bin/python tests/llama_server.py [--full [--seeds N]]
+
+The slice (in `make test`) checks every behaviour on a few requests; --full runs every catalog and the
+several-hundred-tool sample and prints the README table. Prints a line per check, 'N passed, M failed'.
 """
-import http.client, json, os, signal, socket, subprocess, sys, tarfile, tempfile, time
+import concurrent.futures, http.client, json, os, re, signal, socket, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import e2e  # noqa: E402  (the Envoy harness: envoy/envoy.yaml with the built wasm)
+import tiny_model  # noqa: E402
 
 CACHE = os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit"))
 VERSIONS = {"0.3.36": "2026-10", "0.3.16": "2025-08"}
-TEMPLATES = {"qwen2.5": ("ggml-vocab-qwen2.gguf", "Qwen-Qwen2.5-7B-Instruct.jinja", "<tool_call>\n")}
+# chat template (files: tiny_model.TEMPLATES): (assistant prefill that opens a call or None, label)
+TEMPLATES = {"qwen2.5": ("<tool_call>\n", "Qwen 2.5"), "llama3.1": (None, "Llama 3.1")}
+SERVERS = os.path.join(ROOT, "tests", "corpus", "servers")
+CHUNK = 40  # tools per catalog request: what an agent with a few MCP servers sends
+MAX_TOKENS = 256
+# calls per sampled tool in the full run (--seeds N)
+SEEDS = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 1
 results = []
 
 
@@ -42,24 +74,7 @@ def server_binary(version):
 
 
 def model(version, template):
-    """The tiny model for a chat template, written once from that sdist's vocabulary and template."""
-    vocab, jinja, _ = TEMPLATES[template]
-    out_dir = os.path.join(CACHE, "models")
-    os.makedirs(out_dir, exist_ok=True)
-    out = os.path.join(out_dir, f"tiny-{template}-{version}.gguf")
-    if os.path.exists(out):
-        return out
-    pkg = f"llama_cpp_python-{version}"
-    sdist = os.path.join(CACHE, "server", f"{pkg}.tar.gz")
-    tmp = tempfile.mkdtemp(prefix="toolfit-model-")
-    with tarfile.open(sdist) as t:
-        for name in (f"{pkg}/vendor/llama.cpp/models/{vocab}", f"{pkg}/vendor/llama.cpp/models/templates/{jinja}"):
-            t.extract(name, tmp)
-    base = os.path.join(tmp, pkg, "vendor", "llama.cpp", "models")
-    subprocess.run([venv_python(), os.path.join(ROOT, "scripts", "tiny_model.py"), os.path.join(base, vocab),
-                    os.path.join(base, "templates", jinja), out + ".tmp"], check=True)
-    os.replace(out + ".tmp", out)
-    return out
+    return tiny_model.cached(version, template)
 
 
 def free_port():
@@ -68,11 +83,18 @@ def free_port():
         return s.getsockname()[1]
 
 
+def request(host, port, method, path, body=None, timeout=300):
+    c = http.client.HTTPConnection(host, port, timeout=timeout)
+    c.request(method, path, body=body, headers={"content-type": "application/json"} if body is not None else {})
+    r = c.getresponse()
+    return r.status, r.read()
+
+
 class Server:
     """One llama-server process on loopback; restarted when a request kills it."""
 
-    def __init__(self, binary, model_path):
-        self.binary, self.model = binary, model_path
+    def __init__(self, binary, model_path, threads):
+        self.binary, self.model, self.threads = binary, model_path, threads
         self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
         self.port = free_port()
         self.proc = None
@@ -80,7 +102,7 @@ class Server:
 
     def start(self):
         self.proc = subprocess.Popen([self.binary, "-m", self.model, "--jinja", "--host", "127.0.0.1", "--port", str(self.port),
-                                      "-t", "2", "-c", "8192", "-np", "1", "--seed", "1"],
+                                      "-t", str(self.threads), "-c", "32768", "-np", "1", "--seed", "1"],
                                      stdout=self.log, stderr=subprocess.STDOUT)
         end = time.time() + 60
         while time.time() < end and self.proc.poll() is None:
@@ -92,7 +114,26 @@ class Server:
             time.sleep(0.2)
         return False
 
-    def alive(self):
+    def mark(self):
+        """Where the log ends now: what the next request logs starts here."""
+        self.log.flush()
+        return os.path.getsize(self.log.name)
+
+    def refused_output(self, mark):
+        """The output 2026-10's parser refused after `mark` (its log says so), and the tokens generated."""
+        time.sleep(0.1)
+        text = open(self.log.name, "rb").read()[mark:].decode(errors="replace")
+        m = re.search(r"unparsed peg-native output: (.*?)(?=\n\d+\.\d+\.\d+\.\d+ [DIWE] |\Z)", text, re.S)
+        n = re.findall(r"\beval time =.*?/\s*(\d+) tokens", text)
+        return (m.group(1) if m else None), (int(n[-1]) if n else None)
+
+    def alive(self, grace=0.0):
+        """Whether the process runs; with `grace`, waits that long for a dying process to be reaped."""
+        if grace:
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
         return self.proc.poll() is None
 
     def died_by(self):
@@ -115,41 +156,135 @@ class Server:
                 self.proc.kill()
 
 
-def request(host, port, method, path, body=None, timeout=120):
-    c = http.client.HTTPConnection(host, port, timeout=timeout)
-    c.request(method, path, body=body, headers={"content-type": "application/json"} if body is not None else {})
-    r = c.getresponse()
-    return r.status, r.read()
+class Pair:
+    """A raw server, and Envoy with toolfit (llama_cpp_since = the release) in front of another server of
+    the same build; both answer each request at the same time, one core each."""
+
+    def __init__(self, version, template):
+        binary, m = server_binary(version), model(version, template)
+        self.version, self.template = version, template
+        self.tag = f"llama-server {VERSIONS[version]} ({version}), {TEMPLATES[template][1]} template"
+        self.opener = TEMPLATES[template][0]
+        self.raw, self.behind = Server(binary, m, 1), Server(binary, m, 1)
+        self.env = e2e.Envoy({"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": VERSIONS[version]}, self.behind.port, test_routes=False)
+        self.sides = {"raw": (self.raw, self.raw.port), "toolfit": (self.behind, self.env.port)}
+        self.pool = concurrent.futures.ThreadPoolExecutor(2)
+
+    def ready(self):
+        return self.raw.alive() and self.behind.alive() and self.env.ready
+
+    def both(self, path, body, kind):
+        """{side: (outcome, arguments or None, detail)} for the same request on both sides."""
+        futures = {side: self.pool.submit(ask, *self.sides[side], path, body, kind) for side in self.sides}
+        return {side: f.result() for side, f in futures.items()}
+
+    def stop(self):
+        self.pool.shutdown()
+        self.env.stop()
+        self.raw.stop()
+        self.behind.stop()
 
 
-def chat(tools, opener, name=None, max_tokens=200):
-    """A request that makes the server continue inside its tool-call grammar."""
-    # `tool_choice` naming the function answers 500 on 2026-10 with this prefill; with one tool in the
-    # request, "required" calls that tool
-    del name
-    body = {"model": "tiny", "max_tokens": max_tokens, "temperature": 1.0, "seed": 1,
-            "messages": [{"role": "user", "content": "Use a tool."}, {"role": "assistant", "content": opener}],
-            "tools": tools, "tool_choice": "required"}
-    return json.dumps(body).encode()
-
-
-def send(port, body):
+def send(port, path, body):
     """(status, response JSON or None, error text); a dropped connection is status 0."""
     try:
-        status, data = request("127.0.0.1", port, "POST", "/v1/chat/completions", body)
+        status, data = request("127.0.0.1", port, "POST", path, json.dumps(body).encode())
     except (OSError, http.client.HTTPException) as e:
         return 0, None, f"{type(e).__name__}: {e}"
     try:
         return status, json.loads(data), ""
     except ValueError:
-        return status, None, data[:200].decode(errors="replace")
+        return status, None, data[:300].decode(errors="replace")
 
 
-def tool_calls(resp):
-    try:
-        return resp["choices"][0]["message"].get("tool_calls") or []
-    except (KeyError, IndexError, TypeError):
-        return []
+def ask(server, port, path, body, kind):
+    """Sends one request and names its outcome: (outcome, arguments, detail). `kind` is "tools" (a tool
+    call is expected, its arguments returned) or "output" (JSON content is expected)."""
+    mark = server.mark()
+    status, resp, err = send(port, path, body)
+    if status == 0 and not server.alive(grace=3):
+        detail = server.died_by()
+        server.ensure()
+        return "crashed", None, detail
+    text = err or json.dumps(resp)[:300]
+    if status == 500 and "peg-native" in text:
+        # 2026-10 answers 500 when its parser refuses what the grammar let the model write; its log (one
+        # request at a time per server) holds that output and how many tokens were generated
+        output, generated = server.refused_output(mark)
+        if generated is not None and generated >= body.get("max_tokens", body.get("n_predict", MAX_TOKENS)):
+            return "truncated", None, text
+        found = embedded(output or "", kind)
+        if found:
+            return "unparsed", found[0], found[1]
+        if output is not None:
+            # generation ended inside the grammar, so the grammar allowed it: the server refused its own output
+            return "refused", None, f"output: {output[:200]}"
+        return "failed", None, text
+    return read(status, resp, err, kind)
+
+
+def embedded(text, kind):
+    """The tool call (arguments, name) or JSON value (value, "") in a model's output the server did not
+    parse: the first one that decodes, behind whatever opener the grammar allowed (`<json>`, a ```json fence)."""
+    decoder = json.JSONDecoder()
+    starts = [m.start() for m in re.finditer(r"\{" if kind == "tools" else r"[\[{]", text)]
+    for start in starts:
+        try:
+            value = decoder.raw_decode(text, start)[0]
+        except ValueError:
+            continue
+        if kind == "output":
+            return value, ""
+        args = value.get("parameters", value.get("arguments")) if isinstance(value, dict) else None
+        if isinstance(value.get("name"), str) and isinstance(args, dict):
+            return args, value["name"]
+    return None
+
+
+def read(status, resp, err, kind):
+    if status != 200 or not isinstance(resp, dict):
+        return "failed", None, f"{status} {err or json.dumps(resp)[:300]}"
+    if "content" in resp and "choices" not in resp:  # /completion
+        cut = resp.get("stop_type") == "limit"
+        content = resp.get("content")
+    else:
+        try:
+            choice = resp["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            return "failed", None, json.dumps(resp)[:300]
+        cut = choice.get("finish_reason") == "length"
+        content = message.get("content")
+        calls = message.get("tool_calls") or []
+        if kind == "tools" and calls:
+            # 2026-10 allows parallel calls whatever `parallel_tool_calls` says, and a random model goes on
+            # calling: a first call followed by another is whole even when the last one was cut
+            if cut and len(calls) == 1:
+                return "truncated", None, ""
+            try:
+                return "call", json.loads(calls[0]["function"]["arguments"]), calls[0]["function"]["name"]
+            except (KeyError, TypeError, ValueError):
+                return "failed", None, json.dumps(calls)[:300]
+    if cut:
+        return "truncated", None, ""
+    if kind == "output":
+        try:
+            return "call", json.loads(content or ""), ""
+        except ValueError:
+            pass
+    found = embedded(content or "", kind)
+    if found:
+        return "unparsed", found[0], found[1]
+    return "failed", None, f"no {'tool call' if kind == 'tools' else 'JSON'}: {(content or '')[:300]}"
+
+
+def chat(tools, opener, max_tokens=MAX_TOKENS, seed=1):
+    """A request that makes the server call one of `tools`."""
+    messages = [{"role": "user", "content": "Use a tool."}]
+    if opener:
+        messages.append({"role": "assistant", "content": opener})
+    return {"model": "tiny", "max_tokens": max_tokens, "temperature": 1.0, "seed": seed, "messages": messages, "tools": tools, "tool_choice": "required",
+            "parallel_tool_calls": False}
 
 
 def fn(name, schema, description="d"):
@@ -159,104 +294,264 @@ def fn(name, schema, description="d"):
     return {"type": "function", "function": f}
 
 
+def catalog_tools(f):
+    return [t for t in json.load(open(os.path.join(SERVERS, f)))["tools"] if isinstance(t.get("inputSchema"), dict)]
+
+
+def as_fn(t):
+    return fn(t["name"], t["inputSchema"], t.get("description") or "d")
+
+
 JIRA = {"type": "object", "properties": {"issue_key": {"type": "string", "pattern": "^(?:[A-Z][A-Z0-9]+)-\\d+$"}}, "required": ["issue_key"]}
 PLAIN = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8}}, "required": ["q"]}
 
 
-def sample_tools(per_kind):
-    """Real tools: up to `per_kind` with a lossy record in toolfit's report and as many without, taken in
-    turn from every corpus catalog (deterministic). Each: (label, tool as listed, lossy record paths)."""
-    lossy, clean = [], []
-    servers = os.path.join(ROOT, "tests", "corpus", "servers")
-    for f in sorted(os.listdir(servers)):
-        tools = [t for t in json.load(open(os.path.join(servers, f)))["tools"] if isinstance(t.get("inputSchema"), dict)]
-        got_lossy = got_clean = False
-        for t in tools:
-            body = json.dumps({"tools": [{"type": "function", "function": {"name": t["name"], "description": "d", "parameters": t["inputSchema"]}}]})
-            p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--report", "-"], input=body.encode(), capture_output=True)
-            recs = json.loads(p.stderr.decode().strip().split("\n")[-1])["records"]
-            paths = [r["path"] for r in recs if r["lossy"]]
-            if paths and not got_lossy:
-                lossy.append((f"{f[:-5]}/{t['name']}", t, paths))
-                got_lossy = True
-            elif not paths and not got_clean:
-                clean.append((f"{f[:-5]}/{t['name']}", t, []))
-                got_clean = True
-            if got_lossy and got_clean:
-                break
-    return lossy[:per_kind] + clean[:per_kind]
+def lossy_paths(version, body):
+    """{tool name: [paths of lossy records]} in toolfit's report for a body, as the filter would rewrite it."""
+    p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", VERSIONS[version], "--report", "-"],
+                       input=json.dumps(body).encode(), capture_output=True)
+    out = {}
+    for r in json.loads(p.stderr.decode().strip().split("\n")[-1])["records"]:
+        out.setdefault(r["tool"], [])
+        if r["lossy"]:
+            out[r["tool"]].append(r["path"])
+    return out
 
 
-def violation(validator, args):
-    """The first place `args` breaks the schema: its schema path as a JSON pointer, or None."""
+def sample(version, key):
+    """Every tool (or output schema, key "outputSchema") with a lossy record, and the others taken in turn
+    from each catalog (deterministic). Each: (label, name, schema, description, lossy paths)."""
+    lossy, rest = [], []
+    for f in sorted(os.listdir(SERVERS)):
+        items = [t for t in json.load(open(os.path.join(SERVERS, f)))["tools"] if isinstance(t.get(key), dict)]
+        if not items:
+            continue
+        if key == "inputSchema":
+            paths = lossy_paths(version, {"tools": [as_fn(t) for t in items]})
+        else:
+            paths = {}
+            for t in items:
+                body = {"response_format": {"type": "json_schema", "json_schema": {"name": t["name"], "schema": t[key]}}}
+                paths[t["name"]] = [p for ps in lossy_paths(version, body).values() for p in ps]
+        clean = []
+        for t in items:
+            entry = (f"{f[:-5]}/{t['name']}", t["name"], t[key], t.get("description") or "d", paths.get(t["name"], []))
+            (lossy if entry[4] else clean).append(entry)
+        rest.append(clean)
+    stratified = []
+    while any(rest):
+        for clean in rest:
+            if clean:
+                stratified.append(clean.pop(0))
+    return lossy, stratified
+
+
+def pointer(parts):
+    return "".join("/" + str(s).replace("~", "~0").replace("/", "~1") for s in parts)
+
+
+def violation(validator, schema, args):
+    """Where `args` first breaks the schema, as the JSON pointer of the failing keyword in the document
+    (through `$ref`: the place in `$defs`, found by identity), or None."""
     errors = sorted(validator.iter_errors(args), key=lambda e: len(e.absolute_schema_path))
     if not errors:
         return None
-    return "".join("/" + str(s).replace("~", "~0").replace("/", "~1") for s in errors[0].absolute_schema_path)
+    e = errors[0]
+    where = {}
+    stack = [(schema, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            where.setdefault(id(node), path)
+            stack.extend((v, f"{path}/{pointer([k])[1:]}") for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, f"{path}/{i}") for i, v in enumerate(node))
+    if id(e.schema) in where:
+        return f"{where[id(e.schema)]}/{pointer([e.validator])[1:]}"
+    return pointer(e.absolute_schema_path)
 
 
-def validity(version, per_kind):
-    """Tool calls checked against each tool's ORIGINAL schema, raw and through toolfit."""
+def explained(where, paths):
+    return any(p == "" or where == p or where.startswith(p + "/") for p in paths)
+
+
+class Tally:
+    OUTCOMES = ("call", "unparsed", "truncated", "refused", "failed", "crashed")
+
+    def __init__(self):
+        self.n = {side: dict.fromkeys(self.OUTCOMES + ("requests", "invalid"), 0) for side in ("raw", "toolfit")}
+        self.unexplained, self.details = [], {"raw": [], "toolfit": []}
+
+    def add(self, side, outcome, detail):
+        self.n[side]["requests"] += 1
+        self.n[side][outcome] += 1
+        if outcome in ("failed", "crashed") and len(self.details[side]) < 5:
+            self.details[side].append(f"{outcome}: {detail}")
+
+    def judge(self, side, outcome, value, validator, schema, paths, label):
+        """Validates a call's arguments (or a structured output) against the original schema; through
+        toolfit an invalid one must fall where the report has a lossy record."""
+        if outcome not in ("call", "unparsed"):
+            return
+        where = violation(validator, schema, value)
+        if where is not None:
+            self.n[side]["invalid"] += 1
+            if side == "toolfit" and not explained(where, paths):
+                self.unexplained.append(f"{label} at {where}")
+
+    def line(self, what, side):
+        n = self.n[side]
+        calls = n["call"] + n["unparsed"]
+        per_k = f", {n['invalid']} invalid ({1000 * n['invalid'] / calls:.0f} per 1,000)" if what != "catalogs" and calls else ""
+        return (f"{what} {side}: {n['requests']} requests, {n['failed']} failed, {n['crashed']} crashed the server, "
+                f"{n['truncated']} cut by max_tokens, {n['refused']} refused by the server's parser, {calls} calls "
+                f"({n['unparsed']} read from text the server did not parse){per_k}")
+
+
+def catalogs(pair, full, table):
+    """Every catalog (slice: three) as requests of 40 tools; through toolfit nothing fails or crashes."""
+    t = Tally()
+    files = sorted(os.listdir(SERVERS)) if full else ["atlassian.json", "everything.json", "filesystem.json"]
+    for f in files:
+        tools = [as_fn(x) for x in catalog_tools(f)]
+        for i in range(0, len(tools), CHUNK):
+            names = {x["function"]["name"] for x in tools[i:i + CHUNK]}
+            for side, (outcome, _, detail) in pair.both("/v1/chat/completions", chat(tools[i:i + CHUNK], pair.opener), "tools").items():
+                if outcome in ("call", "unparsed") and detail not in names:
+                    outcome, detail = "failed", f"called {detail!r}, not a tool of the request"
+                t.add(side, outcome, f"{f[:-5]}[{i}:]: {detail}")
+    report(pair, t, "catalogs", table)
+
+
+def validated_sample(pair, full, size, key, per_kind):
+    """The sample (the full run: every lossy one, then clean ones up to `size`; else `per_kind` lossy and
+    `per_kind` clean), each entry with
+    a validator for its original schema (the draft it declares, else 2020-12)."""
     import jsonschema
-    raw, behind, env = pair(version, "qwen2.5")
-    opener = TEMPLATES["qwen2.5"][2]
-    tag = f"llama-server {VERSIONS[version]} ({version})"
-    tally = {name: {"calls": 0, "invalid": 0, "failed": 0, "truncated": 0, "crashed": 0, "unexplained": []} for name in ("raw", "toolfit")}
-    try:
-        for label, t, lossy_paths in sample_tools(per_kind):
-            schema = t["inputSchema"]
-            validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
-            body = chat([fn(t["name"], schema, t.get("description") or "d")], opener)
-            for name, server, port in (("raw", raw, raw.port), ("toolfit", behind, env.port)):
-                n = tally[name]
-                status, resp, err = send(port, body)
-                if not server.alive():
-                    n["crashed"] += 1
-                    server.ensure()
-                    continue
-                if status == 500 and "peg-native" in err + json.dumps(resp or {}):
-                    n["truncated"] += 1  # 2026-10's answer to a call cut by max_tokens, not a schema failure
-                    continue
-                calls = tool_calls(resp)
-                if status != 200 or not calls:
-                    n["failed"] += 1
-                    continue
-                if (resp["choices"][0].get("finish_reason") == "length") and len(calls) == 1:
-                    n["truncated"] += 1
-                    continue
-                try:
-                    args = json.loads(calls[0]["function"]["arguments"])
-                except ValueError:
-                    n["truncated"] += 1
-                    continue
-                n["calls"] += 1
-                where = violation(validator, args)
-                if where is None:
-                    continue
-                n["invalid"] += 1
-                # through toolfit, an invalid call must fall where the report has a lossy record
-                if name == "toolfit" and not any(where == p or where.startswith(p + "/") or p == "" for p in lossy_paths):
-                    n["unexplained"].append(f"{label} at {where}")
-        for name in ("raw", "toolfit"):
-            n = tally[name]
-            per_k = 1000 * n["invalid"] / n["calls"] if n["calls"] else 0
-            print(f"  {tag} {name}: {n['calls']} calls, {n['invalid']} invalid ({per_k:.0f} per 1,000), {n['failed']} requests failed, "
-                  f"{n['crashed']} server crashes, {n['truncated']} cut by max_tokens")
-        t = tally["toolfit"]
-        check(f"{tag}: through toolfit no request fails and no server crashes", t["failed"] == 0 and t["crashed"] == 0, json.dumps({k: v for k, v in t.items() if k != "unexplained"}))
-        check(f"{tag}: through toolfit every invalid call falls on a lossy record", not t["unexplained"] and t["calls"] > 0, "; ".join(t["unexplained"][:5]) or "no calls")
-    finally:
-        env.stop()
-        raw.stop()
-        behind.stop()
+    lossy, clean = sample(pair.version, key)
+    picked = (lossy + clean)[:max(size, len(lossy))] if full else lossy[:per_kind] + clean[:per_kind]
+    out = [(entry, jsonschema.validators.validator_for(entry[2], default=jsonschema.Draft202012Validator)(entry[2])) for entry in picked]
+    return out, sum(1 for entry in picked if entry[4])
 
 
-def pair(version, template):
-    """A raw server, and Envoy with toolfit (llama_cpp_since = the version) in front of another."""
-    binary, m = server_binary(version), model(version, template)
-    raw, behind = Server(binary, m), Server(binary, m)
-    env = e2e.Envoy({"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": VERSIONS[version]}, behind.port, test_routes=False)
-    return raw, behind, env
+def calls(pair, full, table):
+    """One tool per request, several seeds in the full run; arguments validated against the original schema."""
+    t = Tally()
+    picked, n_lossy = validated_sample(pair, full, 200, "inputSchema", 4)
+    for (label, name, schema, description, paths), validator in picked:
+        for seed in range(1, 1 + (SEEDS if full else 1)):
+            for side, (outcome, args, detail) in pair.both("/v1/chat/completions", chat([fn(name, schema, description)], pair.opener, seed=seed), "tools").items():
+                t.add(side, outcome, f"{label}: {detail}")
+                t.judge(side, outcome, args, validator, schema, paths, label)
+    report(pair, t, f"tool calls ({len(picked)} tools, {n_lossy} lossy)", table, validated=True)
+
+
+def outputs(pair, full, table):
+    """MCP output schemas as response_format (chat) and as /completion json_schema."""
+    t = Tally()
+    picked, n_lossy = validated_sample(pair, full, 30, "outputSchema", 2)
+    for (label, name, schema, _, paths), validator in picked:
+        chat_body = {"model": "tiny", "max_tokens": 512, "temperature": 1.0, "seed": 1, "messages": [{"role": "user", "content": "Answer."}],
+                     "response_format": {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}}
+        completion = {"prompt": "Answer:", "n_predict": 512, "temperature": 1.0, "seed": 1, "json_schema": schema}
+        for path, body in (("/v1/chat/completions", chat_body), ("/completion", completion)):
+            for side, (outcome, value, detail) in pair.both(path, body, "output").items():
+                t.add(side, outcome, f"{label} {path}: {detail}")
+                t.judge(side, outcome, value, validator, schema, paths, f"{label} {path}")
+    report(pair, t, f"structured output ({len(picked)} schemas, {n_lossy} lossy)", table, validated=True)
+
+
+def report(pair, t, what, table, validated=False):
+    for side in ("raw", "toolfit"):
+        print(f"  {pair.tag}: {t.line(what, side)}", flush=True)
+        for d in t.details[side]:
+            print(f"    {side} {d[:300]}")
+    table.append((pair.tag, what, t.n))
+    n = t.n["toolfit"]
+    check(f"{pair.tag}: {what}: through toolfit no request fails and the server never crashes",
+          n["failed"] == 0 and n["crashed"] == 0 and n["requests"] > 0, "; ".join(t.details["toolfit"]))
+    if validated:
+        check(f"{pair.tag}: {what}: through toolfit every invalid result falls on a lossy record",
+              not t.unexplained and n["call"] + n["unparsed"] > 0, "; ".join(t.unexplained[:5]) or "nothing came back")
+
+
+def settled(pair, tools):
+    """Per side, the first outcome that is not a cut by max_tokens, over a few seeds."""
+    out, got = {}, {}
+    for seed in range(1, 5):
+        got = pair.both("/v1/chat/completions", chat(tools, pair.opener, seed=seed), "tools")
+        for side, o in got.items():
+            if side not in out and o[0] != "truncated":
+                out[side] = o
+        if len(out) == len(got):
+            break
+    return {side: out.get(side, o) for side, o in got.items()}
+
+
+def killers(pair):
+    """The requests that fail or kill a raw server, and what toolfit makes of them."""
+    tag, version, opener = pair.tag, pair.version, pair.opener
+    old = version == "0.3.16"
+    got = settled(pair, [fn("lookup", PLAIN)])
+    for side in ("raw", "toolfit"):
+        outcome, _, detail = got[side]
+        check(f"{tag}: {side}: a plain tool gets a tool call", outcome in ("call", "unparsed") and detail == "lookup", f"{outcome} {detail}")
+    # the Jira-key pattern `(?:...)`: segfaults the converter up to 2025-08
+    got = settled(pair, [fn("jira", JIRA)])
+    outcome, _, detail = got["raw"]
+    if old:
+        check(f"{tag}: raw: a `(?:` pattern kills the server", outcome == "crashed", f"{outcome} {detail}")
+    else:
+        check(f"{tag}: raw: a `(?:` pattern is compiled (fixed in this release)", outcome in ("call", "unparsed", "truncated"), f"{outcome} {detail}")
+    outcome, _, detail = got["toolfit"]
+    check(f"{tag}: toolfit: the `(?:` request gets a tool call, server alive", outcome in ("call", "unparsed") and pair.behind.alive(), f"{outcome} {detail}")
+    # a tool without description: 500 up to 2025-08
+    got = settled(pair, [fn("nodesc", PLAIN, description=None)])
+    outcome, _, detail = got["raw"]
+    if old:
+        check(f"{tag}: raw: a tool without description answers 500", outcome == "failed" and detail.startswith("500"), f"{outcome} {detail}")
+    else:
+        check(f"{tag}: raw: a tool without description is taken (fixed in this release)", outcome in ("call", "unparsed"), f"{outcome} {detail}")
+    outcome, _, detail = got["toolfit"]
+    check(f"{tag}: toolfit: a tool without description gets a tool call", outcome in ("call", "unparsed"), f"{outcome} {detail}")
+    # a tool schema nested 10,000 levels: sent as text, since Python's json cannot write it
+    deep = '{"type":"object","properties":{"a":' * 10_000 + '{"type":"string"}' + "}}" * 10_000
+    body = json.dumps(chat([fn("deep", {"type": "object"})], opener)).replace('{"type": "object"}', deep, 1).encode()
+    out = {}
+    for side, (server, port) in pair.sides.items():
+        try:
+            status = request("127.0.0.1", port, "POST", "/v1/chat/completions", body)[0]
+        except (OSError, http.client.HTTPException):
+            status = 0
+        out[side] = (status, server.alive(grace=3), server.died_by())
+        server.ensure()
+    check(f"{tag}: raw: a tool schema nested 10,000 levels kills the server", out["raw"][0] == 0 and not out["raw"][1], str(out["raw"]))
+    check(f"{tag}: toolfit: the same request answers 200, server alive", out["toolfit"][0] == 200 and out["toolfit"][1], str(out["toolfit"]))
+
+
+def print_table(table):
+    """The README's table: per release and template, raw | toolfit."""
+    print("\n| llama.cpp | template: requests | requests | failed (raw / toolfit) | server crashes | cut by max_tokens | refused by the server's parser | invalid per 1,000 calls |")
+    print("|---|---|---|---|---|---|---|---|")
+    for tag, what, n in table:
+        r, f = n["raw"], n["toolfit"]
+
+        def per_k(s):
+            c = s["call"] + s["unparsed"]
+            return f"{1000 * s['invalid'] / c:.0f}" if c else "-"
+        release, template = tag.split(", ")
+        print(f"| {release.replace('llama-server ', '')} | {template.replace(' template', '')}: {what} | {r['requests']} | {r['failed']} / {f['failed']} "
+              f"| {r['crashed']} / {f['crashed']} | {r['truncated']} / {f['truncated']} | {r['refused']} / {f['refused']} | "
+              + (f"{per_k(r)} / {per_k(f)} |" if what != "catalogs" else "- |"))
+
+
+def demo():
+    """`make demo LLAMA=local`: the real server behind Envoy answers the example with a tool call, counters move."""
+    env = dict(os.environ, LLAMA="local", PORT="0", ADMIN_PORT="0")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "demo.py"), "--once"], env=env, capture_output=True, text=True, timeout=600)
+    out = p.stdout + p.stderr
+    check("make demo LLAMA=local: a tool call comes back through Envoy and the counters move",
+          p.returncode == 0 and "tool call: get_issue(" in out and re.search(r"toolfit_pattern_rewritten\{[^}]*\} 1", out), out[-1500:])
 
 
 def main():
@@ -264,56 +559,25 @@ def main():
     for f in (e2e.WASM, e2e.TOOLFIT):
         if not os.path.exists(f):
             sys.exit(f"missing {f}: run make wasm build")
-    opener = TEMPLATES["qwen2.5"][2]
-    for version in VERSIONS:
-        raw, behind, env = pair(version, "qwen2.5")
-        tag = f"llama-server {VERSIONS[version]} ({version}), Qwen 2.5 template"
-        try:
-            check(f"{tag}: both servers and Envoy start", raw.alive() and behind.alive() and env.ready, env.logs()[-500:])
-            # a plain tool: a tool call comes back either way
-            for name, port in (("raw", raw.port), ("toolfit", env.port)):
-                status, resp, err = send(port, chat([fn("lookup", PLAIN)], opener, "lookup"))
-                calls = tool_calls(resp)
-                check(f"{tag}: {name}: a plain tool gets a tool call", status == 200 and calls and calls[0]["function"]["name"] == "lookup", f"{status} {err or json.dumps(resp)[:300]}")
-            # the Jira-key pattern `(?:...)`: segfaults the converter up to 2025-08
-            status, resp, err = send(raw.port, chat([fn("jira", JIRA)], opener, "jira"))
-            time.sleep(0.5)
-            if version == "0.3.16":
-                check(f"{tag}: raw: a `(?:` pattern kills the server", status == 0 and not raw.alive(), f"{status}, server {raw.died_by()}")
-            else:
-                check(f"{tag}: raw: a `(?:` pattern is compiled (fixed in this release)", status == 200 and raw.alive(), f"{status}, server {raw.died_by()}")
-            raw.ensure()
-            status, resp, err = send(env.port, chat([fn("jira", JIRA)], opener, "jira"))
-            calls = tool_calls(resp)
-            check(f"{tag}: toolfit: the same request gets a tool call, server alive", status == 200 and calls and behind.alive(),
-                  f"{status} {err or json.dumps(resp)[:300]}, server {behind.died_by()}")
-            # a tool without description: 500 up to 2025-08
-            status, resp, err = send(raw.port, chat([fn("nodesc", PLAIN, description=None)], opener, "nodesc"))
-            if version == "0.3.16":
-                check(f"{tag}: raw: a tool without description answers 500", status == 500, f"{status} {err or json.dumps(resp)[:200]}")
-            else:
-                check(f"{tag}: raw: a tool without description is taken (fixed in this release)", status == 200, f"{status} {err or json.dumps(resp)[:200]}")
-            raw.ensure()
-            status, resp, err = send(env.port, chat([fn("nodesc", PLAIN, description=None)], opener, "nodesc"))
-            check(f"{tag}: toolfit: a tool without description gets a tool call", status == 200 and tool_calls(resp), f"{status} {err or json.dumps(resp)[:300]}")
-            # a tool schema nested 10,000 levels
-            deep = '{"type":"object","properties":{"a":' * 10_000 + '{"type":"string"}' + "}}" * 10_000
-            body = chat([fn("deep", {"type": "object"})], opener, "deep").replace(b'{"type": "object"}', deep.encode(), 1)
-            status, _, err = send(raw.port, body)
-            time.sleep(0.5)
-            check(f"{tag}: raw: a tool schema nested 10,000 levels kills the server", status == 0 and not raw.alive(), f"{status}, server {raw.died_by()}")
-            raw.ensure()
-            status, resp, err = send(env.port, body)
-            check(f"{tag}: toolfit: the same request answers 200, server alive", status == 200 and behind.alive(), f"{status} {err}, server {behind.died_by()}")
-        finally:
-            env.stop()
-            raw.stop()
-            behind.stop()
     full = "--full" in sys.argv
+    table = []
+    started = time.time()
     for version in VERSIONS:
-        validity(version, 200 if full else 8)
+        for template in TEMPLATES:
+            pair = Pair(version, template)
+            try:
+                check(f"{pair.tag}: both servers and Envoy start", pair.ready(), pair.env.logs()[-500:])
+                killers(pair)
+                catalogs(pair, full, table)
+                calls(pair, full, table)
+                if template == "qwen2.5" or full:
+                    outputs(pair, full, table)
+            finally:
+                pair.stop()
+    demo()
+    print_table(table)
     passed = sum(results)
-    print(f"llama-server: {passed} passed, {len(results) - passed} failed")
+    print(f"llama-server: {passed} passed, {len(results) - passed} failed in {time.time() - started:.0f} s")
     sys.exit(0 if passed == len(results) else 1)
 
 
