@@ -46,10 +46,12 @@ test-e2e: build wasm
 	python3 tests/e2e.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
-# ~/.cache/toolfit/server) with a tiny generated model, raw and behind Envoy with toolfit; tool calls
-# validated against each tool's original schema. FULL=1: up to 200 + 200 sampled tools instead of 8 + 8.
+# ~/.cache/toolfit/server) with tiny generated models (Qwen 2.5 and Llama 3.1 templates), raw and behind
+# Envoy with toolfit; tool calls and structured output validated against the original schemas.
+# FULL=1: every catalog, every lossy tool plus a stratified sample (TOOLS=200 in all, SEEDS=1 call each),
+# 30 output schemas, and the README's table; ONLY=0.3.16 runs one release (about an hour each on 2 cores).
 test-llama-server: build wasm
-	$$(scripts/venv.sh)/bin/python tests/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS))
+	$$(scripts/venv.sh)/bin/python tests/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(TOOLS),--tools $(TOOLS)) $(if $(ONLY),--only $(ONLY))
 
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/deploy.py

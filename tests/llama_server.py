@@ -34,7 +34,7 @@ allowed but the server's own parser refused, so the arguments are read from the 
 around structured output and, with Llama 3.1, `{"type":"function",...}` calls its parser then refuses)
 and `call`.
 
-    $(scripts/venv.sh)/bin/python tests/llama_server.py [--full [--seeds N]]
+    $(scripts/venv.sh)/bin/python tests/llama_server.py [--full [--seeds N] [--tools N]] [--only 0.3.16]
 
 The slice (in `make test`) checks every behaviour on a few requests; --full runs every catalog and the
 several-hundred-tool sample and prints the README table. Prints a line per check, 'N passed, M failed'.
@@ -54,8 +54,15 @@ TEMPLATES = {"qwen2.5": ("<tool_call>\n", "Qwen 2.5"), "llama3.1": (None, "Llama
 SERVERS = os.path.join(ROOT, "tests", "corpus", "servers")
 CHUNK = 40  # tools per catalog request: what an agent with a few MCP servers sends
 MAX_TOKENS = 256
-# calls per sampled tool in the full run (--seeds N)
-SEEDS = int(sys.argv[sys.argv.index("--seeds") + 1]) if "--seeds" in sys.argv else 1
+
+
+def flag(name, default):
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv[:-1] else default
+
+
+# calls per sampled tool and tools in the full run's sample; --only VERSION runs one release
+SEEDS = int(flag("--seeds", 1))
+TOOLS = int(flag("--tools", 200))
 results = []
 
 
@@ -380,12 +387,12 @@ class Tally:
 
     def __init__(self):
         self.n = {side: dict.fromkeys(self.OUTCOMES + ("requests", "invalid"), 0) for side in ("raw", "toolfit")}
-        self.unexplained, self.details = [], {"raw": [], "toolfit": []}
+        self.unexplained, self.details, self.invalid = [], {"raw": [], "toolfit": []}, {"raw": [], "toolfit": []}
 
     def add(self, side, outcome, detail):
         self.n[side]["requests"] += 1
         self.n[side][outcome] += 1
-        if outcome in ("failed", "crashed") and len(self.details[side]) < 5:
+        if outcome in ("failed", "crashed") and len(self.details[side]) < 10:
             self.details[side].append(f"{outcome}: {detail}")
 
     def judge(self, side, outcome, value, validator, schema, paths, label):
@@ -396,6 +403,7 @@ class Tally:
         where = violation(validator, schema, value)
         if where is not None:
             self.n[side]["invalid"] += 1
+            self.invalid[side].append(f"{label} at {where}")
             if side == "toolfit" and not explained(where, paths):
                 self.unexplained.append(f"{label} at {where}")
 
@@ -437,7 +445,7 @@ def validated_sample(pair, full, size, key, per_kind):
 def calls(pair, full, table):
     """One tool per request, several seeds in the full run; arguments validated against the original schema."""
     t = Tally()
-    picked, n_lossy = validated_sample(pair, full, 200, "inputSchema", 4)
+    picked, n_lossy = validated_sample(pair, full, TOOLS, "inputSchema", 4)
     for (label, name, schema, description, paths), validator in picked:
         for seed in range(1, 1 + (SEEDS if full else 1)):
             for side, (outcome, args, detail) in pair.both("/v1/chat/completions", chat([fn(name, schema, description)], pair.opener, seed=seed), "tools").items():
@@ -464,7 +472,7 @@ def outputs(pair, full, table):
 def report(pair, t, what, table, validated=False):
     for side in ("raw", "toolfit"):
         print(f"  {pair.tag}: {t.line(what, side)}", flush=True)
-        for d in t.details[side]:
+        for d in t.details[side] + [f"invalid: {w}" for w in t.invalid[side][:10]]:
             print(f"    {side} {d[:300]}")
     table.append((pair.tag, what, t.n))
     n = t.n["toolfit"]
@@ -562,7 +570,7 @@ def main():
     full = "--full" in sys.argv
     table = []
     started = time.time()
-    for version in VERSIONS:
+    for version in [flag("--only", "0.3.36")] if "--only" in sys.argv else VERSIONS:
         for template in TEMPLATES:
             pair = Pair(version, template)
             try:
@@ -570,7 +578,7 @@ def main():
                 killers(pair)
                 catalogs(pair, full, table)
                 calls(pair, full, table)
-                if template == "qwen2.5" or full:
+                if template == "qwen2.5":  # structured output does not go through the tool-call template
                     outputs(pair, full, table)
             finally:
                 pair.stop()
