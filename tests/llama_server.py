@@ -39,7 +39,7 @@ and `call`.
 The slice (in `make test`) checks every behaviour on a few requests; --full runs every catalog and the
 several-hundred-tool sample and prints the README table. Prints a line per check, 'N passed, M failed'.
 """
-import concurrent.futures, http.client, json, os, re, signal, socket, subprocess, sys, tempfile, time
+import concurrent.futures, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -84,12 +84,6 @@ def model(version, template):
     return tiny_model.cached(version, template)
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def request(host, port, method, path, body=None, timeout=300):
     c = http.client.HTTPConnection(host, port, timeout=timeout)
     c.request(method, path, body=body, headers={"content-type": "application/json"} if body is not None else {})
@@ -103,7 +97,7 @@ class Server:
     def __init__(self, binary, model_path, threads):
         self.binary, self.model, self.threads = binary, model_path, threads
         self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-        self.port = free_port()
+        self.port = e2e.free_port()
         self.proc = None
         self.start()
 
