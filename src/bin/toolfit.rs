@@ -68,13 +68,14 @@ fn main() -> ExitCode {
             match toolfit::filter::config::Config::parse(&input) {
                 Ok(c) => {
                     println!(
-                        "ok: profile={} routes={} framing={:?} max_body_bytes={} strict={} open_objects={} llama_cpp_since={}",
+                        "ok: profile={} models={} routes={} framing={:?} max_body_bytes={} strict={} open_objects={} llama_cpp_since={}",
                         c.profile.name,
+                        c.models.0.len(),
                         c.routes.len(),
                         c.framing,
                         c.max_body_bytes,
                         c.strict,
-                        c.open_objects,
+                        c.open_objects.map_or_else(|| "profile".to_string(), |b| b.to_string()),
                         c.llama_cpp_since.name()
                     );
                     ExitCode::SUCCESS

@@ -42,11 +42,50 @@ pub struct Route {
     /// The oldest llama.cpp release behind this route (default: the plugin's `llama_cpp_since`).
     #[serde(default, deserialize_with = "opt_llama_cpp")]
     pub llama_cpp_since: Option<LlamaCpp>,
+    /// Profiles by the request's `model` for this route (default: the plugin's `models`).
+    #[serde(default, deserialize_with = "opt_models")]
+    pub models: Option<Models>,
+}
+
+/// Profiles by model name: `{"qwen*": "vllm", "llama*": "llama-cpp"}`, tried in the order written; the
+/// first pattern that matches the request's `model` picks the profile. `*` matches any run of
+/// characters; matching ignores ASCII case. A request whose model matches nothing keeps the route's
+/// profile.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Models(pub Vec<(String, &'static Profile)>);
+
+impl Models {
+    /// The profile for a model name, if a pattern matches it.
+    pub fn profile_for(&self, model: &str) -> Option<&'static Profile> {
+        self.0.iter().find(|(pattern, _)| glob(pattern, model)).map(|(_, p)| *p)
+    }
+}
+
+/// `*`-only glob, ASCII case-insensitive, in time linear in the pattern times the name.
+fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let name = name.to_ascii_lowercase();
+    let Some(mut rest) = strip_prefix_ci(&name, first) else { return false };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
+    for part in middle {
+        let part = part.to_ascii_lowercase();
+        match rest.find(part.as_str()) {
+            Some(at) => rest = rest.get(at + part.len()..).unwrap_or(""),
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last.to_ascii_lowercase().as_str())
+}
+
+fn strip_prefix_ci<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
+    name.strip_prefix(prefix.to_ascii_lowercase().as_str())
 }
 
 impl Route {
     fn exact(path: &str, format: Format) -> Route {
-        Route { path: Some(path.into()), prefix: None, format, profile: None, strict: None, llama_cpp_since: None }
+        Route { path: Some(path.into()), prefix: None, format, profile: None, strict: None, llama_cpp_since: None, models: None }
     }
 
     fn matches(&self, path: &str) -> bool {
@@ -82,6 +121,9 @@ pub struct Config {
     /// Default profile for every route.
     #[serde(deserialize_with = "profile")]
     pub profile: &'static Profile,
+    /// Profiles by the request's `model`, for routes that serve several backends (see [`Models`]).
+    #[serde(deserialize_with = "models")]
+    pub models: Models,
     /// Inference routes. Given, it replaces the default list entirely.
     pub routes: Vec<Route>,
     /// Largest body buffered and rewritten; larger bodies pass unchanged (counted). Keep it at or below
@@ -92,11 +134,12 @@ pub struct Config {
     /// Refuse (400) a request whose rewrite would lose meaning, instead of forwarding the rewrite.
     pub strict: bool,
     pub framing: Framing,
-    /// Write removed constraints into descriptions so the model still reads them.
-    pub promote_to_description: bool,
-    /// Open objects JSON Schema leaves open (llama.cpp closes them); off by default, see
-    /// [`crate::schema::Options::open_objects`].
-    pub open_objects: bool,
+    /// Write removed constraints into descriptions so the model still reads them (default: the
+    /// profile's, which is on for every profile).
+    pub promote_to_description: Option<bool>,
+    /// Open objects JSON Schema leaves open (grammar compilers close them; default: the profile's,
+    /// off for every profile), see [`crate::schema::Options::open_objects`].
+    pub open_objects: Option<bool>,
     /// The oldest llama.cpp release the model servers run, as `YYYY-MM` (default `2024-08`: every
     /// release toolfit is judged on). Later months rely on what later releases fixed: `2026-10` keeps
     /// integer bounds past 32 bits and adds no tool descriptions, for example.
@@ -118,12 +161,13 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             profile: &crate::schema::profile::LLAMA_CPP,
+            models: Models::default(),
             routes: default_routes(),
             max_body_bytes: 16 * 1024 * 1024,
             strict: false,
             framing: Framing::Chunked,
-            promote_to_description: true,
-            open_objects: false,
+            promote_to_description: None,
+            open_objects: None,
             llama_cpp_since: LlamaCpp::default(),
             limits: LimitsConfig::default(),
             log_lines_per_second: 10,
@@ -197,13 +241,18 @@ impl Config {
         self.routes.iter().find(|r| r.matches(path))
     }
 
-    /// Engine options for a profile under this configuration.
+    /// Engine options for a profile under this configuration: the profile's defaults, with what the
+    /// plugin configuration sets laid over them.
     pub fn options(&self, profile: &Profile) -> Options {
         let mut o = profile.default_options();
-        o.promote_to_description = self.promote_to_description;
-        o.open_objects = self.open_objects;
+        if let Some(v) = self.promote_to_description {
+            o.promote_to_description = v;
+        }
+        if let Some(v) = self.open_objects {
+            o.open_objects = v;
+        }
         o.llama_cpp = self.llama_cpp_since;
-        let d = Limits::default();
+        let d = o.limits.clone();
         let l = &self.limits;
         o.limits = Limits {
             max_depth: l.max_depth.unwrap_or(d.max_depth),
@@ -240,6 +289,26 @@ fn profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static Profile, D
 
 fn opt_profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'static Profile>, D::Error> {
     profile(d).map(Some)
+}
+
+fn models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Models, D::Error> {
+    // a JSON object keeps its order here (serde_json's preserve_order): the first match wins
+    let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+    let mut out = Vec::with_capacity(map.len());
+    for (pattern, v) in map {
+        let name = v.as_str().ok_or_else(|| serde::de::Error::custom(format!("models[{pattern:?}]: a profile name is a string")))?;
+        let p = Profile::by_name(name)
+            .ok_or_else(|| serde::de::Error::custom(format!("models[{pattern:?}]: unknown profile {name:?} (known: {})", profile_names())))?;
+        if pattern.is_empty() {
+            return Err(serde::de::Error::custom("models: an empty pattern matches no model; use \"*\" for every model"));
+        }
+        out.push((pattern, p));
+    }
+    Ok(Models(out))
+}
+
+fn opt_models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Models>, D::Error> {
+    models(d).map(Some)
 }
 
 fn llama_cpp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LlamaCpp, D::Error> {
@@ -327,6 +396,50 @@ mod tests {
         let c = Config::parse(br#"{"llama_cpp_since": "2026-11", "routes": [{"path": "/old", "format": "auto", "llama_cpp_since": "2025-08"}]}"#).unwrap();
         assert_eq!(c.options(c.profile).llama_cpp, LlamaCpp::V2026_10);
         assert_eq!(c.route_for("/old").and_then(|r| r.llama_cpp_since), Some(LlamaCpp::V2025_08));
+    }
+
+    #[test]
+    fn models_pick_profiles_in_the_order_written() {
+        let c = Config::parse(br#"{"models": {"qwen*coder*": "mcp", "Qwen*": "vllm", "*": "llama-cpp"}}"#).unwrap();
+        let pick = |m: &str| c.models.profile_for(m).map(|p| p.name);
+        assert_eq!(pick("qwen2.5-coder-7b"), Some("mcp"));
+        assert_eq!(pick("QWEN3-8B"), Some("vllm"), "case is ignored");
+        assert_eq!(pick("llama3.1"), Some("llama-cpp"));
+        let c = Config::parse(
+            br#"{"models": {"*-instruct": "vllm", "meta/*/llama": "mcp"}, "routes": [{"path": "/x", "format": "auto", "models": {"a": "mcp"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(pick_in(&c.models, "mistral-7b-instruct"), Some("vllm"));
+        assert_eq!(pick_in(&c.models, "mistral-7b-instruct-v2"), None, "the pattern is anchored at both ends");
+        assert_eq!(pick_in(&c.models, "meta/x/y/llama"), Some("mcp"));
+        assert_eq!(pick_in(&c.models, "meta/llama"), None);
+        let r = c.route_for("/x").and_then(|r| r.models.clone()).unwrap_or_default();
+        assert_eq!((pick_in(&r, "a"), pick_in(&r, "ab")), (Some("mcp"), None));
+        for (cfg, needle) in [
+            (r#"{"models": {"q*": "gemini"}}"#, "unknown profile"),
+            (r#"{"models": {"q*": 3}}"#, "models"),
+            (r#"{"models": {"": "vllm"}}"#, "empty pattern"),
+            (r#"{"models": ["q*"]}"#, "models"),
+        ] {
+            let e = Config::parse(cfg.as_bytes()).unwrap_err();
+            assert!(e.contains(needle), "{cfg}: {e}");
+        }
+    }
+
+    fn pick_in(m: &Models, model: &str) -> Option<&'static str> {
+        m.profile_for(model).map(|p| p.name)
+    }
+
+    #[test]
+    fn plugin_settings_lay_over_the_profile_defaults() {
+        for p in crate::schema::profile::ALL {
+            let c = Config::default();
+            assert_eq!(c.options(p), Options { llama_cpp: c.llama_cpp_since, ..p.default_options() }, "{}", p.name);
+            let c = Config::parse(br#"{"open_objects": true, "promote_to_description": false}"#).unwrap();
+            let o = c.options(p);
+            assert!(o.open_objects && !o.promote_to_description, "{}", p.name);
+            assert_eq!(o.limits, p.default_options().limits);
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! buffering stops, and what happens to the body. The Wasm glue feeds it what Envoy says and carries
 //! out what it returns; tests drive it directly.
 
-use super::config::{Config, Route};
+use super::config::{Config, Models, Route};
 use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::cache::SiteCache;
 use crate::api::{self, Format, Skip};
@@ -37,6 +37,8 @@ pub struct Plan {
     pub route: String,
     /// The oldest llama.cpp release behind the route.
     pub llama_cpp: LlamaCpp,
+    /// The route's model map (empty: the profile above serves every model).
+    pub models: Models,
 }
 
 impl Plan {
@@ -94,6 +96,7 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
         strict: meta.strict.or(route.strict).unwrap_or(cfg.strict),
         route: label(route_name.unwrap_or("none")),
         llama_cpp: route.llama_cpp_since.unwrap_or(cfg.llama_cpp_since),
+        models: route.models.clone().unwrap_or_else(|| cfg.models.clone()),
     }
 }
 
@@ -131,6 +134,17 @@ pub struct Line {
     pub text: String,
 }
 
+/// The plan for the request's model when the route's model map picks another profile for it. Counters
+/// from here on carry that profile; `requests_seen` and the skips decided from the headers keep the
+/// route's.
+fn by_model(plan: &Plan, body: &[u8]) -> Option<Plan> {
+    if plan.models.0.is_empty() {
+        return None;
+    }
+    let profile = plan.models.profile_for(&api::model(body)?)?;
+    (profile != plan.profile).then(|| Plan { profile, ..plan.clone() })
+}
+
 /// Rewrites a complete body and counts what happened. `elapsed_us` reads a clock in microseconds.
 /// `cache`, when given, is this worker's rewrite cache.
 pub fn finish(
@@ -142,6 +156,15 @@ pub fn finish(
     mut cache: Option<&mut SiteCache>,
 ) -> (Verdict, Option<Line>) {
     let t0 = elapsed_us();
+    let mapped;
+    let plan = match by_model(plan, body) {
+        Some(p) => {
+            m.prepare(&p.route, p.profile.name);
+            mapped = p;
+            &mapped
+        }
+        None => plan,
+    };
     let mut opts = cfg.options(plan.profile);
     opts.llama_cpp = plan.llama_cpp;
     let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));

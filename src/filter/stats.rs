@@ -87,6 +87,9 @@ pub fn metric_name(route: &str, profile: &str, counter: &str) -> String {
 pub trait Metrics {
     fn add(&mut self, name: &str, n: u64);
     fn record(&mut self, name: &str, value: u64);
+    /// A route and profile about to be counted for the first time in this request (the model map
+    /// picked the profile): a host that pre-defines metrics defines theirs.
+    fn prepare(&mut self, _route: &str, _profile: &'static str) {}
 }
 
 #[cfg(test)]

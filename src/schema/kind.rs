@@ -77,6 +77,9 @@ kinds! {
     /// `oneOf` became `anyOf`: llama.cpp cannot enforce "exactly one". Counted as lossy only when the
     /// branches may overlap.
     OneofAsAnyof = "oneof_as_anyof", lossy = true;
+    /// A `oneOf` whose branches no value can match twice became `anyOf`, which then means the same:
+    /// for backends that refuse a `oneOf` they cannot prove disjoint themselves (llguidance). Exact.
+    OneofDisjoint = "oneof_disjoint", lossy = false;
     /// A union branch or optional property that no value can satisfy (`not: {}`, `false`, an empty
     /// `enum`, contradictory types) was removed. Exact.
     NeverDropped = "never_dropped", lossy = false;

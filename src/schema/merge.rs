@@ -231,6 +231,30 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
             }
         }
     }
+    // A position one side's `prefixItems` covers and the other leaves to its `items` must satisfy both
+    // (the mirror of the properties rule above): `items` beside a prefix applies only past it.
+    for (x, y) in [(a, b), (b, a)] {
+        let (Some(px), Some(iy)) = (x.at("prefixItems").and_then(Value::as_array), y.at("items")) else {
+            continue;
+        };
+        let covered = y.at("prefixItems").and_then(Value::as_array).map_or(0, Vec::len);
+        let mut positions = match out.at("prefixItems") {
+            Some(Value::Array(p)) => p.clone(),
+            _ => continue,
+        };
+        for (i, sx) in px.iter().enumerate().skip(covered) {
+            if let Some(slot) = positions.get_mut(i) {
+                *slot = intersect_values(sx, iy, lost, depth).unwrap_or_else(never);
+            }
+        }
+        out.insert("prefixItems".into(), Value::Array(positions));
+    }
+    // Positions past `maxItems` can never be filled: a merged tuple longer than that is cut to it, so
+    // compilers that refuse (xgrammar) or ignore (outlines) the count beside a longer tuple read it right.
+    let max_items = out.at("maxItems").and_then(Value::as_u64).and_then(|n| usize::try_from(n).ok());
+    if let (Some(max), Some(Value::Array(tuple))) = (max_items, out.at_mut("prefixItems")) {
+        tuple.truncate(max);
+    }
     // A merged const or enum must also be of the merged type.
     if let Some(t) = Types::of(&out) {
         if let Some(c) = out.at("const") {

@@ -8,8 +8,9 @@ use crate::schema::types::Types;
 use crate::schema::Context;
 use serde_json::{json, Map, Value};
 
-/// A backend's reading of schemas, as far as passes depend on it.
-#[derive(Debug, PartialEq, Eq)]
+/// A backend's reading of schemas, as far as passes depend on it: what it enforces, what it accepts
+/// without enforcing, and what it refuses. A new backend is a pass list plus one of these.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
 pub struct Target {
     /// Whether "any value" must be written with every type: the backend reads a schema without `type`
     /// as something narrower (llama.cpp before 2026-10 reads `{}` as "an object", or rejects it).
@@ -17,9 +18,133 @@ pub struct Target {
     /// Whether function tools need `function.description` on the releases before
     /// [`LlamaCpp::tool_description_optional`] (llama-server reads it unconditionally there).
     pub tool_description: bool,
+    /// Validation keywords the backend ignores or refuses: `unsupported` removes them (lossy, said in
+    /// the description). Keywords not listed here and not core (types, enums, objects, arrays, unions,
+    /// refs) are taken as enforced.
+    pub unenforced: &'static [&'static str],
+    /// String formats the backend compiles into its grammar; any other `format` is removed (lossy).
+    /// `None`: every format passes as it is (a reader of JSON Schema takes it as an annotation).
+    pub formats: Option<&'static [&'static str]>,
+    /// Which `minimum`/`maximum`/`exclusive*` bounds the backend enforces.
+    pub numbers: Numbers,
+    /// What the backend enforces beside a `pattern` or a known `format` on the same string.
+    pub beside_pattern: BesidePattern,
+    /// Whether counts need room written beside them: the backend reads a missing `items` beside
+    /// `minItems`/`maxItems`, or a missing `additionalProperties` beside `minProperties`, as "no more"
+    /// (or ignores the counts), so `items: {}` / `additionalProperties: true` are written. Exact.
+    pub counts_need_room: bool,
+    /// Whether every `oneOf` is written as `anyOf`: the backend refuses a `oneOf` it cannot prove
+    /// disjoint. Exact where toolfit finds the branches disjoint, lossy (as always) where they may overlap.
+    pub one_of_as_any_of: bool,
+    /// Whether the answers of [`LlamaCpp`] apply: the route's `llama_cpp_since` release says what
+    /// the backend still breaks on.
+    pub versioned: bool,
 }
 
+/// Number bounds a backend enforces.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Numbers {
+    /// On integers only, whole and inclusive, within a range that depends on the release
+    /// ([`LlamaCpp::wide_integer_bounds`]); bounds on other numbers are removed.
+    Integers,
+    /// On every number, as JSON Schema says.
+    All,
+    /// None: every bound is removed (lossy, said in the description).
+    Unenforced,
+}
+
+/// What a backend enforces beside a `pattern` (or a known `format`) on one string.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum BesidePattern {
+    /// Nothing: one of `pattern`, `format`, the lengths is compiled, in that order; the rest goes.
+    Nothing,
+    /// `format` and `pattern` together, but no `minLength`/`maxLength` beside either.
+    NoLengths,
+    /// Everything.
+    Everything,
+}
+
+/// Keywords no grammar a JSON-schema compiler writes enforces (they relate values to each other, or
+/// exclude values); every grammar target lists them, which the profile tests check.
+const RELATIONAL: &[&str] = &[
+    "if",
+    "then",
+    "else",
+    "uniqueItems",
+    "contains",
+    "minContains",
+    "maxContains",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+    "contentSchema",
+    "not",
+];
+
 impl Target {
+    /// llama.cpp's converter (json-schema-to-grammar), every release from 2024-08 on.
+    pub const LLAMA_CPP: Target = Target {
+        typed_any: true,
+        tool_description: true,
+        unenforced: &[
+            "if",
+            "then",
+            "else",
+            "uniqueItems",
+            "contains",
+            "minContains",
+            "maxContains",
+            "dependentRequired",
+            "dependentSchemas",
+            "unevaluatedProperties",
+            "unevaluatedItems",
+            "$dynamicRef",
+            "$recursiveRef",
+            "contentSchema",
+            "not",
+            "patternProperties",
+            "propertyNames",
+            "minProperties",
+            "maxProperties",
+            "multipleOf",
+        ],
+        formats: Some(&["date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"]),
+        numbers: Numbers::Integers,
+        beside_pattern: BesidePattern::Nothing,
+        counts_need_room: true,
+        one_of_as_any_of: false,
+        versioned: true,
+    };
+
+    /// No compiler: the schema goes to a reader of JSON Schema 2020-12 (an MCP client) as it means.
+    pub const JSON_SCHEMA: Target = Target {
+        typed_any: false,
+        tool_description: false,
+        unenforced: &[],
+        formats: None,
+        numbers: Numbers::All,
+        beside_pattern: BesidePattern::Everything,
+        counts_need_room: false,
+        one_of_as_any_of: false,
+        versioned: false,
+    };
+
+    /// Whether `format: f` reaches the backend as it is.
+    pub fn keeps_format(&self, f: &str) -> bool {
+        self.formats.is_none_or(|l| l.contains(&f))
+    }
+
+    /// Whether `keyword` is ignored or refused.
+    pub fn unenforced(&self, keyword: &str) -> bool {
+        self.unenforced.contains(&keyword)
+    }
+
+    /// The keywords every grammar target must list, for the profile tests.
+    pub const RELATIONAL: &'static [&'static str] = RELATIONAL;
+
     /// The loosest schema for a place: what a cut or a dropped schema becomes. A tool's parameters
     /// stay an object.
     pub fn any(&self, context: Context, root: bool) -> Map<String, Value> {

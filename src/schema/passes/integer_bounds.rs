@@ -1,12 +1,16 @@
-//! Numeric bounds. llama.cpp enforces them for integers only, and reads them differently across
-//! versions (up to 2025-08 it truncates fractional bounds and overflows past 32 bits; 2026-10 ignores
-//! `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive `minimum`/`maximum`
-//! within the range every served release enforces (32 bits, or 2^53 - 1 when the route serves 2026-10
-//! on); bounds on non-integer numbers, which no version enforces, are removed visibly.
+//! Numeric bounds, as far as the target enforces them ([`crate::schema::target::Numbers`]).
+//! - `Integers` (llama.cpp): enforced on integers only and read differently across releases (up to
+//!   2025-08 fractional bounds are truncated and bounds past 32 bits overflow; 2026-10 ignores
+//!   `exclusiveMinimum` beside `minimum`). Integer bounds become whole, inclusive `minimum`/`maximum`
+//!   within the range every served release enforces (32 bits, or 2^53 - 1 when the route serves
+//!   2026-10 on); bounds on non-integer numbers are removed visibly.
+//! - `Unenforced`: every bound is removed visibly.
+//! - `All`: nothing to do (an empty integer range still becomes "never", which is exact).
 
 use super::primary_type;
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::never_map;
+use crate::schema::target::Numbers;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
@@ -24,7 +28,12 @@ pub const WANTS: &[&str] = &KEYS;
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
-    let limit = if cx.opts.llama_cpp.wide_integer_bounds() { LIMIT_53 } else { LIMIT_32 };
+    let numbers = cx.target.numbers;
+    let limit = match numbers {
+        Numbers::Integers if cx.opts.llama_cpp.wide_integer_bounds() => LIMIT_53,
+        Numbers::Integers => LIMIT_32,
+        Numbers::All | Numbers::Unenforced => f64::INFINITY,
+    };
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         if !KEYS.iter().any(|k| node.has(k)) {
@@ -33,7 +42,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let t = primary_type(node);
         let mut removed: Vec<(String, Value)> = Vec::new();
         let mut beyond: Vec<(String, Value)> = Vec::new();
-        if t.is_some_and(|t| t.contains(Types::FRACTION)) || t.is_none() {
+        if numbers == Numbers::All {
+            return;
+        }
+        if numbers == Numbers::Unenforced || t.is_some_and(|t| t.contains(Types::FRACTION)) || t.is_none() {
             for k in KEYS {
                 if let Some(v) = node.remove(k) {
                     removed.push((k.to_string(), v));
@@ -83,9 +95,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             recs.push((path.to_string(), Kind::BoundsNormalized, "integer bounds made whole and inclusive".into()));
         }
-        for (list, why) in
-            [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {limit}, beyond what the served llama.cpp releases enforce"))]
-        {
+        for (list, why) in [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {limit}, beyond what the served releases enforce"))] {
             if list.is_empty() {
                 continue;
             }

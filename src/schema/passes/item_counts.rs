@@ -1,9 +1,10 @@
-//! Array lengths every served llama.cpp applies. Up to 2025-08, llama.cpp applies `minItems`/
-//! `maxItems` only beside `items` (`{"type": "array", "maxItems": 2}` accepts `[1, 2, 3]`), so where
-//! `items` is missing it is written out as "any value" (spelled with every type: those releases read
-//! `{}` as "an object"). And 2024-08 and 2024-12 write a grammar they cannot parse for `maxItems: 0`
-//! beside `items`, so an array that must be empty becomes `const: []`. Both are exact. Runs after
-//! `explicit_types` (every node has its types) and `repetition` (counts are whole).
+//! Array lengths as the backend applies them. Where the target says counts need room
+//! ([`crate::schema::Target::counts_need_room`]: llama.cpp up to 2025-08 applies `minItems`/`maxItems`
+//! only beside `items`, xgrammar reads a missing `items` beside them as "no items"), `items` is written
+//! out as "any value" (spelled as the target spells it: old llama.cpp reads `{}` as "an object"). And
+//! llama.cpp 2024-08 and 2024-12 write a grammar they cannot parse for `maxItems: 0` beside `items`, so
+//! there an array that must be empty becomes `const: []`. Both are exact. Runs after `explicit_types`
+//! (every node has its types) and `repetition` (counts are whole).
 
 use super::primary_type;
 use crate::schema::lookup::Lookup;
@@ -20,6 +21,9 @@ const ARRAY_ONLY: &[&str] = &["items", "minItems", "maxItems", "prefixItems", "u
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let since = cx.opts.llama_cpp;
+    let versioned = cx.target.versioned;
+    let need_items = cx.target.counts_need_room && !(versioned && since.item_counts_without_items());
+    let empty_ok = !versioned || since.empty_arrays_beside_items();
     let any_item = Value::Object(cx.target.any(Context::Output, false));
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
@@ -28,12 +32,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             return;
         }
         let max = node.at("maxItems").and_then(Value::as_u64);
-        if max == Some(0) && !since.empty_arrays_beside_items() {
+        if max == Some(0) && !empty_ok {
             empty_array(node, t);
             recs.push((path.to_string(), "maxItems: 0 written as const: []".into()));
             return;
         }
-        if (max.is_some() || node.has("minItems")) && !node.has("items") && !since.item_counts_without_items() {
+        if (max.is_some() || node.has("minItems")) && !node.has("items") && need_items {
             node.insert("items".into(), any_item.clone());
             recs.push((path.to_string(), "items written out so minItems/maxItems apply".into()));
         }

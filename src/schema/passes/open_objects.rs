@@ -5,7 +5,9 @@
 //! model may write, and every call it allows stays valid for the original schema. With `open_objects`
 //! the object is opened explicitly, up to `max_open_properties` declared properties (past that
 //! llama.cpp's grammar for "any other key" breaks; such objects stay closed, which never lets an
-//! invalid value through).
+//! invalid value through). Where the target reads a missing `additionalProperties` beside
+//! `minProperties` as "no more" ([`crate::schema::Target::counts_need_room`]), an object with fewer
+//! declared properties than it must have is opened explicitly, as JSON Schema means it.
 
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::post_order;
@@ -15,6 +17,7 @@ use serde_json::{Map, Value};
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let open = cx.opts.open_objects;
     let max_open = cx.opts.limits.max_open_properties;
+    let room = cx.target.counts_need_room;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let objecty = match node.at("type") {
@@ -45,6 +48,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             recs.push((path.to_string(), Kind::RequiredDeclared, format!("required {} declared in properties", missing.join(", "))));
         }
         let n_props = node.at("properties").and_then(Value::as_object).map_or(0, Map::len);
+        let min_props = node.at("minProperties").and_then(Value::as_u64).unwrap_or(0);
+        if room && !node.has("additionalProperties") && min_props > n_props as u64 {
+            node.insert("additionalProperties".into(), Value::Bool(true));
+            recs.push((path.to_string(), Kind::ObjectOpened, format!("other properties allowed, as JSON Schema says: {min_props} must be present")));
+            return;
+        }
         if open && node.has("properties") && !node.has("additionalProperties") && n_props <= max_open {
             node.insert("additionalProperties".into(), Value::Bool(true));
             recs.push((path.to_string(), Kind::ObjectOpened, "other properties allowed, as JSON Schema says".into()));

@@ -1,10 +1,12 @@
-//! Regexes into the subset every llama.cpp compiles the same way (see `schema::pattern`). Versions up
-//! to 2025-08 crash on `(?:`, reject `\d` and unanchored patterns; the current one turns them into
-//! "any string" with a warning on stderr. What no grammar can express is removed, visibly.
-//! llama.cpp uses only one of `pattern`, `format`, `minLength`/`maxLength`: the others are recorded.
+//! Regexes into the narrow subset every grammar compiler reads the same way (see `schema::pattern`):
+//! llama.cpp up to 2025-08 crashes on `(?:` and rejects `\d` and unanchored patterns, 2026-10 turns them
+//! into "any string" with a warning; other compilers refuse look-around or Unicode classes. What no
+//! grammar can express is removed, visibly. What the target does not enforce beside a pattern or a
+//! known format ([`crate::schema::target::BesidePattern`]) is removed with a record.
 
 use crate::schema::lookup::Lookup;
 use crate::schema::pattern::{rewrite, Unsupported};
+use crate::schema::target::BesidePattern;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
@@ -15,6 +17,7 @@ pub const WANTS: &[&str] = &["pattern", "format"];
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_rep = cx.opts.limits.max_repetition;
     let promote_on = cx.opts.promote_to_description;
+    let target = cx.target;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let mut removed: Vec<(String, Value)> = Vec::new();
@@ -43,12 +46,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
         }
-        // llama.cpp reads pattern, else a known format, else the lengths: the rest is ignored
+        // what the target compiles beside a pattern or a known format; the rest is ignored there
         let has_pattern = node.has("pattern");
-        let has_format = node.at("format").and_then(Value::as_str).is_some_and(|f| super::unsupported::FORMATS.contains(&f));
-        if has_pattern || has_format {
+        let has_format = node.at("format").and_then(Value::as_str).is_some_and(|f| target.formats.is_some_and(|l| l.contains(&f)));
+        if (has_pattern || has_format) && target.beside_pattern != BesidePattern::Everything {
             let mut beside = vec!["minLength", "maxLength"];
-            if has_pattern {
+            if has_pattern && target.beside_pattern == BesidePattern::Nothing {
                 beside.push("format");
             }
             for k in beside {
@@ -61,7 +64,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
             let what = if has_pattern { "pattern" } else { "format" };
-            recs.push((path.to_string(), Kind::PatternRemoved, format!("{text} removed: only the {what} is enforced")));
+            recs.push((path.to_string(), Kind::PatternRemoved, format!("{text} removed: not enforced beside the {what}")));
             if promote_on {
                 crate::schema::promote(node, &text);
             }

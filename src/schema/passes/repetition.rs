@@ -1,4 +1,5 @@
-//! Repetition counts llama.cpp's grammar can hold. `minLength`/`maxLength`/`minItems`/`maxItems`
+//! Repetition counts a grammar can hold (`minProperties`/`maxProperties` too, where the target keeps
+//! them: compilers refuse `2.0` there). `minLength`/`maxLength`/`minItems`/`maxItems`
 //! become repetitions in the GBNF, and its parser refuses counts past about 2,000 (older versions far
 //! less; some windows fail even for `maxItems`), so counts past `max_repetition` are clamped. Counts
 //! that are not whole non-negative numbers are made so.
@@ -10,13 +11,13 @@ use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
-pub const WANTS: &[&str] = &["minLength", "maxLength", "minItems", "maxItems"];
+pub const WANTS: &[&str] = &["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max = cx.opts.limits.max_repetition;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        for (lo_k, hi_k) in [("minLength", "maxLength"), ("minItems", "maxItems")] {
+        for (lo_k, hi_k) in [("minLength", "maxLength"), ("minItems", "maxItems"), ("minProperties", "maxProperties")] {
             let mut lo = None;
             let mut hi = None;
             for (k, is_min) in [(lo_k, true), (hi_k, false)] {

@@ -19,6 +19,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
     let promote_on = cx.opts.promote_to_description;
+    let cx_one_of_as_any_of = cx.target.one_of_as_any_of;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         if !node.has("anyOf") && !node.has("oneOf") {
@@ -26,6 +27,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         let mut lost = Vec::new();
         let mut overlapping_one_of = false;
+        let one_of_rewritten = cx_one_of_as_any_of && node.has("oneOf");
         let mut unions: Vec<Vec<Value>> = Vec::new();
         for key in ["anyOf", "oneOf"] {
             match node.at(key) {
@@ -52,8 +54,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                         is_recursive_ref(b, &defs) || deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
                     })
             });
-        if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of {
-            return; // llama.cpp compiles this union as it means
+        if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of && !one_of_rewritten {
+            return; // the backend compiles this union as it means
         }
         let n_unions = unions.len();
         let (mut branches, dropped) = if unions.len() > 1 { cross(&unions, max_branches, &mut lost) } else { (unions.pop().unwrap_or_default(), false) };
@@ -90,6 +92,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if never_dropped > 0 {
             recs.push((path.to_string(), Kind::NeverDropped, format!("{never_dropped} branch(es) contradict the keywords beside the union")));
+        }
+        if one_of_rewritten && !overlapping_one_of {
+            recs.push((path.to_string(), Kind::OneofDisjoint, "oneOf branches cannot overlap: written as anyOf".into()));
         }
         if overlapping_one_of {
             recs.push((path.to_string(), Kind::OneofAsAnyof, "oneOf branches may overlap; exactly-one is not enforced".into()));

@@ -1,6 +1,8 @@
-//! Keywords llama.cpp ignores without a word, removed so the loss is visible (and, by default, said in
-//! the node's `description`). Trivially true keywords are just dropped. (`unevaluated*` with a plain
-//! meaning was already converted by `unevaluated`, before applicators were flattened.)
+//! Keywords the backend ignores without a word, or refuses ([`crate::schema::Target::unenforced`]),
+//! and formats it does not compile ([`crate::schema::Target::formats`]): removed so the loss is visible
+//! (and, by default, said in the node's `description`) and the request compiles. Trivially true keywords
+//! are just dropped. (`unevaluated*` with a plain meaning was already converted by `unevaluated`, before
+//! applicators were flattened.)
 
 use super::primary_type;
 use crate::schema::lookup::Lookup;
@@ -8,32 +10,6 @@ use crate::schema::types::Types;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
-
-/// Keywords no llama.cpp grammar enforces.
-const IGNORED: &[&str] = &[
-    "if",
-    "then",
-    "else",
-    "uniqueItems",
-    "contains",
-    "minContains",
-    "maxContains",
-    "patternProperties",
-    "propertyNames",
-    "dependentRequired",
-    "dependentSchemas",
-    "unevaluatedProperties",
-    "unevaluatedItems",
-    "minProperties",
-    "maxProperties",
-    "multipleOf",
-    "$dynamicRef",
-    "$recursiveRef",
-    "contentSchema",
-];
-
-/// String formats llama.cpp turns into a grammar.
-pub const FORMATS: &[&str] = &["date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"];
 
 fn trivially_true(k: &str, v: &Value) -> bool {
     match k {
@@ -47,12 +23,13 @@ fn trivially_true(k: &str, v: &Value) -> bool {
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
+    let target = cx.target;
     let mut jobs: Vec<(String, crate::schema::Removed, crate::schema::Removed)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
         // one scan over the node's keys (a few) instead of a hashed lookup per ignored keyword (many)
-        let present: Vec<&'static str> = IGNORED.iter().copied().filter(|k| node.keys().any(|n| n == k)).collect();
+        let present: Vec<&'static str> = target.unenforced.iter().copied().filter(|k| *k != "not" && node.keys().any(|n| n == k)).collect();
         for k in present {
             if let Some(v) = node.remove(k) {
                 if trivially_true(k, &v) {
@@ -74,7 +51,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         // the never sentinel (`not: {}`) stays: the `never` passes remove it where it matters
-        if !crate::schema::merge::is_never(node) {
+        if target.unenforced("not") && !crate::schema::merge::is_never(node) {
             if let Some(v) = node.remove("not") {
                 removed.push(("not".to_string(), v));
             }
@@ -82,7 +59,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let t = primary_type(node);
         if let Some(f) = node.at("format").and_then(Value::as_str) {
             let string_ok = t.is_none_or(|t| t.contains(Types::STRING));
-            if !FORMATS.contains(&f) && string_ok {
+            if !target.keeps_format(f) && string_ok {
                 if let Some(v) = node.remove("format") {
                     removed.push(("format".to_string(), v));
                 }

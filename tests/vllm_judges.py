@@ -1,0 +1,209 @@
+#!/usr/bin/env python3
+"""Acceptance against vLLM's structured-output backends, each judged by its own compiler from PyPI
+(xgrammar 0.2.8, llguidance 1.9.1, outlines-core 0.2.14) and vLLM 0.33.0's own pre-checks.
+
+- Every corpus schema rewritten with a backend's profile compiles on that backend (0 refused), and for
+  `vllm` passes vLLM's nesting check and xgrammar pre-check first.
+- The JSON-Schema-Test-Suite 2020-12 (outside optional/): valid/invalid instances matched by each backend's
+  own matcher, raw and through toolfit. toolfit must have 0 schemas refused and 0 silent groups (a group
+  accepting an invalid instance without a lossy record); xgrammar's own warnings that it ignored something
+  count as silent unless toolfit recorded a loss for that group. Valid instances refused are printed, with
+  the ones refused only for a key the schema does not declare (closed objects) told apart.
+The judges run in a venv of their own under ~/.cache/toolfit/vllm (built on first use). Prints the matrices
+and a closing 'N passed, M failed' line; exit 1 on any failure.
+"""
+import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_judges import ROOT, TOOLFIT, cache_dir, corpus_schemas, jsts_groups, spellings  # noqa: E402
+
+WORKER = os.path.join(ROOT, "tests", "judge", "vllm_worker.py")
+PINS = ["llguidance==1.9.1", "outlines-core==0.2.14", "apache-tvm-ffi==0.1.15.post2", "transformers==5.23.0",
+        "pydantic==2.14.3", "numpy==2.4.6", "typing-extensions==4.16.0"]
+XGRAMMAR = "xgrammar==0.2.8"  # without its torch/triton requirements: see tests/judge/vllm_worker.py
+VLLM = "vllm==0.33.0"
+VLLM_FILES = ["vllm/sampling_params.py", "vllm/v1/structured_output/backend_xgrammar.py",
+              "vllm/v1/structured_output/backend_outlines.py", "vllm/tool_parsers/utils.py"]
+# profile -> the backend its output must compile on
+PROFILES = {"vllm": "vllm", "vllm-xgrammar": "xgrammar", "vllm-guidance": "guidance", "vllm-outlines": "outlines"}
+MATRIX_KEYS = ("rejected", "valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected", "silent_groups")
+ITEM_SECONDS = 60
+# JSTS groups whose schema a backend refuses through toolfit too, with why; anything else refused fails.
+_NEVER_NOT = ("a `false` subschema toolfit writes as `{\"not\": {}}` (the form every other compiler reads) where it "
+              "cannot be dropped; llguidance refuses `not`")
+KNOWN_REFUSED = {
+    ("outlines", "unevaluatedProperties.json", "unevaluatedProperties false"):
+        "outlines-core refuses a `false` subschema where toolfit keeps one",
+    ("outlines", "unevaluatedProperties.json", "non-object instances are valid"):
+        "outlines-core refuses a `false` subschema where toolfit keeps one",
+    ("guidance", "multipleOf.json", "float division = inf"): "llguidance refuses a multipleOf with 17 significant digits",
+    ("guidance", "patternProperties.json", "multiple simultaneous patternProperties are validated"):
+        "llguidance refuses patternProperties whose regexes overlap",
+    ("guidance", "patternProperties.json", "regexes are not anchored by default and are case sensitive"):
+        "llguidance refuses patternProperties whose regexes overlap",
+    ("guidance", "patternProperties.json", "patternProperties with boolean schemas"): _NEVER_NOT,
+}
+# what xgrammar says when it compiles a oneOf as anyOf: a loss only if the branches overlap, which the
+# instances show (toolfit leaves only disjoint oneOf to it)
+ONE_OF_FALLBACK = "oneOf with overlapping or non-provably-disjoint branches"
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
+
+
+def setup():
+    """The judges' venv and vLLM's check functions, cached; returns (python, vllm source dir)."""
+    d = cache_dir("vllm")
+    py = os.path.join(d, "venv", "bin", "python")
+    stamp = os.path.join(d, "venv", "pins")
+    want = "\n".join(PINS + [XGRAMMAR])
+    if not (os.path.exists(stamp) and open(stamp).read() == want):
+        shutil.rmtree(os.path.join(d, "venv"), ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(d, "venv")], check=True)
+        pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run(pip + PINS, check=True)
+        subprocess.run(pip + ["--no-deps", XGRAMMAR], check=True)
+        open(stamp, "w").write(want)
+    src = os.path.join(d, "vllm-src")
+    if not all(os.path.exists(os.path.join(src, f)) for f in VLLM_FILES):
+        wheels = os.path.join(d, "wheel")
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+                        "--only-binary", ":all:", "-d", wheels, VLLM], check=True)
+        whl = [f for f in os.listdir(wheels) if f.endswith(".whl")][0]
+        with zipfile.ZipFile(os.path.join(wheels, whl)) as z:
+            for f in VLLM_FILES:
+                z.extract(f, src)
+        shutil.rmtree(wheels)  # 330 MB of CUDA kernels; only the checks are kept
+    return py, src
+
+
+class Judge:
+    """The worker process; an item that takes longer than ITEM_SECONDS or kills it counts as refused."""
+    def __init__(self, py, src):
+        self.cmd, self.env = [py, WORKER], {**os.environ, "VLLM_SRC": src, "TRANSFORMERS_VERBOSITY": "error"}
+        self.p = None
+
+    def start(self):
+        self.p = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  env=self.env, text=True, bufsize=1)
+
+    def one(self, item):
+        if self.p is None or self.p.poll() is not None:
+            self.start()
+        try:
+            self.p.stdin.write(json.dumps(item) + "\n")
+            self.p.stdin.flush()
+            ready, _, _ = select.select([self.p.stdout], [], [], ITEM_SECONDS)
+            line = self.p.stdout.readline() if ready else ""
+        except BrokenPipeError:
+            line = ""
+        if line.strip():
+            return json.loads(line)
+        self.p.kill()
+        self.p.wait()
+        self.p = None
+        return {"ok": False, "error": "judge crashed or timed out", "warnings": []}
+
+    def run(self, items):
+        return [self.one(i) for i in items]
+
+    def close(self):
+        if self.p is not None:
+            self.p.kill()
+            self.p.wait()
+
+
+def toolfit(profile, schema, extra=()):
+    p = subprocess.run([TOOLFIT, "normalize", "--profile", profile, "--report", "-", "--schema", *extra],
+                       input=json.dumps(schema).encode(), capture_output=True)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.decode()[:500])
+    return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
+
+
+def rewrite_all(profile, groups):
+    """Each group's schema through toolfit: [(schema, lossy)], in parallel."""
+    def one(g):
+        s, rep = toolfit(profile, g["schema"])
+        return s, any(r["lossy"] for r in rep["records"])
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
+        return list(ex.map(one, groups))
+
+
+def remote(g):
+    """A group whose schema declares one of the suite's remote metaschemas: toolfit never fetches."""
+    return isinstance(g["schema"], dict) and "localhost:1234" in str(g["schema"].get("$schema", ""))
+
+
+def matrix(judge, backend, groups, rewritten):
+    items, counts = [], []
+    for g, (s, _) in zip(groups, rewritten):
+        spelled = [spellings(t["data"], s, s) for t in g["tests"]]
+        items.append({"backend": backend, "schema": s, "instances": [v for sp in spelled for v in sp]})
+        counts.append([len(sp) for sp in spelled])
+    m = collections.Counter()
+    silent, refused, valid_refused, ignored = [], [], [], []
+    for g, (_, lossy), r, c in zip(groups, rewritten, judge.run(items), counts):
+        if not r["ok"]:
+            m["rejected"] += 1
+            if (backend, g["file"], g["description"]) not in KNOWN_REFUSED:
+                refused.append(f"{g['file']}: {g['description']}: {r['error'][:100]}")
+            continue
+        accepts, i = [], 0
+        for n in c:  # a test is accepted when any of its spellings is
+            accepts.append(any(r["accepts"][i:i + n]))
+            i += n
+        invalid_accepted = False
+        for t, a in zip(g["tests"], accepts):
+            m[("valid" if t["valid"] else "invalid") + ("_accepted" if a else "_rejected")] += 1
+            invalid_accepted |= (not t["valid"]) and a
+            if t["valid"] and not a:
+                valid_refused.append(f"{g['file']}: {g['description']}: {json.dumps(t['data'])[:60]}")
+        if invalid_accepted and not lossy:
+            silent.append(f"{g['file']}: {g['description']}")
+        warnings = [w for w in r["warnings"] if ONE_OF_FALLBACK not in w]
+        if warnings and not lossy:
+            ignored.append(f"{g['file']}: {g['description']}: {warnings[0][:100]}")
+    m["silent_groups"] = len(silent)
+    return m, silent, refused, valid_refused, ignored
+
+
+def main():
+    if not os.path.exists(TOOLFIT):
+        sys.exit("build first: cargo build --release")
+    py, src = setup()
+    judge = Judge(py, src)
+    try:
+        for profile, backend in PROFILES.items():
+            schemas = corpus_schemas(profile)
+            res = judge.run([{"backend": backend, "schema": s} for _, s in schemas])
+            bad = [(label, r["error"][:140]) for (label, _), r in zip(schemas, res) if not r["ok"]]
+            check(f"{profile}: every corpus schema rewritten compiles on {backend}", not bad,
+                  f"{len(schemas)} schemas" if not bad else f"{len(bad)} refused: {bad[:3]}")
+
+        groups = [g for g in jsts_groups("draft2020-12") if not remote(g)]
+        print(f"JSON-Schema-Test-Suite 2020-12: {len(groups)} groups outside optional/ (without the remote metaschemas)")
+        raw = [(g["schema"], False) for g in groups]
+        for profile, backend in PROFILES.items():
+            m_raw, *_ = matrix(judge, backend, groups, raw)
+            m, silent, refused, valid_refused, ignored = matrix(judge, backend, groups, rewrite_all(profile, groups))
+            print(f"  {backend:9} raw:     " + "  ".join(f"{k} {m_raw[k]}" for k in MATRIX_KEYS))
+            print(f"  {backend:9} toolfit: " + "  ".join(f"{k} {m[k]}" for k in MATRIX_KEYS))
+            known = m["rejected"] - len(refused)
+            check(f"{profile}: no JSTS schema refused by {backend} beyond the {known} listed", not refused,
+                  "; ".join(refused[:5]) or f"raw: {m_raw['rejected']} refused")
+            check(f"{profile}: no silent loss on {backend}", not silent and not ignored, "; ".join((silent + ignored)[:8]))
+            if valid_refused:
+                print(f"    valid instances refused ({len(valid_refused)}): " + "; ".join(valid_refused[:12]))
+    finally:
+        judge.close()
+    passed = sum(results)
+    print(f"vllm judges: {passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
