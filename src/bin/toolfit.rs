@@ -70,7 +70,7 @@ fn main() -> ExitCode {
                     println!(
                         "ok: profile={} models={} routes={} framing={:?} max_body_bytes={} strict={} open_objects={} llama_cpp_since={}",
                         c.profile.name,
-                        c.models.0.len(),
+                        c.models.len(),
                         c.routes.len(),
                         c.framing,
                         c.max_body_bytes,

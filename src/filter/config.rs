@@ -52,35 +52,37 @@ pub struct Route {
 /// characters; matching ignores ASCII case. A request whose model matches nothing keeps the route's
 /// profile.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Models(pub Vec<(String, &'static Profile)>);
+pub struct Models(std::sync::Arc<[(String, &'static Profile)]>);
 
 impl Models {
     /// The profile for a model name, if a pattern matches it.
     pub fn profile_for(&self, model: &str) -> Option<&'static Profile> {
-        self.0.iter().find(|(pattern, _)| glob(pattern, model)).map(|(_, p)| *p)
+        let model = model.to_ascii_lowercase();
+        self.0.iter().find(|(pattern, _)| glob(pattern, &model)).map(|(_, p)| *p)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
-/// `*`-only glob, ASCII case-insensitive, in time linear in the pattern times the name.
+/// `*`-only glob over a lower-case pattern and name, in time linear in the pattern times the name.
 fn glob(pattern: &str, name: &str) -> bool {
     let mut parts = pattern.split('*');
-    let first = parts.next().unwrap_or("");
-    let name = name.to_ascii_lowercase();
-    let Some(mut rest) = strip_prefix_ci(&name, first) else { return false };
+    let Some(mut rest) = name.strip_prefix(parts.next().unwrap_or("")) else { return false };
     let parts: Vec<&str> = parts.collect();
     let Some((last, middle)) = parts.split_last() else { return rest.is_empty() };
     for part in middle {
-        let part = part.to_ascii_lowercase();
-        match rest.find(part.as_str()) {
+        match rest.find(part) {
             Some(at) => rest = rest.get(at + part.len()..).unwrap_or(""),
             None => return false,
         }
     }
-    rest.len() >= last.len() && rest.ends_with(last.to_ascii_lowercase().as_str())
-}
-
-fn strip_prefix_ci<'a>(name: &'a str, prefix: &str) -> Option<&'a str> {
-    name.strip_prefix(prefix.to_ascii_lowercase().as_str())
+    rest.ends_with(last)
 }
 
 impl Route {
@@ -302,9 +304,10 @@ fn models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Models, D::Error> {
         if pattern.is_empty() {
             return Err(serde::de::Error::custom("models: an empty pattern matches no model; use \"*\" for every model"));
         }
-        out.push((pattern, p));
+        // lower-cased once here: matching ignores ASCII case
+        out.push((pattern.to_ascii_lowercase(), p));
     }
-    Ok(Models(out))
+    Ok(Models(out.into()))
 }
 
 fn opt_models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Models>, D::Error> {

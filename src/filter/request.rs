@@ -138,7 +138,7 @@ pub struct Line {
 /// from here on carry that profile; `requests_seen` and the skips decided from the headers keep the
 /// route's.
 fn by_model(plan: &Plan, body: &[u8]) -> Option<Plan> {
-    if plan.models.0.is_empty() {
+    if plan.models.is_empty() {
         return None;
     }
     let profile = plan.models.profile_for(&api::model(body)?)?;
@@ -395,6 +395,26 @@ mod tests {
             assert_eq!(m.get("chat", "llama-cpp", c), n, "{c}");
         }
         assert_eq!(m.get("chat", "llama-cpp", "bytes_in"), (fine.len() + fixable.len()) as u64);
+    }
+
+    #[test]
+    fn the_model_map_picks_the_profile_and_its_counters() {
+        let cfg = Config::parse(br#"{"models": {"qwen*": "vllm-outlines"}}"#).unwrap();
+        let mut m = Counts::default();
+        let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+        let mut clock = || 0u64;
+        // an email format: outlines compiles it, llama.cpp does not (removed, a rewrite)
+        let body = |model: &str| {
+            format!(
+                r#"{{"model":"{model}","messages":[],"tools":[{{"type":"function","function":{{"name":"f","description":"d","parameters":{{"type":"object","properties":{{"a":{{"type":"string","format":"email"}}}},"additionalProperties":false}}}}}}]}}"#
+            )
+        };
+        assert_eq!(finish(&cfg, &p, body("Qwen2.5-7B").as_bytes(), &mut m, &mut clock, None).0, Verdict::Forward, "outlines keeps email");
+        assert!(matches!(finish(&cfg, &p, body("llama3").as_bytes(), &mut m, &mut clock, None).0, Verdict::Replace(_)));
+        assert_eq!(m.get("chat", "vllm-outlines", "requests_unchanged"), 1);
+        assert_eq!(m.get("chat", "llama-cpp", "requests_rewritten"), 1);
+        assert_eq!(m.get("chat", "llama-cpp", "requests_seen"), 1, "counted from the headers, before the model is known");
+        assert_eq!(m.get("chat", "vllm-outlines", "requests_seen"), 0);
     }
 
     #[test]

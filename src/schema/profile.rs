@@ -1,7 +1,6 @@
 //! Profiles: an ordered list of passes per target backend, plus the options they run with.
 
 use super::passes::*;
-use super::target::{BesidePattern, Numbers};
 use super::{Options, Target};
 
 pub struct Profile {
@@ -96,179 +95,35 @@ macro_rules! grammar_passes {
     };
 }
 
-/// xgrammar as vLLM runs it (`strict_mode`, the formats vLLM's pre-check lets through). It ignores
-/// `allOf` of two or more branches (merged here), `not`, `if`/`then`/`else`, `uniqueItems`, `contains`,
-/// and lengths beside a `pattern` or `format`; vLLM's pre-check refuses `multipleOf`, `uniqueItems`,
-/// `contains`, unknown formats and most uses of `propertyNames`/`patternProperties`.
+/// vLLM with the xgrammar backend ([`Target::XGRAMMAR`]).
 pub static VLLM_XGRAMMAR: Profile = Profile {
     name: "vllm-xgrammar",
     about: "vLLM with --structured-outputs-backend xgrammar (xgrammar 0.2.8 in strict mode, behind vLLM's pre-check)",
-    target: Target {
-        typed_any: false,
-        tool_description: false,
-        unenforced: &[
-            "if",
-            "then",
-            "else",
-            "uniqueItems",
-            "contains",
-            "minContains",
-            "maxContains",
-            "dependentRequired",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-            "$dynamicRef",
-            "$recursiveRef",
-            "contentSchema",
-            "not",
-            "multipleOf",
-            "propertyNames",
-            "patternProperties",
-        ],
-        formats: Some(&[
-            "email",
-            "date",
-            "time",
-            "date-time",
-            "duration",
-            "ipv4",
-            "ipv6",
-            "hostname",
-            "uuid",
-            "uri",
-            "uri-reference",
-            "uri-template",
-            "json-pointer",
-            "relative-json-pointer",
-        ]),
-        numbers: Numbers::All,
-        beside_pattern: BesidePattern::NoLengths,
-        counts_need_room: true,
-        one_of_as_any_of: false,
-        versioned: false,
-    },
+    target: Target::XGRAMMAR,
     passes: grammar_passes!(),
 };
 
-/// llguidance as vLLM runs it (`whitespace_flexible`). It refuses (400) `not`, `if`/`then`/`else`,
-/// `dependent*`, `uniqueItems`, `contains`, `propertyNames`, unknown formats and look-around; it
-/// enforces `patternProperties` and `multipleOf`. Lengths beside a pattern are removed: llguidance
-/// intersects the two and gives up ("Unable to determine if regex is empty") on real patterns such as
-/// a host name's.
+/// vLLM with the guidance backend ([`Target::GUIDANCE`]).
 pub static VLLM_GUIDANCE: Profile = Profile {
     name: "vllm-guidance",
     about: "vLLM with --structured-outputs-backend guidance (llguidance 1.9.1)",
-    target: Target {
-        typed_any: false,
-        tool_description: false,
-        unenforced: &[
-            "if",
-            "then",
-            "else",
-            "uniqueItems",
-            "contains",
-            "minContains",
-            "maxContains",
-            "dependentRequired",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-            "$dynamicRef",
-            "$recursiveRef",
-            "contentSchema",
-            "not",
-            "propertyNames",
-            "$dynamicAnchor",
-        ],
-        formats: Some(&["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"]),
-        numbers: Numbers::All,
-        beside_pattern: BesidePattern::NoLengths,
-        counts_need_room: false,
-        one_of_as_any_of: true,
-        versioned: false,
-    },
+    target: Target::GUIDANCE,
     passes: grammar_passes!(),
 };
 
-/// outlines-core as vLLM runs it (a regex built from the schema). It ignores number bounds,
-/// `multipleOf` and `minProperties`/`maxProperties`, refuses `patternProperties`, unknown formats and `$anchor` refs, and closes objects
-/// without `additionalProperties`.
+/// vLLM with the outlines backend ([`Target::OUTLINES`]).
 pub static VLLM_OUTLINES: Profile = Profile {
     name: "vllm-outlines",
     about: "vLLM with --structured-outputs-backend outlines (outlines-core 0.2.14)",
-    target: Target {
-        typed_any: false,
-        tool_description: false,
-        unenforced: &[
-            "if",
-            "then",
-            "else",
-            "uniqueItems",
-            "contains",
-            "minContains",
-            "maxContains",
-            "dependentRequired",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-            "$dynamicRef",
-            "$recursiveRef",
-            "contentSchema",
-            "not",
-            "propertyNames",
-            "patternProperties",
-            "multipleOf",
-            "minProperties",
-            "maxProperties",
-        ],
-        formats: Some(&["date", "time", "date-time", "email", "uri", "uuid"]),
-        numbers: Numbers::Unenforced,
-        beside_pattern: BesidePattern::Everything,
-        counts_need_room: false,
-        one_of_as_any_of: false,
-        versioned: false,
-    },
+    target: Target::OUTLINES,
     passes: grammar_passes!(),
 };
 
-/// vLLM's default (`auto`): xgrammar after vLLM's pre-check, else llguidance. The output passes the
-/// pre-check and compiles on xgrammar, and means the same on llguidance: what either refuses or
-/// ignores is removed, only formats both compile are kept.
+/// vLLM's default backend choice ([`Target::VLLM`]).
 pub static VLLM: Profile = Profile {
     name: "vllm",
     about: "vLLM's default structured-output backend (auto: xgrammar after vLLM's pre-check, llguidance as fallback)",
-    target: Target {
-        typed_any: false,
-        tool_description: false,
-        unenforced: &[
-            "if",
-            "then",
-            "else",
-            "uniqueItems",
-            "contains",
-            "minContains",
-            "maxContains",
-            "dependentRequired",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-            "$dynamicRef",
-            "$recursiveRef",
-            "contentSchema",
-            "not",
-            "multipleOf",
-            "propertyNames",
-            "patternProperties",
-            "$dynamicAnchor",
-        ],
-        formats: Some(&["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"]),
-        numbers: Numbers::All,
-        beside_pattern: BesidePattern::NoLengths,
-        counts_need_room: true,
-        one_of_as_any_of: true,
-        versioned: false,
-    },
+    target: Target::VLLM,
     passes: grammar_passes!(),
 };
 

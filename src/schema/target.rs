@@ -18,9 +18,12 @@ pub struct Target {
     /// Whether function tools need `function.description` on the releases before
     /// [`LlamaCpp::tool_description_optional`] (llama-server reads it unconditionally there).
     pub tool_description: bool,
-    /// Validation keywords the backend ignores or refuses: `unsupported` removes them (lossy, said in
-    /// the description). Keywords not listed here and not core (types, enums, objects, arrays, unions,
-    /// refs) are taken as enforced.
+    /// Whether the backend compiles schemas into a grammar: it then ignores or refuses every keyword
+    /// of [`Target::RELATIONAL`], which no grammar can enforce.
+    pub grammar: bool,
+    /// Other validation keywords the backend ignores or refuses. `unsupported` removes these and the
+    /// relational ones (lossy, said in the description); keywords in neither list and not core (types,
+    /// enums, objects, arrays, unions, refs) are taken as enforced.
     pub unenforced: &'static [&'static str],
     /// String formats the backend compiles into its grammar; any other `format` is removed (lossy).
     /// `None`: every format passes as it is (a reader of JSON Schema takes it as an annotation).
@@ -65,7 +68,7 @@ pub enum BesidePattern {
 }
 
 /// Keywords no grammar a JSON-schema compiler writes enforces (they relate values to each other, or
-/// exclude values); every grammar target lists them, which the profile tests check.
+/// exclude values).
 const RELATIONAL: &[&str] = &[
     "if",
     "then",
@@ -85,52 +88,104 @@ const RELATIONAL: &[&str] = &[
 ];
 
 impl Target {
-    /// llama.cpp's converter (json-schema-to-grammar), every release from 2024-08 on.
-    pub const LLAMA_CPP: Target = Target {
-        typed_any: true,
-        tool_description: true,
-        unenforced: &[
-            "if",
-            "then",
-            "else",
-            "uniqueItems",
-            "contains",
-            "minContains",
-            "maxContains",
-            "dependentRequired",
-            "dependentSchemas",
-            "unevaluatedProperties",
-            "unevaluatedItems",
-            "$dynamicRef",
-            "$recursiveRef",
-            "contentSchema",
-            "not",
-            "patternProperties",
-            "propertyNames",
-            "minProperties",
-            "maxProperties",
-            "multipleOf",
-        ],
-        formats: Some(&["date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"]),
-        numbers: Numbers::Integers,
-        beside_pattern: BesidePattern::Nothing,
-        counts_need_room: true,
-        one_of_as_any_of: false,
-        versioned: true,
-    };
-
-    /// No compiler: the schema goes to a reader of JSON Schema 2020-12 (an MCP client) as it means.
-    pub const JSON_SCHEMA: Target = Target {
+    /// What every grammar compiler shares; each backend below states how it differs.
+    const GRAMMAR: Target = Target {
         typed_any: false,
         tool_description: false,
+        grammar: true,
         unenforced: &[],
-        formats: None,
+        formats: Some(&[]),
         numbers: Numbers::All,
         beside_pattern: BesidePattern::Everything,
         counts_need_room: false,
         one_of_as_any_of: false,
         versioned: false,
     };
+
+    /// llama.cpp's converter (json-schema-to-grammar), every release from 2024-08 on.
+    pub const LLAMA_CPP: Target = Target {
+        typed_any: true,
+        tool_description: true,
+        unenforced: &["patternProperties", "propertyNames", "minProperties", "maxProperties", "multipleOf"],
+        formats: Some(&["date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"]),
+        numbers: Numbers::Integers,
+        beside_pattern: BesidePattern::Nothing,
+        counts_need_room: true,
+        versioned: true,
+        ..Target::GRAMMAR
+    };
+
+    /// xgrammar as vLLM runs it (`strict_mode`, the formats vLLM's pre-check lets through). It ignores
+    /// `allOf` of two or more branches (merged by `all_of`), the relational keywords, and lengths beside
+    /// a `pattern` or `format`; vLLM's pre-check refuses `multipleOf`, `uniqueItems`, `contains`,
+    /// unknown formats and most uses of `propertyNames`/`patternProperties`. A missing `items` or
+    /// `additionalProperties` beside a count reads as "no more".
+    pub const XGRAMMAR: Target = Target {
+        unenforced: &["multipleOf", "propertyNames", "patternProperties"],
+        formats: Some(&[
+            "email",
+            "date",
+            "time",
+            "date-time",
+            "duration",
+            "ipv4",
+            "ipv6",
+            "hostname",
+            "uuid",
+            "uri",
+            "uri-reference",
+            "uri-template",
+            "json-pointer",
+            "relative-json-pointer",
+        ]),
+        beside_pattern: BesidePattern::NoLengths,
+        counts_need_room: true,
+        ..Target::GRAMMAR
+    };
+
+    /// llguidance as vLLM runs it (`whitespace_flexible`). It refuses (400) the relational keywords,
+    /// `propertyNames`, `$dynamicAnchor`, unknown formats, look-around and a `oneOf` it cannot prove
+    /// disjoint; it enforces `patternProperties` and `multipleOf`. Lengths beside a pattern are removed:
+    /// llguidance intersects the two and gives up ("Unable to determine if regex is empty") on real
+    /// patterns such as a host name's.
+    pub const GUIDANCE: Target = Target {
+        unenforced: &["propertyNames", "$dynamicAnchor"],
+        formats: Some(&["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"]),
+        beside_pattern: BesidePattern::NoLengths,
+        one_of_as_any_of: true,
+        ..Target::GRAMMAR
+    };
+
+    /// outlines-core as vLLM runs it (a regex built from the schema). It ignores number bounds,
+    /// `multipleOf` and `minProperties`/`maxProperties`, refuses `patternProperties`, unknown formats and
+    /// `$anchor` refs, and closes objects without `additionalProperties`.
+    pub const OUTLINES: Target = Target {
+        unenforced: &["propertyNames", "patternProperties", "multipleOf", "minProperties", "maxProperties"],
+        formats: Some(&["date", "time", "date-time", "email", "uri", "uuid"]),
+        numbers: Numbers::Unenforced,
+        ..Target::GRAMMAR
+    };
+
+    /// vLLM's `auto`: xgrammar after vLLM's pre-check, else llguidance. The output passes the pre-check
+    /// and compiles on xgrammar, and means the same on llguidance: what either refuses or ignores is
+    /// removed, only formats both compile are kept.
+    pub const VLLM: Target = Target {
+        unenforced: &["multipleOf", "propertyNames", "patternProperties", "$dynamicAnchor"],
+        formats: Target::GUIDANCE.formats,
+        beside_pattern: BesidePattern::NoLengths,
+        counts_need_room: true,
+        one_of_as_any_of: true,
+        ..Target::GRAMMAR
+    };
+
+    /// No compiler: the schema goes to a reader of JSON Schema 2020-12 (an MCP client) as it means.
+    pub const JSON_SCHEMA: Target = Target { grammar: false, formats: None, ..Target::GRAMMAR };
+
+    /// Every keyword the backend ignores or refuses.
+    pub fn unenforced_keywords(&self) -> impl Iterator<Item = &'static str> {
+        let relational: &'static [&'static str] = if self.grammar { RELATIONAL } else { &[] };
+        relational.iter().chain(self.unenforced).copied()
+    }
 
     /// Whether `format: f` reaches the backend as it is.
     pub fn keeps_format(&self, f: &str) -> bool {
@@ -139,11 +194,8 @@ impl Target {
 
     /// Whether `keyword` is ignored or refused.
     pub fn unenforced(&self, keyword: &str) -> bool {
-        self.unenforced.contains(&keyword)
+        self.unenforced_keywords().any(|k| k == keyword)
     }
-
-    /// The keywords every grammar target must list, for the profile tests.
-    pub const RELATIONAL: &'static [&'static str] = RELATIONAL;
 
     /// The loosest schema for a place: what a cut or a dropped schema becomes. A tool's parameters
     /// stay an object.

@@ -29,7 +29,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
         // one scan over the node's keys (a few) instead of a hashed lookup per ignored keyword (many)
-        let present: Vec<&'static str> = target.unenforced.iter().copied().filter(|k| *k != "not" && node.keys().any(|n| n == k)).collect();
+        let present: Vec<&'static str> = target.unenforced_keywords().filter(|k| *k != "not" && node.keys().any(|n| n == k)).collect();
         for k in present {
             if let Some(v) = node.remove(k) {
                 if trivially_true(k, &v) {
