@@ -39,6 +39,45 @@ fn bounds_depth_and_node_count() {
     assert!(r.lossy_count() >= 1);
 }
 
+/// Levels of JSON containers in `v`, the root object being level 0 (as vLLM counts them).
+fn json_levels(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => m.values().filter(|c| c.is_object() || c.is_array()).map(|c| 1 + json_levels(c)).max().unwrap_or(0),
+        Value::Array(a) => a.iter().filter(|c| c.is_object() || c.is_array()).map(|c| 1 + json_levels(c)).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+#[test]
+fn bounds_keep_a_backend_nesting_limit_with_room_for_its_tool_wrapper() {
+    let nested = |n: usize| {
+        let mut s = json!({"type": "string", "enum": [["deep", ["data"]]]});
+        for _ in 0..n {
+            s = json!({"type": "object", "properties": {"a": s}, "required": ["a"]});
+        }
+        s
+    };
+    let limit = profile::VLLM.target.nesting.unwrap();
+    for (ctx, levels) in [(Context::Tool, limit.levels(Context::Tool)), (Context::Output, limit.levels(Context::Output))] {
+        // fits exactly: untouched
+        let fits = nested((levels - 3) / 2);
+        assert!(json_levels(&fits) <= levels);
+        let mut v = fits.clone();
+        let r = normalize(&mut v, &profile::VLLM, &Options::default(), ctx, "t").report;
+        assert_eq!(count(&r, Kind::BoundsExceeded), 0, "{ctx:?}");
+        // one level more: cut where it crosses, no deeper than the limit
+        let mut v = nested((levels - 3) / 2 + 1);
+        let r = normalize(&mut v, &profile::VLLM, &Options::default(), ctx, "t").report;
+        assert_eq!(count(&r, Kind::BoundsExceeded), 1, "{ctx:?}");
+        assert!(json_levels(&v) <= levels, "{ctx:?}: {} levels", json_levels(&v));
+        assert!(json_levels(&v) >= levels - 3, "{ctx:?}: cut no higher than needed");
+    }
+    // llama.cpp sets no such limit
+    let mut v = nested(40);
+    let r = normalize(&mut v, &profile::LLAMA_CPP, &Options::default(), Context::Tool, "t").report;
+    assert_eq!(count(&r, Kind::BoundsExceeded), 0);
+}
+
 #[test]
 fn dialect_draft07_and_openapi() {
     let (v, r) = out(json!({

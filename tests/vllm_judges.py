@@ -4,6 +4,11 @@
 
 - Every corpus schema rewritten with a backend's profile compiles on that backend (0 refused), and for
   `vllm` passes vLLM's nesting check and xgrammar pre-check first.
+- `tool_choice: "required"`: every corpus catalog as one OpenAI chat request, rewritten with each profile,
+  becomes the one schema vLLM builds for it (vLLM's own `_get_json_schema_from_tools`: tools' `$defs`
+  hoisted and merged, a clash refused, pointers left pointing into the wrapper) and compiles; a request made
+  of the clashes (same `$defs` name, `#` and `#/properties/..` refs, draft-07 `definitions`) keeps every
+  tool's meaning, shown by calls accepted and refused.
 - The JSON-Schema-Test-Suite 2020-12 (outside optional/): valid/invalid instances matched by each backend's
   own matcher, raw and through toolfit. toolfit must have 0 schemas refused and 0 silent groups (a group
   accepting an invalid instance without a lossy record); xgrammar's own warnings that it ignored something
@@ -15,7 +20,7 @@ and a closing 'N passed, M failed' line; exit 1 on any failure.
 import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import ROOT, TOOLFIT, cache_dir, corpus_schemas, jsts_groups, spellings  # noqa: E402
+from llama_judges import CORPUS, ROOT, TOOLFIT, cache_dir, corpus_schemas, jsts_groups, spellings  # noqa: E402
 
 WORKER = os.path.join(ROOT, "tests", "judge", "vllm_worker.py")
 PINS = ["llguidance==1.9.1", "outlines-core==0.2.14", "apache-tvm-ffi==0.1.15.post2", "transformers==5.23.0",
@@ -138,6 +143,97 @@ def remote(g):
     return isinstance(g["schema"], dict) and "localhost:1234" in str(g["schema"].get("$schema", ""))
 
 
+REQUEST_TOOLS = 40  # tools per request, as agents send them (a whole 300-tool catalog is one grammar too large)
+
+
+def corpus_requests():
+    """(label, OpenAI chat function tools) per REQUEST_TOOLS of each corpus file (a catalog, a generator's
+    entries), and the issues' schemas."""
+    out, issues = [], []
+    for kind in ("servers", "issues", "synthetic"):
+        for f in sorted(os.listdir(os.path.join(CORPUS, kind))):
+            d = json.load(open(os.path.join(CORPUS, kind, f)))
+            if kind == "servers":
+                tools = [(t["name"], t.get("inputSchema")) for t in d["tools"]]
+            elif kind == "issues":
+                issues.append((f.replace(".json", "").replace(".", "_")[:60], d["schema"]))
+                continue
+            else:
+                tools = [(e["name"], e["schema"]) for e in d["entries"]]
+            for i in range(0, len(tools), REQUEST_TOOLS):
+                out.append((f"{kind}/{f}[{i}:]", tools[i:i + REQUEST_TOOLS]))
+    out.append(("issues", issues))
+    return [(label, [{"type": "function", "function": {"name": n, "description": "", "parameters": p}} for n, p in tools])
+            for label, tools in out]
+
+
+# Tools that clash in vLLM's wrapper: two `Config` definitions, a recursive root (`#`), a pointer into the
+# tool's own properties, draft-07 `definitions`. Calls: (tool, arguments, valid)
+CLASH_TOOLS = [
+    ("set_a", {"type": "object", "properties": {"c": {"$ref": "#/$defs/Config"}}, "required": ["c"],
+               "$defs": {"Config": {"type": "string"}}}),
+    ("set_b", {"type": "object", "properties": {"c": {"$ref": "#/$defs/Config"}, "d": {"$ref": "#/properties/c"}},
+               "required": ["c"], "$defs": {"Config": {"type": "integer"}}}),
+    ("tree", {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}, "required": ["kids"]}),
+    ("user", {"type": "object", "properties": {"u": {"$ref": "#/definitions/User"}}, "required": ["u"],
+              "definitions": {"User": {"type": "object", "properties": {"n": {"type": "string"}}, "required": ["n"]}}}),
+]
+CLASH_CALLS = [
+    ("set_a", {"c": "x"}, True), ("set_a", {"c": 1}, False),
+    ("set_b", {"c": 1, "d": 2}, True), ("set_b", {"c": "x"}, False), ("set_b", {"c": 1, "d": "x"}, False),
+    ("tree", {"kids": [{"kids": []}, {"kids": [{"kids": []}]}]}, True), ("tree", {"kids": [{"kids": [1]}]}, False),
+    ("user", {"u": {"n": "ann"}}, True), ("user", {"u": {"n": 1}}, False),
+]
+
+
+def deep_tool(levels):
+    """A tool whose parameters nest `levels` objects: 2 JSON levels each (`properties`, the property)."""
+    s = {"type": "string"}
+    for _ in range(levels):
+        s = {"type": "object", "properties": {"a": s}, "required": ["a"]}
+    return {"type": "function", "function": {"name": "deep", "description": "", "parameters": s}}
+
+
+def required_request(tools):
+    return {"model": "m", "tool_choice": "required", "tools": tools}
+
+
+def required_checks(judge):
+    requests = corpus_requests()
+    clash = [{"type": "function", "function": {"name": n, "description": "", "parameters": p}} for n, p in CLASH_TOOLS]
+    calls = [[{"name": n, "parameters": a}] for n, a, _ in CLASH_CALLS]
+    want = [v for _, _, v in CLASH_CALLS]
+    raw = judge.run([{"backend": "vllm", "tools": t} for _, t in requests])
+    raw_clash = judge.one({"backend": "vllm", "tools": clash, "instances": calls})
+    print(f"tool_choice required: raw, {sum(not r['ok'] for r in raw)} of {len(raw)} corpus requests refused by vLLM; "
+          f"the clash request: {raw_clash.get('error', 'accepted')[:80]}")
+    for profile, backend in PROFILES.items():
+        def one(item):
+            label, tools = item
+            return label, toolfit_request(profile, required_request(tools))["tools"]
+        with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
+            rewritten = list(ex.map(one, requests))
+        res = judge.run([{"backend": backend, "tools": t} for _, t in rewritten])
+        bad = [(label, r["error"][:140]) for (label, _), r in zip(rewritten, res) if not r["ok"]]
+        check(f"{profile}: every corpus request compiles in vLLM's tool_choice=required wrapper on {backend}", not bad,
+              f"{len(res)} requests" if not bad else f"{len(bad)} refused: {bad[:3]}")
+        deep = [deep_tool(30)]
+        raw_deep, r = judge.one({"backend": backend, "tools": deep}), judge.one({"backend": backend, "tools": toolfit_request(profile, required_request(deep))["tools"]})
+        check(f"{profile}: a tool nested past vLLM's limit in the wrapper is cut to fit on {backend}", not raw_deep["ok"] and r["ok"],
+              f"raw: {raw_deep.get('error', 'accepted')[:60]}; toolfit: {r.get('error', 'accepted')[:80]}")
+        r = judge.one({"backend": backend, "tools": toolfit_request(profile, required_request(clash))["tools"], "instances": calls})
+        wrong = [c for c, a, w in zip(CLASH_CALLS, r.get("accepts", []), want) if a != w]
+        check(f"{profile}: clashing tools keep their meaning in the wrapper on {backend}", r["ok"] and not wrong,
+              r.get("error", "") or f"wrong answers: {wrong}")
+
+
+def toolfit_request(profile, body):
+    p = subprocess.run([TOOLFIT, "normalize", "--profile", profile], input=json.dumps(body).encode(), capture_output=True)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.decode()[:500])
+    return json.loads(p.stdout)
+
+
 def matrix(judge, backend, groups, rewritten):
     items, counts = [], []
     for g, (s, _) in zip(groups, rewritten):
@@ -183,6 +279,7 @@ def main():
             bad = [(label, r["error"][:140]) for (label, _), r in zip(schemas, res) if not r["ok"]]
             check(f"{profile}: every corpus schema rewritten compiles on {backend}", not bad,
                   f"{len(schemas)} schemas" if not bad else f"{len(bad)} refused: {bad[:3]}")
+        required_checks(judge)
 
         groups = [g for g in jsts_groups("draft2020-12") if not remote(g)]
         print(f"JSON-Schema-Test-Suite 2020-12: {len(groups)} groups outside optional/ (without the remote metaschemas)")

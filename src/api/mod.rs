@@ -4,6 +4,7 @@
 //! scanned once and copied through as the original bytes.
 
 pub mod cache;
+mod defs;
 pub mod raw;
 
 use crate::schema::{self, Context, Options, Profile, Report};
@@ -293,8 +294,16 @@ pub fn rewrite_body_cached(
     for site in &sites {
         let src = site.raw.get();
         let Some(at) = raw::offset(text, src) else { continue };
-        let mut r =
-            SiteResult { at, len: src.len(), output: None, report: Report::default(), tool: site.context == Context::Tool, schema: true, unparsed: None };
+        let mut r = SiteResult {
+            at,
+            len: src.len(),
+            output: None,
+            report: Report::default(),
+            tool: site.context == Context::Tool,
+            schema: true,
+            unparsed: None,
+            name: site.tool.clone(),
+        };
         if !(src.starts_with('{') || src == "true" || src == "false") {
             results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
             continue;
@@ -330,6 +339,9 @@ pub fn rewrite_body_cached(
         r.report = report;
         results.push(r);
     }
+    if profile.target.shared_defs {
+        defs::share(text, &mut results);
+    }
     if profile.target.tool_description && !opts.llama_cpp.tool_description_optional() {
         results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
     }
@@ -362,6 +374,8 @@ struct SiteResult {
     /// A schema site (else an edit beside the schemas, such as an added description).
     schema: bool,
     unparsed: Option<Unparsed>,
+    /// The tool (or structured-output name) the schema belongs to.
+    name: String,
 }
 
 /// The edit that gives a function tool an empty description: `null` replaced, or the member inserted
@@ -377,7 +391,7 @@ fn describe(text: &str, d: &NoDescription) -> Option<SiteResult> {
         kind: crate::schema::Kind::DescriptionAdded,
         detail: "function.description added (empty): llama-server up to 2025-08 answers 500 without it".into(),
     });
-    Some(SiteResult { at, len, output: Some(output.into()), report, tool: false, schema: false, unparsed: None })
+    Some(SiteResult { at, len, output: Some(output.into()), report, tool: false, schema: false, unparsed: None, name: String::new() })
 }
 
 /// The cache's name for a whole member: no tool name can look like it.
@@ -460,6 +474,27 @@ mod tests {
             Ok(o) => o,
             Err(e) => panic!("{e:?}"),
         }
+    }
+
+    #[test]
+    fn tools_that_define_a_name_differently_get_their_own_names_where_definitions_are_shared() {
+        let tool = |name: &str, ty: &str| {
+            format!(
+                r##"{{"type":"function","function":{{"name":"{name}","parameters":{{"type":"object","properties":{{"c":{{"$ref":"#/$defs/Config"}}}},"$defs":{{"Config":{{"type":"{ty}"}}}}}}}}}}"##
+            )
+        };
+        let body = format!(r#"{{"tool_choice":"required","tools":[{},{},{}]}}"#, tool("a", "string"), tool("b", "integer"), tool("c", "string"));
+        let Ok(o) = rewrite_body(body.as_bytes(), Format::OpenAiChat, &crate::schema::profile::VLLM, &Options::default()) else { panic!() };
+        let Ok(v) = serde_json::from_slice::<Value>(&o.body.unwrap_or_default()) else { panic!("no body") };
+        let params = |i: usize| v["tools"][i]["function"]["parameters"].clone();
+        assert_eq!(params(0)["$defs"]["Config"]["type"], "string");
+        assert_eq!(params(1)["properties"]["c"]["$ref"], "#/$defs/Config2");
+        assert_eq!(params(1)["$defs"]["Config2"]["type"], "integer");
+        assert_eq!(params(2)["$defs"]["Config"]["type"], "string", "the same definition is shared, not renamed");
+        assert_eq!(o.report.counters.get(&crate::schema::Kind::DefinitionRenamed), Some(&1));
+        // where each tool is compiled alone, names never clash
+        let alone = run(&body, Format::OpenAiChat).body.unwrap_or_default();
+        assert!(!String::from_utf8_lossy(&alone).contains("Config2"));
     }
 
     #[test]

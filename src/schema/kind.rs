@@ -48,18 +48,20 @@ macro_rules! kinds {
 }
 
 kinds! {
-    /// A subtree was deeper than `max_depth` or the schema had more than `max_nodes` object nodes;
-    /// the offending subtrees were replaced by the loosest schema (any value).
+    /// A subtree was deeper than `max_depth` (or than the backend's own nesting limit) or the schema had
+    /// more than `max_nodes` object nodes; the offending subtrees were replaced by the loosest schema
+    /// (any value).
     BoundsExceeded = "bounds_exceeded", lossy = true;
     /// A `$ref` to another document (URL or file) was replaced by "any value"; toolfit never fetches.
     RefExternal = "ref_external", lossy = true;
     /// A same-document `$ref` pointed at nothing and was replaced by "any value".
     RefsUnresolved = "refs_unresolved", lossy = true;
-    /// A `$ref` that llama.cpp cannot resolve (`#`, an `$anchor`, escaped or array pointers, siblings
-    /// that constrain) was replaced by a copy of its target, merged with its siblings. Exact.
+    /// A `$ref` in a form the backend cannot resolve (`#`, an `$anchor`, escaped or array pointers,
+    /// siblings that constrain; for llama.cpp and vLLM anything but a plain root definition) was replaced
+    /// by a copy of its target, merged with its siblings. Exact.
     RefsInlined = "refs_inlined", lossy = false;
-    /// A `$ref` was pointed at a root `$defs` entry with a name every llama.cpp version resolves
-    /// (recursive targets, targets past the inlining budget). Exact.
+    /// A `$ref` was pointed at a root `$defs` entry with a plain name the backend resolves (recursive
+    /// targets, targets past the inlining budget). Exact.
     RefsRetargeted = "refs_retargeted", lossy = false;
     /// The root got a last member `x-toolfit-refs` that refers to every definition: llama.cpp 2024-08 and
     /// 2024-12 read a definition as the document stood at the last `$ref` to it, so a recursive one
@@ -69,12 +71,17 @@ kinds! {
     /// A `$ref` with constraining siblings could not be merged (recursive target): the siblings were
     /// dropped.
     RefSiblingsDropped = "ref_siblings_dropped", lossy = true;
+    /// A root `$defs` entry that an earlier tool of the same request defines differently was renamed,
+    /// with the refs to it: for servers that merge every tool's definitions into one schema (vLLM's
+    /// `tool_choice: "required"` answers 400 on such a clash). Changes names only. Exact.
+    DefinitionRenamed = "definition_renamed", lossy = false;
     /// `allOf` was merged into one schema (intersection). Exact.
     AllofMerged = "allof_merged", lossy = false;
     /// Keywords beside `anyOf`/`oneOf` (or a second union on the same node) were distributed into every
-    /// branch as an intersection, so llama.cpp no longer ignores them. Exact.
+    /// branch as an intersection, so a backend that compiles only the union (llama.cpp) no longer ignores
+    /// them. Exact.
     AnyofDistributed = "anyof_distributed", lossy = false;
-    /// `oneOf` became `anyOf`: llama.cpp cannot enforce "exactly one". Counted as lossy only when the
+    /// `oneOf` became `anyOf`: a grammar cannot enforce "exactly one". Counted as lossy only when the
     /// branches may overlap.
     OneofAsAnyof = "oneof_as_anyof", lossy = true;
     /// A `oneOf` whose branches no value can match twice became `anyOf`, which then means the same:
@@ -83,63 +90,66 @@ kinds! {
     /// A union branch or optional property that no value can satisfy (`not: {}`, `false`, an empty
     /// `enum`, contradictory types) was removed. Exact.
     NeverDropped = "never_dropped", lossy = false;
-    /// A `not` that llama.cpp cannot express was removed: the schema now also accepts what it excluded.
+    /// A `not` the backend cannot express was removed: the schema now also accepts what it excluded.
     NotDropped = "not_dropped", lossy = true;
-    /// A keyword llama.cpp ignores (`if`/`then`/`else`, `uniqueItems`, `contains`, `patternProperties`,
-    /// `propertyNames`, `dependent*`, `unevaluated*`, `min/maxProperties`, `multipleOf`, number bounds,
-    /// unsupported `format`, ...) was removed and, by default, described in `description`.
+    /// A keyword the backend ignores or refuses (for a grammar: `if`/`then`/`else`, `uniqueItems`,
+    /// `contains`, `dependent*`, `unevaluated*`; per backend: `patternProperties`, `propertyNames`,
+    /// `min/maxProperties`, `multipleOf`, number bounds, formats it does not compile, ...) was removed
+    /// and, by default, described in `description`.
     KeywordRemoved = "keyword_removed", lossy = true;
     /// A keyword that has no effect on validation here (`$schema`/`$id`/`$comment` below the root,
     /// `nullable: false`, a duplicate type) was removed. Exact.
     KeywordNormalized = "keyword_normalized", lossy = false;
-    /// A schema without `type` got explicit types (llama.cpp infers one type from the keywords, or
-    /// rejects the schema on older versions), split per type where keywords apply to one type. Exact.
+    /// A schema without `type` got explicit types (a backend that infers one type from the keywords, as
+    /// llama.cpp does, or rejects the schema), split per type where keywords apply to one type. Exact.
     TypesExplicit = "types_explicit", lossy = false;
     /// Draft-04/07 or OpenAPI 3.0 spelling (`items` arrays, `additionalItems`, boolean
     /// `exclusiveMinimum`, `nullable: true`, upper-case types, `dependencies`) became 2020-12. Exact.
     DialectNormalized = "dialect_normalized", lossy = false;
     /// A boolean subschema became its object form (`true` is any value; `false` never matches). Exact.
     BooleanSchema = "boolean_schema", lossy = false;
-    /// A regex was rewritten into the subset every llama.cpp compiles (`\d`, `\w`, `\s`, `(?:`, anchors,
+    /// A regex was rewritten into the subset the backend compiles (`\d`, `\w`, `\s`, `(?:`, anchors,
     /// escapes). Exact.
     PatternRewritten = "pattern_rewritten", lossy = false;
-    /// A regex llama.cpp cannot express (look-around, back-references, Unicode classes, invalid syntax)
-    /// was removed, or it was kept while `minLength`/`maxLength`/`format` beside it cannot be.
+    /// A regex the backend cannot express (look-around, back-references, Unicode classes, invalid
+    /// syntax) was removed, or it was kept while `minLength`/`maxLength`/`format` beside it, which the
+    /// backend does not enforce together with it, were removed.
     PatternRemoved = "pattern_removed", lossy = true;
     /// A repetition count (`minLength`, `maxLength`, `minItems`, `maxItems`, a regex `{n,m}`) past
-    /// llama.cpp's grammar limit was clamped.
+    /// `max_repetition` (what a grammar can unroll) was clamped.
     RepetitionClamped = "repetition_clamped", lossy = true;
-    /// Integer bounds were rewritten into the form every llama.cpp reads the same way (whole numbers,
-    /// inclusive). Exact.
+    /// Integer bounds were rewritten into the form the backend reads the same way on every release
+    /// (whole numbers, inclusive). Exact.
     BoundsNormalized = "bounds_normalized", lossy = false;
-    /// With `open_objects: true` (off by default), object properties not listed in `properties` were
-    /// allowed (`additionalProperties: true`) where JSON Schema allows them and llama.cpp would forbid
-    /// them. Exact.
+    /// With `open_objects: true` (the profile's default or the route's), object properties not listed
+    /// in `properties` were allowed (`additionalProperties: true`) where JSON Schema allows them and the
+    /// backend would forbid them. Exact.
     ObjectOpened = "object_opened", lossy = false;
-    /// A name listed in `required` but not in `properties` was declared (as any value): llama.cpp
+    /// A name listed in `required` but not in `properties` was declared (as any value): a grammar
     /// enforces `required` only for declared properties. Exact.
     RequiredDeclared = "required_declared", lossy = false;
-    /// `minItems`/`maxItems` were written so every served llama.cpp applies them: `items` spelled out
-    /// where missing (up to 2025-08 the counts apply only beside it), and `maxItems: 0` as `const: []`
-    /// (2024-08 and 2024-12 cannot parse their own grammar for it). Exact.
+    /// `minItems`/`maxItems` were written so the backend applies them: `items` spelled out where
+    /// missing (llama.cpp up to 2025-08 and xgrammar apply the counts only beside it), and `maxItems: 0`
+    /// as `const: []` (llama.cpp 2024-08 and 2024-12 cannot parse their own grammar for it). Exact.
     ItemCountsSpelled = "item_counts_spelled", lossy = false;
-    /// An `enum`/`const` string value that older llama.cpp escapes wrongly was rewritten as an
-    /// anchored pattern. Exact.
+    /// An `enum`/`const` string value that the backend escapes wrongly (older llama.cpp) was rewritten
+    /// as an anchored pattern. Exact.
     EnumRewritten = "enum_rewritten", lossy = false;
     /// `prefixItems` allowing arrays of several lengths became one fixed-length tuple per allowed
-    /// length (and a branch for the other types the node allows): llama.cpp only writes a tuple of
-    /// exactly `prefixItems` items. Arrays longer than the tuple, where allowed, lose their positional
-    /// constraints (also recorded as `keyword_removed`).
+    /// length (and a branch for the other types the node allows), for a backend that only writes a tuple
+    /// of exactly `prefixItems` items (llama.cpp). Arrays longer than the tuple, where allowed, lose their
+    /// positional constraints (also recorded as `keyword_removed`).
     TupleExpanded = "tuple_expanded", lossy = false;
-    /// A property whose name some llama.cpp versions cannot write into a grammar (a quote, backslash
-    /// or control character, or the name `$ref`) was removed from `properties` and `required`; its
-    /// value is then allowed only as any other property is.
+    /// A property whose name the backend cannot write into a grammar (a quote, backslash or control
+    /// character, or the name `$ref`, on some llama.cpp releases) was removed from `properties` and
+    /// `required`; its value is then allowed only as any other property is.
     PropertyUnspellable = "property_unspellable", lossy = true;
     /// A tool's parameters did not end with `type: object` at the root and were made to.
     ToolRootFixed = "tool_root_fixed", lossy = false;
     /// A function tool without `function.description` (optional in the OpenAI API and in MCP) got an
-    /// empty one: llama-server up to 2025-08 answers 500 `key 'description' not found` without it.
-    /// Only for routes whose `llama_cpp_since` is before 2026-10. Changes the body, not the schema.
+    /// empty one, for a server that reads it unconditionally (llama-server up to 2025-08 answers 500
+    /// `key 'description' not found`; routes whose `llama_cpp_since` is before 2026-10). Changes the body,
+    /// not the schema.
     DescriptionAdded = "description_added", lossy = false;
     /// A whole schema could not be satisfied, or could not be parsed, and was replaced by the loosest
     /// schema for its context.

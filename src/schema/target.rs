@@ -42,6 +42,39 @@ pub struct Target {
     /// Whether the answers of [`LlamaCpp`] apply: the route's `llama_cpp_since` release says what
     /// the backend still breaks on.
     pub versioned: bool,
+    /// Whether the tools of one request share one namespace of definitions, and only `$defs` is read:
+    /// a server that constrains "call one of these tools" with one schema built from all of them hoists
+    /// every tool's root `$defs` into it (refusing a name two tools define differently), and leaves
+    /// `definitions` and every other pointer (`#`, `#/properties/..`) pointing into its wrapper. Refs
+    /// are then written only as `#/$defs/Name`, and clashing names are renamed across tools.
+    pub shared_defs: bool,
+    /// The deepest nesting of JSON containers the backend accepts in a schema document, if it limits it.
+    pub nesting: Option<Nesting>,
+}
+
+/// A limit on how deep a schema document's JSON containers (objects and arrays, data included) nest.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct Nesting {
+    /// Containers below the root, at most (the root object is level 0).
+    pub max: usize,
+    /// Levels the server's own wrapper adds above a tool's parameters (a "call one of these tools"
+    /// schema), taken off `max` for tools.
+    pub tool_wrapper: usize,
+}
+
+impl Nesting {
+    /// vLLM refuses a structured-output schema whose containers reach level 64
+    /// (`MAX_STRUCTURED_OUTPUT_JSON_NESTING`); `tool_choice: "required"` places each tool's parameters
+    /// at level 5 of its wrapper (`items`, `anyOf`, a branch, `properties`, `parameters`).
+    pub const VLLM: Nesting = Nesting { max: 63, tool_wrapper: 5 };
+
+    /// The most levels below a schema's root for this context.
+    pub fn levels(&self, context: Context) -> usize {
+        match context {
+            Context::Tool => self.max.saturating_sub(self.tool_wrapper),
+            _ => self.max,
+        }
+    }
 }
 
 /// Number bounds a backend enforces.
@@ -100,7 +133,12 @@ impl Target {
         counts_need_room: false,
         one_of_as_any_of: false,
         versioned: false,
+        shared_defs: false,
+        nesting: None,
     };
+
+    /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
+    const VLLM_SERVER: Target = Target { shared_defs: true, nesting: Some(Nesting::VLLM), ..Target::GRAMMAR };
 
     /// llama.cpp's converter (json-schema-to-grammar), every release from 2024-08 on.
     pub const LLAMA_CPP: Target = Target {
@@ -140,7 +178,7 @@ impl Target {
         ]),
         beside_pattern: BesidePattern::NoLengths,
         counts_need_room: true,
-        ..Target::GRAMMAR
+        ..Target::VLLM_SERVER
     };
 
     /// llguidance as vLLM runs it (`whitespace_flexible`). It refuses (400) the relational keywords,
@@ -153,7 +191,7 @@ impl Target {
         formats: Some(&["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"]),
         beside_pattern: BesidePattern::NoLengths,
         one_of_as_any_of: true,
-        ..Target::GRAMMAR
+        ..Target::VLLM_SERVER
     };
 
     /// outlines-core as vLLM runs it (a regex built from the schema). It ignores number bounds,
@@ -163,7 +201,7 @@ impl Target {
         unenforced: &["propertyNames", "patternProperties", "multipleOf", "minProperties", "maxProperties"],
         formats: Some(&["date", "time", "date-time", "email", "uri", "uuid"]),
         numbers: Numbers::Unenforced,
-        ..Target::GRAMMAR
+        ..Target::VLLM_SERVER
     };
 
     /// vLLM's `auto`: xgrammar after vLLM's pre-check, else llguidance. The output passes the pre-check
@@ -175,7 +213,7 @@ impl Target {
         beside_pattern: BesidePattern::NoLengths,
         counts_need_room: true,
         one_of_as_any_of: true,
-        ..Target::GRAMMAR
+        ..Target::VLLM_SERVER
     };
 
     /// No compiler: the schema goes to a reader of JSON Schema 2020-12 (an MCP client) as it means.

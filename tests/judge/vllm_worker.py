@@ -11,6 +11,9 @@ Each backend is compiled the way vLLM 0.33.0 compiles it (vllm/v1/structured_out
   against that regex;
 - vllm: what `auto` does first: vLLM's own `check_json_nesting` and `has_xgrammar_unsupported_json_features`,
   then xgrammar.
+An item with "tools" (OpenAI chat function tools) instead of "schema" is first turned into the one schema
+vLLM compiles for `tool_choice: "required"`, by vLLM's own `_get_json_schema_from_tools` (which hoists and
+merges the tools' `$defs`, and refuses a clash), then checked for nesting as vLLM does for every backend.
 vLLM's check functions are read out of the vLLM wheel (VLLM_SRC: its extracted .py files) by name and run
 as they are; the rest of vLLM (CUDA, torch) is not needed for them.
 
@@ -39,6 +42,11 @@ def load_xgrammar():
     return xgrammar
 
 
+class VLLMValidationError(ValueError):
+    def __init__(self, message, parameter=None):
+        super().__init__(message)
+
+
 def vllm_functions():
     """vLLM's own check functions, by name, from its source files."""
     wanted = {
@@ -46,9 +54,14 @@ def vllm_functions():
         "vllm/v1/structured_output/backend_xgrammar.py": ["STRING_SUPPORTED_FORMATS", "_has_pattern_and_length_bounds", "_schema_types",
                                                            "has_xgrammar_unsupported_json_features"],
         "vllm/v1/structured_output/backend_outlines.py": ["_prefix_needs_context", "_check_unsupported", "validate_regex_is_buildable"],
+        "vllm/tool_parsers/utils.py": ["_params_or_empty_object", "_get_tool_schema_from_name_and_params", "_get_tool_schema_from_tool",
+                                       "_get_tool_schema_defs", "_get_json_schema_from_tools"],
     }
     from re import _constants, _parser  # noqa: F401  (what backend_outlines.py uses)
-    ns = {"Any": object, "json": json, "_constants": _constants, "_parser": _parser, "VLLMValidationError": ValueError}
+    ns = {"Any": object, "json": json, "_constants": _constants, "_parser": _parser, "VLLMValidationError": VLLMValidationError,
+          # vLLM's request models stand in as the plain JSON tools they are parsed from
+          "Tool": dict, "require_function_tools": lambda tools: [t for t in tools if t.get("type") == "function"],
+          "_extract_tool_info": lambda t: (t["function"]["name"], t["function"].get("parameters"))}
     for path, names in wanted.items():
         tree = ast.parse(open(os.path.join(VLLM_SRC, path)).read())
         body, got = [], set()
@@ -137,6 +150,8 @@ def outlines(schema, instances, warnings):
     VLLM["validate_regex_is_buildable"](regex)
     # outlines-core's Index is a DFA of that regex; built over a vocabulary it can take minutes and
     # gigabytes for one untyped value, so instances are matched against the same regex directly
+    if not instances:
+        return []
     compiled = re.compile(regex)
     return [compiled.fullmatch(text(i)) is not None for i in instances]
 
@@ -158,6 +173,9 @@ def main():
         item = json.loads(line)
         warnings = []
         try:
+            if "tools" in item:
+                item["schema"] = VLLM["_get_json_schema_from_tools"](item["tools"])
+                VLLM["check_json_nesting"](item["schema"])
             accepts = BACKENDS[item["backend"]](item["schema"], item.get("instances", []), warnings)
             out = {"ok": True, "accepts": accepts, "warnings": warnings}
         except Exception as e:  # the backend refused the schema: what vLLM answers 400 for

@@ -5,6 +5,9 @@
 //! what a cut leaves, is within the bound), and no node at it has subschemas in an array keyword.
 //! Runs first, so every pass works within the bounds, and last, because inlined refs and type splits
 //! nest deeper.
+//!
+//! A backend that limits how deep a schema document's JSON nests ([`crate::schema::Target::nesting`],
+//! data and keyword containers included) gets the same cut where a node would reach past that limit.
 
 use crate::schema::walk::{children_at, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};
@@ -23,6 +26,52 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut nodes = 0usize;
     let mut path = String::new();
     visit(root, 0, &mut nodes, &mut path, cx);
+    if let Some(n) = cx.target.nesting {
+        let levels = n.levels(cx.context);
+        // what a cut leaves must fit itself: typed "any value" holds an array one level down
+        let any_height = height(&Value::Object(cx.target.any(cx.context, false)));
+        let mut path = String::new();
+        fit_levels(root, 0, levels, any_height, &mut path, cx);
+    }
+}
+
+/// How many levels of containers `v` holds, itself included (0 for a scalar).
+fn height(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(height).max().unwrap_or(0),
+        Value::Array(a) => 1 + a.iter().map(height).max().unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// Levels a schema node takes below its own, not counting its subschemas' own objects: a data
+/// member's containers, and the map or array a keyword holds its subschemas in.
+fn own_height(m: &Map<String, Value>) -> usize {
+    use crate::schema::walk::{ARRAY, SINGLE};
+    let beside = |vals: &mut dyn Iterator<Item = &Value>| 1 + vals.filter(|c| !c.is_object()).map(height).max().unwrap_or(0);
+    let member = |(k, v): (&String, &Value)| match v {
+        Value::Object(o) if MAP.contains(&k.as_str()) => beside(&mut o.values()),
+        Value::Array(a) if ARRAY.contains(&k.as_str()) => beside(&mut a.iter()),
+        Value::Object(_) if SINGLE.contains(&k.as_str()) => 0,
+        v => height(v),
+    };
+    1 + m.iter().map(member).max().unwrap_or(0)
+}
+
+/// Cuts every node that would reach past `levels` (the node at `level`), or whose subschemas could
+/// not fit even as "any value" (two levels down: a map or array, then the subschema).
+fn fit_levels(v: &mut Value, level: usize, levels: usize, any_height: usize, path: &mut String, cx: &mut Cx) {
+    let Value::Object(node) = v else { return };
+    let fits = level + own_height(node) <= levels + 1 && (!has_subschemas(node) || level + 2 + any_height <= levels + 1);
+    if !fits {
+        cx.record(path, Kind::BoundsExceeded, format!("JSON nested deeper than {levels} levels: subtree replaced by any value"));
+        *v = Value::Object(cx.target.any(cx.context, level == 0));
+        return;
+    }
+    children_at(node, path, |path, slot, child| {
+        let step = if slot == Slot::Single { 1 } else { 2 };
+        fit_levels(child, level + step, levels, any_height, path, cx);
+    });
 }
 
 /// Whether the schema has more than `max` object nodes outside data keywords; stops counting there,

@@ -59,7 +59,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     // original document and rewritten to root `$defs` entries, so their copies in place are dead
     // weight: other passes would rewrite them again and unions would copy them into branches.
     let kept = if strip_nested_defs(root, 0) { Some(orig.clone()) } else { None };
-    let mut st = State::new(orig);
+    let mut st = State::new(orig, cx.target.shared_defs);
     let before = cx.report.counters.clone();
     walk(root, &mut String::with_capacity(128), 0, &mut st, cx);
     if let Some(untouched) = kept {
@@ -117,15 +117,19 @@ struct State {
     refs_in: HashMap<String, Vec<String>>,
     /// every pointer some ref resolved to
     targets: HashSet<String>,
+    /// the keywords whose entries a ref may name as they are (`definitions` only where the target reads
+    /// it: see [`crate::schema::Target::shared_defs`])
+    plain: &'static [&'static str],
 }
 
 impl State {
-    fn new(orig: Value) -> Self {
+    fn new(orig: Value, shared_defs: bool) -> Self {
         let mut anchors = HashMap::new();
         collect_anchors(&orig, &mut String::new(), &mut anchors, 0);
         let root_id = orig.at("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#').to_string());
+        let plain: &'static [&'static str] = if shared_defs { &["$defs"] } else { &["$defs", "definitions"] };
         let mut used = HashSet::new();
-        for k in ["$defs", "definitions"] {
+        for k in plain {
             if let Some(Value::Object(d)) = orig.get(k) {
                 used.extend(d.keys().cloned());
             }
@@ -141,6 +145,7 @@ impl State {
             on_cycle: HashMap::new(),
             refs_in: HashMap::new(),
             targets: HashSet::new(),
+            plain,
         }
     }
 
@@ -252,7 +257,7 @@ impl State {
 
     /// Whether `r` already is the spelling [`State::def_ref`] gives `ptr` (without creating an entry).
     fn is_plain(&self, ptr: &str, r: &str) -> bool {
-        for k in ["$defs", "definitions"] {
+        for k in self.plain {
             if let Some(name) = ptr.strip_prefix(&format!("/{k}/")) {
                 if safe_name(name) {
                     return r == format!("#/{k}/{name}");
@@ -264,7 +269,7 @@ impl State {
 
     /// A `$ref` string to a root `$defs` entry holding the target, creating the entry if needed.
     fn def_ref(&mut self, ptr: &str) -> String {
-        for k in ["$defs", "definitions"] {
+        for k in self.plain {
             if let Some(name) = ptr.strip_prefix(&format!("/{k}/")) {
                 if safe_name(name) {
                     return format!("#/{k}/{name}");
