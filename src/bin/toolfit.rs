@@ -14,7 +14,7 @@ fn cli() -> Command {
         .subcommand(
             Command::new("normalize")
                 .about("Rewrite a request body, an MCP tools/list result, or one schema (--schema)")
-                .arg(Arg::new("profile").long("profile").required(true).help("target profile: llama-cpp or mcp"))
+                .arg(Arg::new("profile").long("profile").required(true).help("target profile (see `toolfit profiles`): llama-cpp, ollama, vllm, vllm-xgrammar, vllm-guidance, vllm-outlines, mcp"))
                 .arg(Arg::new("schema").long("schema").action(ArgAction::SetTrue).help("INPUT is one bare JSON Schema (structured-output context)"))
                 .arg(Arg::new("strict").long("strict").action(ArgAction::SetTrue).help("refuse (exit 1) instead of making a lossy change"))
                 .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
@@ -95,6 +95,10 @@ fn main() -> ExitCode {
             for p in toolfit::schema::profile::ALL {
                 let names: Vec<&str> = p.passes.iter().map(|x| x.name).collect();
                 println!("{}: {}\n  passes: {}", p.name, p.about, names.join(", "));
+                if let Some(t) = p.tool_passes {
+                    let names: Vec<&str> = t.iter().map(|x| x.name).collect();
+                    println!("  tool passes: {}", names.join(", "));
+                }
             }
             ExitCode::SUCCESS
         }

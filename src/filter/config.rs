@@ -45,6 +45,12 @@ pub struct Route {
     /// Profiles by the request's `model` for this route (default: the plugin's `models`).
     #[serde(default, deserialize_with = "opt_models")]
     pub models: Option<Models>,
+    /// Overrides the plugin's (and the profile's) `promote_to_description` on this route.
+    #[serde(default)]
+    pub promote_to_description: Option<bool>,
+    /// Overrides the plugin's (and the profile's) `open_objects` on this route.
+    #[serde(default)]
+    pub open_objects: Option<bool>,
 }
 
 /// Profiles by model name: `{"qwen*": "vllm", "llama*": "llama-cpp"}`, tried in the order written; the
@@ -87,7 +93,17 @@ fn glob(pattern: &str, name: &str) -> bool {
 
 impl Route {
     fn exact(path: &str, format: Format) -> Route {
-        Route { path: Some(path.into()), prefix: None, format, profile: None, strict: None, llama_cpp_since: None, models: None }
+        Route {
+            path: Some(path.into()),
+            prefix: None,
+            format,
+            profile: None,
+            strict: None,
+            llama_cpp_since: None,
+            models: None,
+            promote_to_description: None,
+            open_objects: None,
+        }
     }
 
     fn matches(&self, path: &str) -> bool {
@@ -186,8 +202,9 @@ pub fn default_routes() -> Vec<Route> {
         Route::exact("/chat/completions", Format::OpenAiChat),
         Route::exact("/v1/responses", Format::OpenAiResponses),
         Route::exact("/v1/messages", Format::Anthropic),
-        Route::exact("/api/chat", Format::Ollama),
-        Route::exact("/api/generate", Format::Ollama),
+        // Ollama's own API is only ever Ollama: its profile, whatever the plugin's
+        Route { profile: Some(&crate::schema::profile::OLLAMA), ..Route::exact("/api/chat", Format::Ollama) },
+        Route { profile: Some(&crate::schema::profile::OLLAMA), ..Route::exact("/api/generate", Format::Ollama) },
         Route::exact("/completion", Format::LlamaCompletion),
         Route::exact("/completions", Format::LlamaCompletion),
         Route::exact("/v1/completions", Format::LlamaCompletion),
@@ -245,12 +262,19 @@ impl Config {
 
     /// Engine options for a profile under this configuration: the profile's defaults, with what the
     /// plugin configuration sets laid over them.
+    /// The options for `profile`: its defaults, under the plugin's settings.
     pub fn options(&self, profile: &Profile) -> Options {
+        self.options_on(profile, None, None)
+    }
+
+    /// [`Config::options`] with a route's own `promote_to_description` and `open_objects` over the
+    /// plugin's.
+    pub fn options_on(&self, profile: &Profile, promote_to_description: Option<bool>, open_objects: Option<bool>) -> Options {
         let mut o = profile.default_options();
-        if let Some(v) = self.promote_to_description {
+        if let Some(v) = promote_to_description.or(self.promote_to_description) {
             o.promote_to_description = v;
         }
-        if let Some(v) = self.open_objects {
+        if let Some(v) = open_objects.or(self.open_objects) {
             o.open_objects = v;
         }
         o.llama_cpp = self.llama_cpp_since;
@@ -376,6 +400,7 @@ mod tests {
         let c = Config::default();
         assert_eq!(c.route_for("/v1/chat/completions?x=1").map(|r| r.format), Some(Format::OpenAiChat));
         assert_eq!(c.route_for("/api/generate").map(|r| r.format), Some(Format::Ollama));
+        assert_eq!(c.route_for("/api/chat").and_then(|r| r.profile).map(|p| p.name), Some("ollama"));
         assert!(c.route_for("/health").is_none());
         assert!(c.route_for("/v1/chat/completions/extra").is_none());
         let c = Config::parse(br#"{"routes": [{"prefix": "/llm/", "format": "auto", "profile": "mcp", "strict": true}]}"#).unwrap();
@@ -443,6 +468,23 @@ mod tests {
             assert!(o.open_objects && !o.promote_to_description, "{}", p.name);
             assert_eq!(o.limits, p.default_options().limits);
         }
+    }
+
+    #[test]
+    fn route_settings_lay_over_the_plugin_settings() {
+        let c = Config::parse(
+            br#"{"open_objects": true, "routes": [{"path": "/a", "format": "auto", "promote_to_description": false},
+                {"path": "/b", "format": "auto", "open_objects": false}, {"path": "/c", "format": "auto"}]}"#,
+        )
+        .unwrap();
+        let on = |path: &str| {
+            let r = c.route_for(path).unwrap();
+            c.options_on(c.profile, r.promote_to_description, r.open_objects)
+        };
+        assert!(!on("/a").promote_to_description && on("/a").open_objects);
+        assert!(on("/b").promote_to_description && !on("/b").open_objects);
+        assert!(on("/c").promote_to_description && on("/c").open_objects);
+        assert_eq!(on("/c"), c.options(c.profile));
     }
 
     #[test]

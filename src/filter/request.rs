@@ -39,6 +39,9 @@ pub struct Plan {
     pub llama_cpp: LlamaCpp,
     /// The route's model map (empty: the profile above serves every model).
     pub models: Models,
+    /// The route's own `promote_to_description` and `open_objects`, over the plugin's.
+    pub promote_to_description: Option<bool>,
+    pub open_objects: Option<bool>,
 }
 
 impl Plan {
@@ -97,6 +100,8 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
         route: label(route_name.unwrap_or("none")),
         llama_cpp: route.llama_cpp_since.unwrap_or(cfg.llama_cpp_since),
         models: route.models.clone().unwrap_or_else(|| cfg.models.clone()),
+        promote_to_description: route.promote_to_description,
+        open_objects: route.open_objects,
     }
 }
 
@@ -165,7 +170,7 @@ pub fn finish(
         }
         None => plan,
     };
-    let mut opts = cfg.options(plan.profile);
+    let mut opts = cfg.options_on(plan.profile, plan.promote_to_description, plan.open_objects);
     opts.llama_cpp = plan.llama_cpp;
     let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));
     let outcome = api::rewrite_body_cached(body, plan.format, plan.profile, &opts, cache.as_deref_mut());

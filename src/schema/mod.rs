@@ -17,7 +17,7 @@ pub mod walk;
 pub use kind::Kind;
 pub use profile::Profile;
 pub use report::{Record, Report};
-pub use target::{LlamaCpp, Target};
+pub use target::{LlamaCpp, Target, ToolFields};
 
 use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};
@@ -110,17 +110,21 @@ impl<'a> Cx<'a> {
 
 /// Appends a sentence naming constraints the grammar does not enforce to a node's description.
 pub fn promote(node: &mut Map<String, Value>, text: &str) {
-    let sentence = format!("(Also required, not enforced: {text}.)");
+    note(node, &format!("(Also required, not enforced: {text}.)"));
+}
+
+/// Appends `sentence` to a node's description (once).
+pub fn note(node: &mut Map<String, Value>, sentence: &str) {
     match node.at_mut("description") {
-        Some(Value::String(d)) if !d.contains(&sentence) => {
+        Some(Value::String(d)) if !d.contains(sentence) => {
             if !d.is_empty() {
                 d.push(' ');
             }
-            d.push_str(&sentence);
+            d.push_str(sentence);
         }
         Some(Value::String(_)) => {}
         _ => {
-            node.insert("description".into(), Value::String(sentence));
+            node.insert("description".into(), Value::String(sentence.to_string()));
         }
     }
 }
@@ -175,12 +179,13 @@ const MAX_ROUNDS: usize = 4;
 /// Rewrites `schema` in place with the profile's passes. Never panics on any input.
 pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
     let mut report = Report::default();
-    let tracked = profile.tracked();
+    let tracked = profile.tracked(context);
+    let passes = profile.passes_for(context);
     for _ in 0..MAX_ROUNDS {
         let mut cx = Cx::new(tool, context, opts, &profile.target);
         // which gated keywords the schema holds, taken again only after a pass changed something
         let mut present: Option<Vec<&str>> = None;
-        for pass in profile.passes {
+        for pass in passes {
             if !pass.wants.is_empty() {
                 let found = present.get_or_insert_with(|| walk::census(schema, &tracked));
                 if !pass.wants.iter().any(|w| found.contains(w)) {

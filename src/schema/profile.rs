@@ -1,15 +1,34 @@
 //! Profiles: an ordered list of passes per target backend, plus the options they run with.
 
 use super::passes::*;
-use super::{Options, Target};
+use super::{Context, Options, Target};
 
 pub struct Profile {
     pub name: &'static str,
     pub passes: &'static [Pass],
+    /// The passes for tools' parameters, where the backend reads them otherwise than it compiles
+    /// structured output (Ollama does not compile tools at all); `None`: [`Profile::passes`].
+    pub tool_passes: Option<&'static [Pass]>,
     /// What this profile is for, for `toolfit profiles` and the README.
     pub about: &'static str,
     /// What its backend does with a schema, for the passes to ask.
     pub target: Target,
+    /// The options it runs with where neither the plugin nor the route sets them.
+    pub defaults: Defaults,
+}
+
+/// A profile's own settings of the options a plugin or a route may override.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaults {
+    pub promote_to_description: bool,
+    pub open_objects: bool,
+}
+
+impl Defaults {
+    /// Removed constraints said in descriptions; objects closed where the backend closes them (see
+    /// [`Options::open_objects`]). Every profile has these today; a backend whose users want otherwise
+    /// gets its own.
+    pub const STANDARD: Defaults = Defaults { promote_to_description: true, open_objects: false };
 }
 
 macro_rules! pass {
@@ -30,6 +49,8 @@ pub static LLAMA_CPP: Profile = Profile {
     name: "llama-cpp",
     about: "llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on",
     target: Target::LLAMA_CPP,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
     passes: &[
         pass!(bounds),
         gated!(unevaluated),
@@ -57,11 +78,60 @@ pub static LLAMA_CPP: Profile = Profile {
     ],
 };
 
+/// Ollama: `format` as llama.cpp compiles it; tools in the fields Ollama keeps ([`Target::OLLAMA`]).
+pub static OLLAMA: Profile = Profile {
+    name: "ollama",
+    about: "Ollama: format compiled by its vendored llama.cpp; tools in the fields Ollama keeps, the rest in descriptions",
+    target: Target::OLLAMA,
+    // tools are text in Ollama's prompt, never compiled: refs inlined (Ollama drops `$ref`), the
+    // dialect and unions made plain, then the fixed fields; no grammar workaround
+    defaults: Defaults::STANDARD,
+    tool_passes: Some(&[
+        pass!(bounds),
+        gated!(unevaluated),
+        pass!(dialect),
+        pass!(boolean_schemas),
+        pass!(refs),
+        gated!(all_of),
+        gated!(unions),
+        pass!(never),
+        pass!(tool_root),
+        pass!(fixed_fields),
+        pass!(bounds),
+    ]),
+    passes: &[
+        pass!(bounds),
+        gated!(unevaluated),
+        pass!(dialect),
+        pass!(boolean_schemas),
+        pass!(refs),
+        gated!(all_of),
+        gated!(prefix_items),
+        gated!(unions),
+        pass!(never),
+        pass!(tool_root),
+        pass!(unsupported),
+        pass!(unspellable_names),
+        pass!(open_objects),
+        pass!(explicit_types),
+        gated!(patterns),
+        gated!(integer_bounds),
+        gated!(repetition),
+        gated!(item_counts),
+        gated!(enums),
+        pass!(never),
+        pass!(bounds),
+        pass!(refs_listed),
+    ],
+};
+
 /// Bounds and dialect clean-up only, for MCP clients and backends that take 2020-12 as it is.
 pub static MCP: Profile = Profile {
     name: "mcp",
     about: "MCP SEP-2106 bounds and dialect clean-up only; meaning unchanged",
     target: Target::JSON_SCHEMA,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
     passes: &[pass!(bounds), pass!(dialect)],
 };
 
@@ -100,6 +170,8 @@ pub static VLLM_XGRAMMAR: Profile = Profile {
     name: "vllm-xgrammar",
     about: "vLLM with --structured-outputs-backend xgrammar (xgrammar 0.2.8 in strict mode, behind vLLM's pre-check)",
     target: Target::XGRAMMAR,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
     passes: grammar_passes!(),
 };
 
@@ -108,6 +180,8 @@ pub static VLLM_GUIDANCE: Profile = Profile {
     name: "vllm-guidance",
     about: "vLLM with --structured-outputs-backend guidance (llguidance 1.9.1)",
     target: Target::GUIDANCE,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
     passes: grammar_passes!(),
 };
 
@@ -116,6 +190,8 @@ pub static VLLM_OUTLINES: Profile = Profile {
     name: "vllm-outlines",
     about: "vLLM with --structured-outputs-backend outlines (outlines-core 0.2.14)",
     target: Target::OUTLINES,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
     passes: grammar_passes!(),
 };
 
@@ -124,20 +200,35 @@ pub static VLLM: Profile = Profile {
     name: "vllm",
     about: "vLLM's default structured-output backend (auto: xgrammar after vLLM's pre-check, llguidance as fallback)",
     target: Target::VLLM,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
     passes: grammar_passes!(),
 };
 
-pub static ALL: &[&Profile] = &[&LLAMA_CPP, &VLLM, &VLLM_XGRAMMAR, &VLLM_GUIDANCE, &VLLM_OUTLINES, &MCP];
+pub static ALL: &[&Profile] = &[&LLAMA_CPP, &OLLAMA, &VLLM, &VLLM_XGRAMMAR, &VLLM_GUIDANCE, &VLLM_OUTLINES, &MCP];
 
 impl Profile {
     pub fn by_name(name: &str) -> Option<&'static Profile> {
         ALL.iter().copied().find(|p| p.name == name)
     }
 
-    /// Every keyword some pass of this profile is gated on, each once: what the census looks for.
-    pub fn tracked(&self) -> Vec<&'static str> {
+    /// The passes a schema in `context` goes through.
+    pub fn passes_for(&self, context: Context) -> &'static [Pass] {
+        match (context, self.tool_passes) {
+            (Context::Tool, Some(p)) => p,
+            _ => self.passes,
+        }
+    }
+
+    /// Every pass of the profile, for either context (each list in order; a pass may appear twice).
+    pub fn all_passes(&self) -> impl Iterator<Item = &'static Pass> {
+        self.passes.iter().chain(self.tool_passes.unwrap_or(&[]))
+    }
+
+    /// Every keyword some pass for `context` is gated on, each once: what the census looks for.
+    pub fn tracked(&self, context: Context) -> Vec<&'static str> {
         let mut t: Vec<&'static str> = Vec::new();
-        for w in self.passes.iter().flat_map(|p| p.wants) {
+        for w in self.passes_for(context).iter().flat_map(|p| p.wants) {
             if !t.contains(w) {
                 t.push(w);
             }
@@ -145,9 +236,9 @@ impl Profile {
         t
     }
 
-    /// The options a profile runs with unless a route overrides them.
+    /// The options a profile runs with unless the plugin or a route overrides them.
     pub fn default_options(&self) -> Options {
-        Options::default()
+        Options { promote_to_description: self.defaults.promote_to_description, open_objects: self.defaults.open_objects, ..Options::default() }
     }
 }
 

@@ -50,6 +50,26 @@ pub struct Target {
     pub shared_defs: bool,
     /// The deepest nesting of JSON containers the backend accepts in a schema document, if it limits it.
     pub nesting: Option<Nesting>,
+    /// Where the server reads a tool's parameters into fixed fields and drops every other keyword
+    /// without a word (Ollama): those fields. Structured output is compiled as the rest says.
+    pub tool_fields: Option<ToolFields>,
+}
+
+/// The members a server's tool structs keep.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct ToolFields {
+    /// At the root of a tool's parameters.
+    pub root: &'static [&'static str],
+    /// In each of its `properties` (a property's `items` is kept whole where listed).
+    pub property: &'static [&'static str],
+}
+
+impl ToolFields {
+    /// Ollama's `api.ToolFunction` parameters as both the server (Go) and the `ollama` Python client
+    /// (`_types.Tool`, 0.6.3) keep them: the client's property has no `properties` or `anyOf`, and older
+    /// servers dropped those too.
+    pub const OLLAMA: ToolFields =
+        ToolFields { root: &["type", "$defs", "items", "required", "properties"], property: &["type", "items", "description", "enum"] };
 }
 
 /// A limit on how deep a schema document's JSON containers (objects and arrays, data included) nest.
@@ -135,6 +155,7 @@ impl Target {
         versioned: false,
         shared_defs: false,
         nesting: None,
+        tool_fields: None,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -152,6 +173,10 @@ impl Target {
         versioned: true,
         ..Target::GRAMMAR
     };
+
+    /// Ollama: `format` is compiled by the llama.cpp converter it vendors (the route's `llama_cpp_since`
+    /// names that release); tools are never compiled, only read into fixed fields.
+    pub const OLLAMA: Target = Target { tool_description: false, tool_fields: Some(ToolFields::OLLAMA), ..Target::LLAMA_CPP };
 
     /// xgrammar as vLLM runs it (`strict_mode`, the formats vLLM's pre-check lets through). It ignores
     /// `allOf` of two or more branches (merged by `all_of`), the relational keywords, and lengths beside

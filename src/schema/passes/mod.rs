@@ -6,6 +6,7 @@ pub mod bounds;
 pub mod dialect;
 pub mod enums;
 pub mod explicit_types;
+pub mod fixed_fields;
 pub mod integer_bounds;
 pub mod item_counts;
 pub mod never;

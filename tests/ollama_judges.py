@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Acceptance for the `ollama` profile, judged by the PyPI `ollama` client's own tool model (0.6.3).
+
+Ollama reads a tool's parameters into typed structs and drops every other keyword without a word; the
+Python client's `ollama._types.Tool` keeps the same fields (fewer: a property has no `properties` or
+`anyOf`). So:
+- every corpus tool, sent in an Ollama `/api/chat` request and rewritten with the `ollama` profile,
+  comes out of `Tool.model_validate(...).model_dump(...)` unchanged: nothing is left for Ollama to drop;
+- every tool the client would change as it came has a record in toolfit's report (nothing lost silently),
+  and every constraint it would drop is still in the tool, written into a description;
+- `format` (structured output) is rewritten exactly as the llama-cpp profile rewrites it: Ollama compiles it
+  with the llama.cpp converter it vendors.
+The client runs in a venv of its own under ~/.cache/toolfit/ollama (built on first use).
+Prints a closing 'N passed, M failed' line; exit 1 on any failure.
+"""
+import json, os, shutil, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_judges import CORPUS, TOOLFIT, cache_dir  # noqa: E402
+
+PINS = ["ollama==0.6.3", "pydantic==2.14.3"]
+# the client's model, round trip: what the client (and Ollama's server) keeps of a tool
+ROUND_TRIP = """
+import json, sys
+from ollama._types import Tool
+for line in sys.stdin:
+    t = json.loads(line)
+    try:
+        out = Tool.model_validate(t).model_dump(exclude_none=True, by_alias=True)
+    except Exception as e:  # the client refuses the tool
+        print(json.dumps({"refused": str(e).splitlines()[0]}), flush=True)
+        continue
+    p = out.get("function", {}).get("parameters")
+    if isinstance(p, dict) and "defs" in p:  # what ChatRequest's serializer does
+        p["$defs"] = p.pop("defs")
+    print(json.dumps(out), flush=True)
+"""
+results = []
+
+
+def check(name, ok, detail=""):
+    results.append(ok)
+    print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
+
+
+def setup():
+    d = cache_dir("ollama")
+    py = os.path.join(d, "venv", "bin", "python")
+    stamp = os.path.join(d, "venv", "pins")
+    if not (os.path.exists(stamp) and open(stamp).read() == "\n".join(PINS)):
+        shutil.rmtree(os.path.join(d, "venv"), ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(d, "venv")], check=True)
+        subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + PINS, check=True)
+        open(stamp, "w").write("\n".join(PINS))
+    return py
+
+
+def round_trip(py, tools):
+    p = subprocess.run([py, "-c", ROUND_TRIP], input="".join(json.dumps(t) + "\n" for t in tools),
+                       capture_output=True, text=True, check=True)
+    return [json.loads(l) for l in p.stdout.splitlines()]
+
+
+def toolfit(profile, body):
+    p = subprocess.run([TOOLFIT, "normalize", "--profile", profile, "--report", "-"], input=json.dumps(body).encode(),
+                       capture_output=True)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.decode()[:500])
+    return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
+
+
+def corpus_tools():
+    """(label, name, parameters, outputSchema or None) for every corpus tool."""
+    out = []
+    for kind in ("servers", "issues", "synthetic"):
+        for f in sorted(os.listdir(os.path.join(CORPUS, kind))):
+            d = json.load(open(os.path.join(CORPUS, kind, f)))
+            if kind == "servers":
+                out += [(f"{kind}/{f}", t["name"], t.get("inputSchema"), t.get("outputSchema")) for t in d["tools"]]
+            elif kind == "issues":
+                out.append((f"{kind}/{f}", f.replace(".json", ""), d["schema"], None))
+            else:
+                out += [(f"{kind}/{f}", e["name"], e["schema"], e.get("outputSchema")) for e in d["entries"]]
+    return out
+
+
+def tool(name, params):
+    return {"type": "function", "function": {"name": name, "description": "d", "parameters": params}}
+
+
+def constraint_words(params):
+    """Constraint keywords a tool's parameters use below the root, that a description can repeat."""
+    words = set()
+
+    def walk(v, depth):
+        if isinstance(v, dict):
+            for k, c in v.items():
+                if depth > 0 and k in ("pattern", "minimum", "maximum", "minLength", "maxLength", "format", "minItems", "maxItems"):
+                    words.add(k)
+                if k not in ("enum", "const", "default", "examples"):
+                    walk(c, depth + 1)
+        elif isinstance(v, list):
+            for c in v:
+                walk(c, depth)
+    walk(params, 0)
+    return words
+
+
+def main():
+    if not os.path.exists(TOOLFIT):
+        sys.exit("build first: cargo build --release")
+    py = setup()
+    tools = corpus_tools()
+    raw = [tool(n, p) for _, n, p, _ in tools if isinstance(p, dict)]
+    labels = [(l, n) for l, n, p, _ in tools if isinstance(p, dict)]
+    raw_kept = round_trip(py, raw)
+    dropped_raw = sum(a != b for a, b in zip(raw, raw_kept))
+    refused_raw = sum("refused" in b for b in raw_kept)
+    print(f"{len(raw)} corpus tools; as they come, the ollama client refuses {refused_raw} and drops something from "
+          f"{dropped_raw - refused_raw}")
+
+    # one request per corpus file, as an agent sends one server's catalog
+    out, recorded, files = [], set(), {}
+    for (l, _), t in zip(labels, raw):
+        files.setdefault(l, []).append(t)
+    for l, ts in files.items():
+        body, report = toolfit("ollama", {"model": "m", "messages": [], "tools": ts})
+        out += body["tools"]
+        recorded |= {(l, r["tool"]) for r in report["records"]}
+        assert not report["records_not_kept"], l
+    kept = round_trip(py, out)
+    changed = [f"{l}:{n}" for (l, n), a, b in zip(labels, out, kept) if a != b]
+    check("every corpus tool rewritten keeps every keyword through ollama's Tool model", not changed,
+          f"{len(out)} tools" if not changed else f"{len(changed)} lose something: {changed[:4]}")
+
+    silent = [f"{l}:{n}" for (l, n), a, b in zip(labels, raw, raw_kept) if a != b and (l, n) not in recorded]
+    check("every tool ollama would change has a record", not silent, "; ".join(silent[:5]) or f"{dropped_raw} tools")
+
+    # constraints the client drops below the root survive as text the model reads
+    lost = []
+    for (l, n), r, o in zip(labels, raw, out):
+        text = json.dumps(o).lower()  # `exclusiveMaximum` is how 2020-12 spells a draft-04 `maximum`
+        gone = [w for w in constraint_words(r["function"]["parameters"]) if w.lower() not in text]
+        if gone:
+            lost.append(f"{l}:{n}: {gone}")
+    check("constraints Ollama drops are written into descriptions", not lost, "; ".join(lost[:4]))
+
+    outputs = [o for _, _, _, o in tools if isinstance(o, dict)][:200]
+    differ = []
+    for s in outputs:
+        a, _ = toolfit("ollama", {"model": "m", "messages": [], "format": s})
+        b, _ = toolfit("llama-cpp", {"model": "m", "messages": [], "format": s})
+        if a["format"] != b["format"]:
+            differ.append(json.dumps(s)[:80])
+    check("format is rewritten as llama.cpp's converter needs it", outputs and not differ,
+          f"{len(outputs)} output schemas" if not differ else f"{len(differ)} differ: {differ[:2]}")
+
+    passed = sum(results)
+    print(f"ollama judges: {passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
+
+
+if __name__ == "__main__":
+    main()
