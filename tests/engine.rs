@@ -263,7 +263,7 @@ fn skipping_gated_passes_changes_nothing() {
     assert!(all.len() > 3300, "corpus missing: {}", all.len());
     for p in profile::ALL {
         let ungate = |list: &[Pass]| -> &'static [Pass] {
-            let v: Vec<Pass> = list.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[] }).collect();
+            let v: Vec<Pass> = list.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[], after: p.after }).collect();
             Box::leak(v.into_boxed_slice())
         };
         let ungated = profile::Profile {

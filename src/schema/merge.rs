@@ -273,6 +273,31 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
     Merged::Schema(out)
 }
 
+/// All combinations of one branch from each union, intersected; over `max` combinations only the
+/// first union is kept (the second return value says so).
+pub fn cross(unions: &[Vec<Value>], max: usize, lost: &mut Vec<(String, Value)>) -> (Vec<Value>, bool) {
+    let mut acc: Vec<Map<String, Value>> = vec![Map::new()];
+    for (i, u) in unions.iter().enumerate() {
+        if acc.len().saturating_mul(u.len()) > max {
+            if i == 0 {
+                return (u.clone(), true);
+            }
+            return (acc.into_iter().map(Value::Object).collect(), true);
+        }
+        let mut next = Vec::new();
+        for a in &acc {
+            for b in u {
+                let Value::Object(bm) = b else { continue };
+                if let Merged::Schema(m) = intersect(a, bm, lost) {
+                    next.push(m);
+                }
+            }
+        }
+        acc = next;
+    }
+    (acc.into_iter().map(Value::Object).collect(), false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,8 @@
 //!
 //! Host-agnostic: no proxy-wasm here. The filter and the CLI both call [`normalize`].
 
+pub mod arrays;
+pub mod definitions;
 pub mod kind;
 pub mod lookup;
 pub mod merge;
@@ -99,13 +101,21 @@ impl<'a> Cx<'a> {
         if removed.is_empty() {
             return;
         }
-        let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", compact(v, 120))).collect();
-        let text = text.join("; ");
+        let text = say_removed(node, removed, self.opts.promote_to_description);
         self.record(path, kind, format!("removed {text}"));
-        if self.opts.promote_to_description {
-            promote(node, &text);
-        }
     }
+}
+
+/// The one way a lossy removal is said: returns the text for its record (`k: v; ...`) and, when
+/// `promote_to_description` is on, writes the same in the node's description. For passes that record
+/// after their walk ([`Cx::removed`] records at once).
+pub fn say_removed(node: &mut Map<String, Value>, removed: &[(String, Value)], promote_to_description: bool) -> String {
+    let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", compact(v, 120))).collect();
+    let text = text.join("; ");
+    if promote_to_description && !text.is_empty() {
+        promote(node, &text);
+    }
+    text
 }
 
 /// Appends a sentence naming constraints the grammar does not enforce to a node's description.

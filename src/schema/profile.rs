@@ -33,14 +33,14 @@ impl Defaults {
 
 macro_rules! pass {
     ($m:ident) => {
-        Pass { name: stringify!($m), run: $m::run, wants: &[] }
+        Pass { name: stringify!($m), run: $m::run, wants: &[], after: $m::AFTER }
     };
 }
 
 /// A pass that only acts on nodes holding one of its module's `WANTS` keywords.
 macro_rules! gated {
     ($m:ident) => {
-        Pass { name: stringify!($m), run: $m::run, wants: $m::WANTS }
+        Pass { name: stringify!($m), run: $m::run, wants: $m::WANTS, after: $m::AFTER }
     };
 }
 
@@ -251,5 +251,35 @@ impl PartialEq for Profile {
 impl std::fmt::Debug for Profile {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_pass_runs_after_what_it_needs_in_every_profile() {
+        for p in ALL {
+            for list in [Some(p.passes), p.tool_passes].into_iter().flatten() {
+                for (i, pass) in list.iter().enumerate() {
+                    let before: Vec<&str> = list.iter().take(i).map(|x| x.name).collect();
+                    for need in pass.after {
+                        assert!(before.contains(need), "{}: {} runs before {need}, which it needs", p.name, pass.name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pass_names_are_their_modules() {
+        // `after` names passes by their module name: a typo would make the check above vacuous
+        let names: Vec<&str> = ALL.iter().flat_map(|p| p.all_passes()).map(|x| x.name).collect();
+        for p in ALL.iter().flat_map(|p| p.all_passes()) {
+            for need in p.after {
+                assert!(names.contains(need), "{} needs unknown pass {need}", p.name);
+            }
+        }
     }
 }

@@ -2,12 +2,15 @@
 //! every such property required); any other member (a string's bounds, a ref to a string) becomes a
 //! grammar for `{}`. Unions inside `allOf` become one `anyOf` of the combinations.
 
-use super::unions::cross;
+use crate::schema::definitions::{deref, root_defs};
 use crate::schema::lookup::{Lookup, Take};
-use crate::schema::merge::{intersect, into_map, never, never_map, Merged};
+use crate::schema::merge::{cross, intersect, never, never_map, Merged};
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
-use serde_json::{Map, Value};
+use serde_json::Value;
+
+/// Passes that must run before this one in a profile's list: members that are refs are read through plain root definitions.
+pub const AFTER: &[&str] = &["refs"];
 
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["allOf"];
@@ -15,7 +18,9 @@ pub const WANTS: &[&str] = &["allOf"];
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
-    let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
+    let promote = cx.opts.promote_to_description;
+    // (path, kind, detail, what could not be combined, as said in the description)
+    let mut recs: Vec<(String, Kind, String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let Some(Value::Array(members)) = node.take("allOf") else { return };
         let mut base = std::mem::take(node);
@@ -41,7 +46,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if is_never {
             *node = never_map();
-            recs.push((path.to_string(), Kind::AllofMerged, "allOf members contradict: no value matches".into(), vec![]));
+            recs.push((path.to_string(), Kind::AllofMerged, "allOf members contradict: no value matches".into(), String::new()));
             return;
         }
         match unions.len() {
@@ -58,80 +63,15 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         *node = base;
-        recs.push((path.to_string(), Kind::AllofMerged, "allOf merged into one schema".into(), lost));
+        let text = crate::schema::say_removed(node, &lost, promote);
+        recs.push((path.to_string(), Kind::AllofMerged, "allOf merged into one schema".into(), text));
     });
     for (path, kind, detail, lost) in recs {
         cx.record(&path, kind, detail);
         if !lost.is_empty() {
-            let text: Vec<String> = lost.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
-            cx.record(&path, Kind::KeywordRemoved, format!("could not combine {}", text.join("; ")));
+            cx.record(&path, Kind::KeywordRemoved, format!("could not combine {lost}"));
         }
     }
-}
-
-/// Root definitions, for members that are refs (the refs pass left only `#/$defs/X` and
-/// `#/definitions/X`; one level is copied in, its own refs stay refs).
-pub(crate) fn root_defs(root: &Value) -> Value {
-    let mut m = Map::new();
-    for k in ["$defs", "definitions"] {
-        if let Some(d) = root.get(k) {
-            m.insert(k.to_string(), d.clone());
-        }
-    }
-    Value::Object(m)
-}
-
-/// `m` with a `$ref` to a definition replaced by a copy of it (one level; the copy's own refs stay).
-/// A recursive definition is not copied: its copy would hold the same shape again, and every run
-/// would unroll it one level more. Keywords beside such a ref are dropped by the refs pass, visibly.
-pub(crate) fn deref(m: Value, defs: &Value) -> Value {
-    if is_recursive_ref(&m, defs) {
-        return m;
-    }
-    if let Value::Object(o) = &m {
-        if let Some(r) = o.at("$ref").and_then(Value::as_str) {
-            if let Some(t) = r.strip_prefix('#').and_then(|p| defs.pointer(p)) {
-                let mut t = into_map(t.clone());
-                for (k, v) in o {
-                    if k != "$ref" {
-                        t.insert(k.clone(), v.clone());
-                    }
-                }
-                return Value::Object(t);
-            }
-        }
-    }
-    m
-}
-
-/// Whether `m` is a `$ref` whose target refers back to itself (a recursive type): such a branch
-/// cannot be expanded into a finite copy, so a keyword beside it cannot be pushed all the way in.
-/// Searches at most a bounded number of nodes and answers true when the bound is reached.
-pub(crate) fn is_recursive_ref(m: &Value, defs: &Value) -> bool {
-    const MAX_NODES: usize = 4_096;
-    let Some(start) = m.at("$ref").and_then(Value::as_str) else { return false };
-    let target = |r: &str| r.strip_prefix('#').and_then(|p| defs.pointer(p));
-    let mut followed: Vec<&str> = vec![start];
-    let mut stack: Vec<&Value> = target(start).into_iter().collect();
-    let mut visited = 0usize;
-    while let Some(v) = stack.pop() {
-        visited += 1;
-        if visited > MAX_NODES {
-            return true;
-        }
-        let Value::Object(node) = v else { continue };
-        if let Some(r) = node.at("$ref").and_then(Value::as_str) {
-            if r == start {
-                return true;
-            }
-            if !followed.contains(&r) {
-                followed.push(r);
-                stack.extend(target(r));
-            }
-        }
-        crate::schema::walk::children(node, |_, c| stack.push(c));
-    }
-    false
 }
 
 /// Members with nested `allOf`s spliced in and ref members replaced by their definitions.

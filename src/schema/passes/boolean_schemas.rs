@@ -6,6 +6,9 @@ use crate::schema::walk::children_mut;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
+/// Passes that must run before this one in a profile's list: boolean `items` spelled by draft-07 are rewritten by dialect first.
+pub const AFTER: &[&str] = &["dialect"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut path = String::new();
     visit(root, &mut path, cx, 0);

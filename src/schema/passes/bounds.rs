@@ -13,6 +13,9 @@ use crate::schema::walk::{children_at, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{Map, Value};
 
+/// Passes that must run before this one in a profile's list: nothing: it bounds the input every other pass walks.
+pub const AFTER: &[&str] = &[];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_nodes = cx.opts.limits.max_nodes;
     if over(root, max_nodes) {

@@ -3,15 +3,20 @@
 //! (ignored before 2019-09), `$id` fragments (anchors), OpenAPI 3.0 `nullable`, upper-case or unknown
 //! type names, boolean `items`, and `$schema`/`$id` below the root.
 
+use crate::schema::arrays::boolean_items;
 use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
 use crate::schema::walk::{children_mut, is_annotation, pre_order, MAP};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
+/// Passes that must run before this one in a profile's list: nothing: it makes the 2020-12 spelling the others read.
+pub const AFTER: &[&str] = &[];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
     let legacy = legacy_draft(root);
+    let promote = cx.opts.promote_to_description;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
     pre_order(root, "", &mut |node, path| {
@@ -140,8 +145,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             recs.push((path.to_string(), Kind::KeywordNormalized, normalized.join("; "), vec![]));
         }
         if !lossy.is_empty() {
-            let text: Vec<String> = lossy.iter().map(|(k, v)| format!("{k}: {v}")).collect();
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {}", text.join("; ")), lossy));
+            let text = crate::schema::say_removed(node, &lossy, promote);
+            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text}"), lossy));
         }
     });
     if !moved.is_empty() {
@@ -174,25 +179,6 @@ fn follow_moves(root: &mut Value, moved: &[(String, String)], recs: &mut Vec<(St
             }
         }
     });
-}
-
-/// `items: true` is no constraint; `items: false` allows no items past `prefixItems`. llama.cpp
-/// rejects both spellings ("schema must be an object").
-pub fn boolean_items(node: &mut Map<String, Value>) -> Option<&'static str> {
-    match node.at("items") {
-        Some(Value::Bool(true)) => {
-            node.remove("items");
-            Some("items: true removed")
-        }
-        Some(Value::Bool(false)) => {
-            node.remove("items");
-            let n = node.at("prefixItems").and_then(Value::as_array).map_or(0, Vec::len) as u64;
-            let cap = node.at("maxItems").and_then(Value::as_u64).map_or(n, |m| m.min(n));
-            node.insert("maxItems".into(), Value::from(cap));
-            Some("items: false became maxItems")
-        }
-        _ => None,
-    }
 }
 
 /// Schema keywords whose value is not a schema (or a map/list of them), and subschemas that are neither

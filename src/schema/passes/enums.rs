@@ -37,6 +37,9 @@ fn string_branch(s: &str) -> Value {
     Value::Object(m)
 }
 
+/// Passes that must run before this one in a profile's list: nothing: values are read as written.
+pub const AFTER: &[&str] = &[];
+
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["enum", "const"];
 

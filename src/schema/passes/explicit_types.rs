@@ -12,6 +12,9 @@ use serde_json::{Map, Value};
 
 const ORDER: [Types; 5] = [Types::OBJECT, Types::ARRAY, Types::STRING, Types::NUMBER, Types::BOOLEAN];
 
+/// Passes that must run before this one in a profile's list: keywords beside a union are in its branches.
+pub const AFTER: &[&str] = &["unions"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {

@@ -16,6 +16,9 @@ use serde_json::{Map, Value};
 /// Longest text one moved keyword adds to a description (a nested object's whole `properties`).
 const MAX_MOVED: usize = 2_000;
 
+/// Passes that must run before this one in a profile's list: refs are inlined where they can be and the root is an object.
+pub const AFTER: &[&str] = &["refs", "tool_root"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let Some(fields) = cx.target.tool_fields else { return };
     if cx.context != Context::Tool {

@@ -23,6 +23,9 @@ const LIMIT_32: f64 = 2_147_483_647.0;
 /// the largest integer a JSON number read as f64 holds exactly.
 const LIMIT_53: f64 = 9_007_199_254_740_991.0;
 
+/// Passes that must run before this one in a profile's list: exclusive bounds are numbers, not draft-04 booleans.
+pub const AFTER: &[&str] = &["dialect"];
+
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &KEYS;
 

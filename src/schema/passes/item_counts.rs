@@ -13,6 +13,9 @@ use crate::schema::walk::{is_annotation, post_order};
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{json, Map, Value};
 
+/// Passes that must run before this one in a profile's list: tuples are `prefixItems`.
+pub const AFTER: &[&str] = &["dialect"];
+
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["minItems", "maxItems"];
 

@@ -32,6 +32,9 @@ pub struct Pass {
     /// Keywords without one of which (anywhere in the schema) the pass changes nothing, so
     /// [`crate::schema::normalize`] skips its walk; empty for passes that look at every node.
     pub wants: &'static [&'static str],
+    /// Passes that must have run before it in the same list (its preconditions); checked for every
+    /// profile by a test.
+    pub after: &'static [&'static str],
 }
 
 /// Whether a node's values are given by something other than its own `type` (a ref, a union, an

@@ -9,6 +9,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Context, Cx, Kind};
 use serde_json::Value;
 
+/// Passes that must run before this one in a profile's list: `false` is spelled `not: {}`.
+pub const AFTER: &[&str] = &["boolean_schemas"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {

@@ -14,6 +14,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
+/// Passes that must run before this one in a profile's list: an object's properties are in one node, not spread over `allOf`.
+pub const AFTER: &[&str] = &["all_of"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let open = cx.opts.open_objects;
     let max_open = cx.opts.limits.max_open_properties;

@@ -11,6 +11,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
+/// Passes that must run before this one in a profile's list: keywords are in their 2020-12 spelling.
+pub const AFTER: &[&str] = &["dialect"];
+
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["pattern", "format"];
 

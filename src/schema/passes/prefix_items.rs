@@ -9,13 +9,16 @@
 //! one branch for the node's non-array types. This runs before `unions`, which moves the node's other
 //! keywords into the branches.
 
-use super::unions::cross;
 use crate::schema::lookup::Lookup;
+use crate::schema::merge::cross;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{json, Map, Value};
+
+/// Passes that must run before this one in a profile's list: tuples are `prefixItems`, not draft-07 `items` arrays.
+pub const AFTER: &[&str] = &["dialect"];
 
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["prefixItems"];

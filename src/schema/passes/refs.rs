@@ -50,6 +50,9 @@ const MAX_HOPS: usize = 32;
 /// Most targets a cycle search visits before it assumes a cycle (keeps the ref, never loops).
 const MAX_CYCLE_SEARCH: usize = 2_000;
 
+/// Passes that must run before this one in a profile's list: refs into a draft-07 `items` array follow it to `prefixItems`.
+pub const AFTER: &[&str] = &["dialect"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     if !has_ref(root, 0) {
         return;

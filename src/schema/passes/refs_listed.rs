@@ -14,6 +14,9 @@ use serde_json::{Map, Value};
 /// The root member that lists the definitions.
 pub const MEMBER: &str = "x-toolfit-refs";
 
+/// Passes that must run before this one in a profile's list: refs are plain root definitions.
+pub const AFTER: &[&str] = &["refs"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     if cx.opts.llama_cpp.refs_read_whole() {
         return;

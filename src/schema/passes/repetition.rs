@@ -10,6 +10,9 @@ use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
+/// Passes that must run before this one in a profile's list: nothing: counts are read wherever they are.
+pub const AFTER: &[&str] = &[];
+
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"];
 

@@ -6,6 +6,9 @@ use crate::schema::types::Types;
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{json, Value};
 
+/// Passes that must run before this one in a profile's list: nothing: it looks at the root only.
+pub const AFTER: &[&str] = &[];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     if cx.context != Context::Tool {
         return;

@@ -16,6 +16,9 @@ const IN_PLACE: &[&str] = &["allOf", "anyOf", "oneOf", "not", "if", "then", "els
 /// Path segments of a subschema that is evaluated in place of its parent (or reached by `$ref`).
 const IN_PLACE_PARENTS: &[&str] = &["allOf", "anyOf", "oneOf", "not", "if", "then", "else", "dependentSchemas", "$defs", "definitions"];
 
+/// Passes that must run before this one in a profile's list: nothing: it reads the 2020-12 keywords as written.
+pub const AFTER: &[&str] = &[];
+
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["unevaluatedProperties", "unevaluatedItems"];
 
@@ -43,7 +46,7 @@ pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
         if !node.has("contains") {
             if let Some(u) = node.remove("unevaluatedItems") {
                 node.insert("items".into(), u);
-                super::dialect::boolean_items(node);
+                crate::schema::arrays::boolean_items(node);
                 recs.push((path.to_string(), "unevaluatedItems became items"));
             }
         }

@@ -4,13 +4,16 @@
 //! pairwise. A `oneOf` whose branches may overlap becomes `anyOf` with a lossy record: grammars cannot
 //! say "exactly one".
 
-use super::all_of::{deref, is_recursive_ref, root_defs};
+use crate::schema::definitions::{deref, is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
-use crate::schema::merge::{intersect, is_never, never_map, Merged};
+use crate::schema::merge::{cross, intersect, is_never, never_map, Merged};
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order};
 use crate::schema::{promote, Cx, Kind};
 use serde_json::{Map, Value};
+
+/// Passes that must run before this one in a profile's list: branches that are refs are read through plain root definitions.
+pub const AFTER: &[&str] = &["refs"];
 
 /// Keywords without which this pass changes nothing (see [`super::Pass::wants`]).
 pub const WANTS: &[&str] = &["anyOf", "oneOf"];
@@ -144,31 +147,6 @@ fn flatten(branches: Vec<Value>, max: usize, lost: &mut Vec<(String, Value)>) ->
         }
     }
     out
-}
-
-/// All combinations of one branch from each union, intersected; over `max` combinations only the
-/// first union is kept (the second return value says so).
-pub(crate) fn cross(unions: &[Vec<Value>], max: usize, lost: &mut Vec<(String, Value)>) -> (Vec<Value>, bool) {
-    let mut acc: Vec<Map<String, Value>> = vec![Map::new()];
-    for (i, u) in unions.iter().enumerate() {
-        if acc.len().saturating_mul(u.len()) > max {
-            if i == 0 {
-                return (u.clone(), true);
-            }
-            return (acc.into_iter().map(Value::Object).collect(), true);
-        }
-        let mut next = Vec::new();
-        for a in &acc {
-            for b in u {
-                let Value::Object(bm) = b else { continue };
-                if let Merged::Schema(m) = intersect(a, bm, lost) {
-                    next.push(m);
-                }
-            }
-        }
-        acc = next;
-    }
-    (acc.into_iter().map(Value::Object).collect(), false)
 }
 
 /// Whether two branches of a `oneOf` could both match one value. Conservative: true unless their types

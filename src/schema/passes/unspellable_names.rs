@@ -16,6 +16,9 @@ fn unspellable(name: &str) -> bool {
     name == "$ref" || name.chars().any(|c| c == '"' || c == '\\' || c < ' ')
 }
 
+/// Passes that must run before this one in a profile's list: nothing: it reads `properties` as written.
+pub const AFTER: &[&str] = &[];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {

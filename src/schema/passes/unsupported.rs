@@ -21,6 +21,9 @@ fn trivially_true(k: &str, v: &Value) -> bool {
     }
 }
 
+/// Passes that must run before this one in a profile's list: keywords are in their 2020-12 spelling.
+pub const AFTER: &[&str] = &["dialect"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
     let target = cx.target;
