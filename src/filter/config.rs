@@ -106,6 +106,10 @@ impl Route {
         }
     }
 
+    fn ollama(path: &str) -> Route {
+        Route { profile: Some(&crate::schema::profile::OLLAMA), models: Some(Models::default()), ..Route::exact(path, Format::Ollama) }
+    }
+
     fn matches(&self, path: &str) -> bool {
         match (&self.path, &self.prefix) {
             (Some(p), _) => p == path,
@@ -202,9 +206,9 @@ pub fn default_routes() -> Vec<Route> {
         Route::exact("/chat/completions", Format::OpenAiChat),
         Route::exact("/v1/responses", Format::OpenAiResponses),
         Route::exact("/v1/messages", Format::Anthropic),
-        // Ollama's own API is only ever Ollama: its profile, whatever the plugin's
-        Route { profile: Some(&crate::schema::profile::OLLAMA), ..Route::exact("/api/chat", Format::Ollama) },
-        Route { profile: Some(&crate::schema::profile::OLLAMA), ..Route::exact("/api/generate", Format::Ollama) },
+        // Ollama's own API is only ever Ollama: its profile, whatever the plugin's profile or model map
+        Route::ollama("/api/chat"),
+        Route::ollama("/api/generate"),
         Route::exact("/completion", Format::LlamaCompletion),
         Route::exact("/completions", Format::LlamaCompletion),
         Route::exact("/v1/completions", Format::LlamaCompletion),
