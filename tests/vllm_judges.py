@@ -33,21 +33,9 @@ VLLM_FILES = ["vllm/sampling_params.py", "vllm/v1/structured_output/backend_xgra
 PROFILES = {"vllm": "vllm", "vllm-xgrammar": "xgrammar", "vllm-guidance": "guidance", "vllm-outlines": "outlines"}
 MATRIX_KEYS = ("rejected", "valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected", "silent_groups")
 ITEM_SECONDS = 60
-# JSTS groups whose schema a backend refuses through toolfit too, with why; anything else refused fails.
-_NEVER_NOT = ("a `false` subschema toolfit writes as `{\"not\": {}}` (the form every other compiler reads) where it "
-              "cannot be dropped; llguidance refuses `not`")
-KNOWN_REFUSED = {
-    ("outlines", "unevaluatedProperties.json", "unevaluatedProperties false"):
-        "outlines-core refuses a `false` subschema where toolfit keeps one",
-    ("outlines", "unevaluatedProperties.json", "non-object instances are valid"):
-        "outlines-core refuses a `false` subschema where toolfit keeps one",
-    ("guidance", "multipleOf.json", "float division = inf"): "llguidance refuses a multipleOf with 17 significant digits",
-    ("guidance", "patternProperties.json", "multiple simultaneous patternProperties are validated"):
-        "llguidance refuses patternProperties whose regexes overlap",
-    ("guidance", "patternProperties.json", "regexes are not anchored by default and are case sensitive"):
-        "llguidance refuses patternProperties whose regexes overlap",
-    ("guidance", "patternProperties.json", "patternProperties with boolean schemas"): _NEVER_NOT,
-}
+# JSTS groups whose schema a backend refuses through toolfit too, with why: (backend, file, group) -> reason.
+# None today; anything refused fails.
+KNOWN_REFUSED = {}
 # what xgrammar says when it compiles a oneOf as anyOf: a loss only if the branches overlap, which the
 # instances show (toolfit leaves only disjoint oneOf to it)
 ONE_OF_FALLBACK = "oneOf with overlapping or non-provably-disjoint branches"

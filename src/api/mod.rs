@@ -126,6 +126,13 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
     if !top.0.iter().any(|(k, _)| KNOWN.contains(&k.as_str())) {
         return None;
     }
+    tool_sites(top, format, undescribed, &mut sites);
+    output_sites(top, format, &mut sites);
+    Some(sites)
+}
+
+/// The schemas of the request's tool lists (and the function tools without a description).
+fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
     for tools in top.all("tools") {
         let Some(arr) = raw::tools(tools.get()) else { continue };
         for t in &arr {
@@ -155,15 +162,19 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
                 }
             }
             if format.has(Format::McpTools) {
-                mcp_tool_in(o, &mut sites);
+                mcp_tool_in(o, sites);
             }
         }
     }
+}
+
+/// The structured-output schemas (and an MCP `tools/list` result's tools).
+fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Site<'a>>) {
     if format.has(Format::McpTools) {
         if let Some(r) = top.get("result").and_then(|r| raw::object(r.get())) {
             for tools in r.all("tools") {
                 for t in raw::tools(tools.get()).unwrap_or_default() {
-                    mcp_tool_in(&t.members, &mut sites);
+                    mcp_tool_in(&t.members, sites);
                 }
             }
         }
@@ -211,7 +222,6 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
             }
         }
     }
-    Some(sites)
 }
 
 fn mcp_tool<'a>(t: &'a RawValue, sites: &mut Vec<Site<'a>>) {

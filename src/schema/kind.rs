@@ -119,7 +119,8 @@ kinds! {
     /// `max_repetition` (what a grammar can unroll) was clamped.
     RepetitionClamped = "repetition_clamped", lossy = true;
     /// Integer bounds were rewritten into the form the backend reads the same way on every release
-    /// (whole numbers, inclusive). Exact.
+    /// (whole numbers, inclusive), or an integer's fractional `multipleOf` into the whole step it means.
+    /// Exact.
     BoundsNormalized = "bounds_normalized", lossy = false;
     /// With `open_objects: true` (the profile's default or the route's), object properties not listed
     /// in `properties` were allowed (`additionalProperties: true`) where JSON Schema allows them and the

@@ -117,104 +117,134 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
         if va == vb {
             continue;
         }
-        let key = k.as_str();
-        match key {
-            "type" => {
-                let ta = Types::of(a).unwrap_or(Types::ALL);
-                let tb = Types::of(b).unwrap_or(Types::ALL);
-                let t = ta.inter(tb);
-                if t.is_empty() {
-                    return Merged::Never;
-                }
-                out.insert("type".into(), t.to_json());
-            }
-            "required" => {
-                let mut req: Vec<Value> = va.as_array().cloned().unwrap_or_default();
-                for r in vb.as_array().into_iter().flatten() {
-                    if !req.contains(r) {
-                        req.push(r.clone());
-                    }
-                }
-                out.insert(k.clone(), Value::Array(req));
-            }
-            "enum" => {
-                let (Some(ea), Some(eb)) = (va.as_array(), vb.as_array()) else { continue };
-                let both: Vec<Value> = ea.iter().filter(|v| eb.contains(v)).cloned().collect();
-                if both.is_empty() {
-                    return Merged::Never;
-                }
-                out.insert(k.clone(), Value::Array(both));
-            }
-            "const" => return Merged::Never, // two different constants
-            "properties" => {
-                let (Some(pa), Some(pb)) = (va.as_object(), vb.as_object()) else { continue };
-                let mut props = pa.clone();
-                for (name, sb) in pb {
-                    match pa.get(name) {
-                        Some(sa) => match intersect_values(sa, sb, lost, depth) {
-                            Some(s) => {
-                                props.insert(name.clone(), s);
-                            }
-                            None => {
-                                props.insert(name.clone(), never());
-                            }
-                        },
-                        None => {
-                            props.insert(name.clone(), sb.clone());
-                        }
-                    }
-                }
-                out.insert(k.clone(), Value::Object(props));
-            }
-            "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems" | "unevaluatedProperties" => {
-                match intersect_values(va, vb, lost, depth) {
-                    Some(s) => {
-                        out.insert(k.clone(), s);
-                    }
-                    None => {
-                        if key == "items" {
-                            out.remove("items");
-                            out.insert("maxItems".into(), Value::Number(Number::from(0)));
-                        } else {
-                            out.insert(k.clone(), Value::Bool(false));
-                        }
-                    }
-                }
-            }
-            "prefixItems" => {
-                let (Some(xa), Some(xb)) = (va.as_array(), vb.as_array()) else { continue };
-                let n = xa.len().max(xb.len());
-                let mut items = Vec::with_capacity(n);
-                for i in 0..n {
-                    match (xa.get(i), xb.get(i)) {
-                        (Some(x), Some(y)) => items.push(intersect_values(x, y, lost, depth).unwrap_or_else(never)),
-                        (Some(x), None) | (None, Some(x)) => items.push(x.clone()),
-                        (None, None) => {}
-                    }
-                }
-                out.insert(k.clone(), Value::Array(items));
-            }
-            "uniqueItems" => {
-                out.insert(k.clone(), Value::Bool(va == &Value::Bool(true) || vb == &Value::Bool(true)));
-            }
-            "allOf" => {
-                let mut all = va.as_array().cloned().unwrap_or_default();
-                all.extend(vb.as_array().cloned().unwrap_or_default());
-                out.insert(k.clone(), Value::Array(all));
-            }
-            _ if LOWER.contains(&key) => {
-                out.insert(k.clone(), tighter(va, vb, true));
-            }
-            _ if UPPER.contains(&key) => {
-                out.insert(k.clone(), tighter(va, vb, false));
-            }
-            _ if is_annotation(key) => {
-                // the more specific side (b: a branch, or a later allOf member) describes the value
-                out.insert(k.clone(), vb.clone());
-            }
-            _ => lost.push((k.clone(), vb.clone())),
+        if merge_keyword(k, va, vb, a, b, &mut out, lost, depth).is_none() {
+            return Merged::Never;
         }
     }
+    relate_siblings(a, b, &mut out, lost, depth);
+    if !literals_typed(&mut out) {
+        return Merged::Never;
+    }
+    Merged::Schema(out)
+}
+
+/// One keyword both sides hold, with different values, merged into `out`; `None` when no value can
+/// satisfy both.
+#[allow(clippy::too_many_arguments)]
+fn merge_keyword(
+    k: &str,
+    va: &Value,
+    vb: &Value,
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    lost: &mut Vec<(String, Value)>,
+    depth: usize,
+) -> Option<()> {
+    let key = k;
+    match key {
+        "type" => {
+            let ta = Types::of(a).unwrap_or(Types::ALL);
+            let tb = Types::of(b).unwrap_or(Types::ALL);
+            let t = ta.inter(tb);
+            if t.is_empty() {
+                return None;
+            }
+            out.insert("type".into(), t.to_json());
+        }
+        "required" => {
+            let mut req: Vec<Value> = va.as_array().cloned().unwrap_or_default();
+            for r in vb.as_array().into_iter().flatten() {
+                if !req.contains(r) {
+                    req.push(r.clone());
+                }
+            }
+            out.insert(k.to_string(), Value::Array(req));
+        }
+        "enum" => {
+            let (Some(ea), Some(eb)) = (va.as_array(), vb.as_array()) else { return Some(()) };
+            let both: Vec<Value> = ea.iter().filter(|v| eb.contains(v)).cloned().collect();
+            if both.is_empty() {
+                return None;
+            }
+            out.insert(k.to_string(), Value::Array(both));
+        }
+        "const" => return None, // two different constants
+        "properties" => {
+            let (Some(pa), Some(pb)) = (va.as_object(), vb.as_object()) else { return Some(()) };
+            let mut props = pa.clone();
+            for (name, sb) in pb {
+                match pa.get(name) {
+                    Some(sa) => match intersect_values(sa, sb, lost, depth) {
+                        Some(s) => {
+                            props.insert(name.clone(), s);
+                        }
+                        None => {
+                            props.insert(name.clone(), never());
+                        }
+                    },
+                    None => {
+                        props.insert(name.clone(), sb.clone());
+                    }
+                }
+            }
+            out.insert(k.to_string(), Value::Object(props));
+        }
+        "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems" | "unevaluatedProperties" => {
+            match intersect_values(va, vb, lost, depth) {
+                Some(s) => {
+                    out.insert(k.to_string(), s);
+                }
+                None => {
+                    if key == "items" {
+                        out.remove("items");
+                        out.insert("maxItems".into(), Value::Number(Number::from(0)));
+                    } else {
+                        out.insert(k.to_string(), Value::Bool(false));
+                    }
+                }
+            }
+        }
+        "prefixItems" => {
+            let (Some(xa), Some(xb)) = (va.as_array(), vb.as_array()) else { return Some(()) };
+            let n = xa.len().max(xb.len());
+            let mut items = Vec::with_capacity(n);
+            for i in 0..n {
+                match (xa.get(i), xb.get(i)) {
+                    (Some(x), Some(y)) => items.push(intersect_values(x, y, lost, depth).unwrap_or_else(never)),
+                    (Some(x), None) | (None, Some(x)) => items.push(x.clone()),
+                    (None, None) => {}
+                }
+            }
+            out.insert(k.to_string(), Value::Array(items));
+        }
+        "uniqueItems" => {
+            out.insert(k.to_string(), Value::Bool(va == &Value::Bool(true) || vb == &Value::Bool(true)));
+        }
+        "allOf" => {
+            let mut all = va.as_array().cloned().unwrap_or_default();
+            all.extend(vb.as_array().cloned().unwrap_or_default());
+            out.insert(k.to_string(), Value::Array(all));
+        }
+        _ if LOWER.contains(&key) => {
+            out.insert(k.to_string(), tighter(va, vb, true));
+        }
+        _ if UPPER.contains(&key) => {
+            out.insert(k.to_string(), tighter(va, vb, false));
+        }
+        _ if is_annotation(key) => {
+            // the more specific side (b: a branch, or a later allOf member) describes the value
+            out.insert(k.to_string(), vb.clone());
+        }
+        _ => lost.push((k.to_string(), vb.clone())),
+    }
+    Some(())
+}
+
+/// What one side's keywords say about the other's: a property one side declares and the other leaves to
+/// `additionalProperties`, a tuple position one side covers and the other leaves to `items`, and
+/// positions past `maxItems`.
+fn relate_siblings(a: &Map<String, Value>, b: &Map<String, Value>, out: &mut Map<String, Value>, lost: &mut Vec<(String, Value)>, depth: usize) {
     // A property that one side declares and the other leaves to additionalProperties must satisfy both.
     for (x, y) in [(a, b), (b, a)] {
         let (Some(px), Some(ap)) = (x.at("properties").and_then(Value::as_object), y.at("additionalProperties")) else {
@@ -255,22 +285,26 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
     if let (Some(max), Some(Value::Array(tuple))) = (max_items, out.at_mut("prefixItems")) {
         tuple.truncate(max);
     }
+}
+
+/// Whether a merged `const` or `enum` can be of the merged type (an `enum` keeps the values that are).
+fn literals_typed(out: &mut Map<String, Value>) -> bool {
     // A merged const or enum must also be of the merged type.
-    if let Some(t) = Types::of(&out) {
+    if let Some(t) = Types::of(out) {
         if let Some(c) = out.at("const") {
             if !(t.contains(Types::of_value(c)) || t.contains(Types::INTEGER) && Types::of_value(c) == Types::INTEGER) {
-                return Merged::Never;
+                return false;
             }
         }
         if let Some(Value::Array(e)) = out.at("enum") {
             let kept: Vec<Value> = e.iter().filter(|v| t.contains(Types::of_value(v))).cloned().collect();
             if kept.is_empty() {
-                return Merged::Never;
+                return false;
             }
             out.insert("enum".into(), Value::Array(kept));
         }
     }
-    Merged::Schema(out)
+    true
 }
 
 /// All combinations of one branch from each union, intersected; over `max` combinations only the

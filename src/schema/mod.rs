@@ -19,7 +19,7 @@ pub mod walk;
 pub use kind::Kind;
 pub use profile::Profile;
 pub use report::{Record, Report};
-pub use target::{LlamaCpp, Target, ToolFields};
+pub use target::{LlamaCpp, Never, Target, ToolFields};
 
 use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};

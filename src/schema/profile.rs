@@ -152,6 +152,7 @@ macro_rules! grammar_passes {
             gated!(unions),
             pass!(never),
             pass!(tool_root),
+            gated!(multiple_of),
             pass!(unsupported),
             pass!(open_objects),
             pass!(explicit_types),

@@ -50,6 +50,12 @@ pub struct Target {
     pub shared_defs: bool,
     /// The deepest nesting of JSON containers the backend accepts in a schema document, if it limits it.
     pub nesting: Option<Nesting>,
+    /// Whether the backend refuses `patternProperties` whose regexes may both match one name
+    /// (llguidance): such `patternProperties` are removed unless toolfit can tell they are disjoint.
+    pub disjoint_pattern_properties: bool,
+    /// How the backend reads a schema no value matches, where one must stay (a `patternProperties`
+    /// value, a `contains`, a whole schema).
+    pub never: Never,
     /// Where the server reads a tool's parameters into fixed fields and drops every other keyword
     /// without a word (Ollama): those fields. Structured output is compiled as the rest says.
     pub tool_fields: Option<ToolFields>,
@@ -70,6 +76,17 @@ impl ToolFields {
     /// servers dropped those too.
     pub const OLLAMA: ToolFields =
         ToolFields { root: &["type", "$defs", "items", "required", "properties"], property: &["type", "items", "description", "enum"] };
+}
+
+/// The spelling of "no value" a backend compiles.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Never {
+    /// `{"not": {}}` (and `additionalProperties: false` anywhere).
+    Not,
+    /// `{"anyOf": []}`: the backend refuses `not` and a `false` subschema (llguidance, outlines-core),
+    /// and reads `additionalProperties: false` only beside `properties` (outlines-core), so `properties: {}`
+    /// is written beside it.
+    EmptyAnyOf,
 }
 
 /// A limit on how deep a schema document's JSON containers (objects and arrays, data included) nest.
@@ -155,11 +172,13 @@ impl Target {
         versioned: false,
         shared_defs: false,
         nesting: None,
+        never: Never::Not,
+        disjoint_pattern_properties: false,
         tool_fields: None,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
-    const VLLM_SERVER: Target = Target { shared_defs: true, nesting: Some(Nesting::VLLM), ..Target::GRAMMAR };
+    const VLLM_SERVER: Target = Target { shared_defs: true, nesting: Some(Nesting::VLLM), never: Never::EmptyAnyOf, ..Target::GRAMMAR };
 
     /// llama.cpp's converter (json-schema-to-grammar), every release from 2024-08 on.
     pub const LLAMA_CPP: Target = Target {
@@ -216,6 +235,7 @@ impl Target {
         formats: Some(&["date", "time", "date-time", "duration", "email", "hostname", "ipv4", "ipv6", "uri", "uuid"]),
         beside_pattern: BesidePattern::NoLengths,
         one_of_as_any_of: true,
+        disjoint_pattern_properties: true,
         ..Target::VLLM_SERVER
     };
 

@@ -23,121 +23,18 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();
         let mut normalized: Vec<String> = Vec::new();
-        if legacy && node.at("$ref").is_some_and(Value::is_string) {
-            // before 2019-09 every keyword beside `$ref` is ignored (definitions stay reachable)
-            let ignored: Vec<String> =
-                node.keys().filter(|k| !(k.as_str() == "$ref" || is_annotation(k) || k.as_str() == "definitions" || k.as_str() == "$defs")).cloned().collect();
-            for k in &ignored {
-                node.remove(k);
-            }
-            if !ignored.is_empty() {
-                normalized.push(format!("{} beside $ref ignored in this draft", ignored.join(", ")));
-            }
+        if legacy {
+            legacy_ref(node, &mut normalized);
         }
-        if let Some(Value::String(id)) = node.at("$id") {
-            // a plain-name fragment is an anchor: 2020-12 spells it `$anchor`, which refs resolve
-            if let Some(name) = id.strip_prefix('#').filter(|n| !n.is_empty() && !n.starts_with('/')).map(str::to_string) {
-                node.remove("$id");
-                if !node.has("$anchor") {
-                    node.insert("$anchor".into(), Value::String(name));
-                }
-                changes.push("$id fragment became $anchor".into());
-            }
-        }
+        id_anchor(node, &mut changes);
         fix_type(node, &mut changes, &mut lossy);
         malformed(node, &mut lossy);
-        if let Some(Value::Array(items)) = node.at("items").cloned() {
-            node.remove("items");
-            let extra = node.remove("additionalItems");
-            let mut rebuilt = Map::new();
-            for (k, v) in std::mem::take(node) {
-                if k == "prefixItems" {
-                    continue;
-                }
-                rebuilt.insert(k, v);
-            }
-            rebuilt.insert("prefixItems".into(), Value::Array(items));
-            moved.push((format!("{path}/items/"), format!("{path}/prefixItems/")));
-            if let Some(x) = extra {
-                rebuilt.insert("items".into(), x);
-                moved.push((format!("{path}/additionalItems"), format!("{path}/items")));
-            }
-            *node = rebuilt;
-            changes.push("array items became prefixItems".into());
-        } else if node.has("additionalItems") {
-            node.remove("additionalItems");
-            normalized.push("additionalItems without an items array has no effect".into());
-        }
+        item_arrays(node, path, &mut moved, &mut changes, &mut normalized);
         if let Some(c) = boolean_items(node) {
             changes.push(c.into());
         }
-        for (ex, inc) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
-            if let Some(&Value::Bool(b)) = node.at(ex) {
-                node.remove(ex);
-                if b {
-                    if let Some(v) = node.remove(inc) {
-                        node.insert(ex.into(), v);
-                    }
-                }
-                changes.push(format!("boolean {ex} became 2020-12"));
-            }
-        }
-        if let Some(Value::Object(deps)) = node.at("dependencies").cloned() {
-            node.remove("dependencies");
-            let mut req = Map::new();
-            let mut sch = Map::new();
-            for (k, v) in deps {
-                if v.is_array() {
-                    req.insert(k, v);
-                } else {
-                    sch.insert(k, v);
-                }
-            }
-            if !req.is_empty() {
-                node.insert("dependentRequired".into(), Value::Object(req));
-            }
-            if !sch.is_empty() {
-                node.insert("dependentSchemas".into(), Value::Object(sch));
-            }
-            changes.push("dependencies split into dependentRequired/dependentSchemas".into());
-        }
-        match node.at("nullable") {
-            Some(Value::Bool(true)) => {
-                node.remove("nullable");
-                if let Some(t) = Types::of(node) {
-                    if !t.contains(Types::NULL) {
-                        node.insert("type".into(), t.union(Types::NULL).to_json());
-                    }
-                }
-                if let Some(Value::Array(e)) = node.at_mut("enum") {
-                    if !e.contains(&Value::Null) {
-                        e.push(Value::Null);
-                    }
-                }
-                changes.push("nullable: true became a null type".into());
-            }
-            Some(Value::Bool(false)) => {
-                node.remove("nullable");
-                normalized.push("nullable: false has no effect".into());
-            }
-            Some(_) => {
-                node.remove("nullable");
-                normalized.push("nullable that is not a boolean has no effect".into());
-            }
-            None => {}
-        }
-        if !path.is_empty() {
-            for k in ["$schema", "$id"] {
-                if let Some(v) = node.at(k) {
-                    // a `$id` that is a URI may be a base other refs name: kept
-                    if k == "$id" && !v.as_str().is_some_and(|s| s.starts_with('#')) {
-                        continue;
-                    }
-                    node.remove(k);
-                    normalized.push(format!("{k} below the root removed"));
-                }
-            }
-        }
+        bounds_and_dependencies(node, &mut changes);
+        nullable_and_ids(node, path, &mut changes, &mut normalized);
         if !changes.is_empty() {
             recs.push((path.to_string(), Kind::DialectNormalized, changes.join("; "), vec![]));
         }
@@ -154,6 +51,138 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
     for (path, kind, detail, _) in recs {
         cx.record(&path, kind, detail);
+    }
+}
+
+/// Before 2019-09 every keyword beside `$ref` is ignored: removed (definitions stay reachable).
+fn legacy_ref(node: &mut Map<String, Value>, normalized: &mut Vec<String>) {
+    if node.at("$ref").is_some_and(Value::is_string) {
+        // before 2019-09 every keyword beside `$ref` is ignored (definitions stay reachable)
+        let ignored: Vec<String> =
+            node.keys().filter(|k| !(k.as_str() == "$ref" || is_annotation(k) || k.as_str() == "definitions" || k.as_str() == "$defs")).cloned().collect();
+        for k in &ignored {
+            node.remove(k);
+        }
+        if !ignored.is_empty() {
+            normalized.push(format!("{} beside $ref ignored in this draft", ignored.join(", ")));
+        }
+    }
+}
+
+/// A plain-name `$id` fragment is an anchor: 2020-12 spells it `$anchor`, which refs resolve.
+fn id_anchor(node: &mut Map<String, Value>, changes: &mut Vec<String>) {
+    if let Some(Value::String(id)) = node.at("$id") {
+        // a plain-name fragment is an anchor: 2020-12 spells it `$anchor`, which refs resolve
+        if let Some(name) = id.strip_prefix('#').filter(|n| !n.is_empty() && !n.starts_with('/')).map(str::to_string) {
+            node.remove("$id");
+            if !node.has("$anchor") {
+                node.insert("$anchor".into(), Value::String(name));
+            }
+            changes.push("$id fragment became $anchor".into());
+        }
+    }
+}
+
+/// Draft-07 `items` arrays become `prefixItems` (and `additionalItems` their `items`); the pointers
+/// that moved are listed for the refs into them.
+fn item_arrays(node: &mut Map<String, Value>, path: &str, moved: &mut Vec<(String, String)>, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
+    if let Some(Value::Array(items)) = node.at("items").cloned() {
+        node.remove("items");
+        let extra = node.remove("additionalItems");
+        let mut rebuilt = Map::new();
+        for (k, v) in std::mem::take(node) {
+            if k == "prefixItems" {
+                continue;
+            }
+            rebuilt.insert(k, v);
+        }
+        rebuilt.insert("prefixItems".into(), Value::Array(items));
+        moved.push((format!("{path}/items/"), format!("{path}/prefixItems/")));
+        if let Some(x) = extra {
+            rebuilt.insert("items".into(), x);
+            moved.push((format!("{path}/additionalItems"), format!("{path}/items")));
+        }
+        *node = rebuilt;
+        changes.push("array items became prefixItems".into());
+    } else if node.has("additionalItems") {
+        node.remove("additionalItems");
+        normalized.push("additionalItems without an items array has no effect".into());
+    }
+}
+
+/// Draft-04 boolean `exclusiveMinimum`/`exclusiveMaximum` as 2020-12 numbers; draft-07
+/// `dependencies` split into `dependentRequired` and `dependentSchemas`.
+fn bounds_and_dependencies(node: &mut Map<String, Value>, changes: &mut Vec<String>) {
+    for (ex, inc) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+        if let Some(&Value::Bool(b)) = node.at(ex) {
+            node.remove(ex);
+            if b {
+                if let Some(v) = node.remove(inc) {
+                    node.insert(ex.into(), v);
+                }
+            }
+            changes.push(format!("boolean {ex} became 2020-12"));
+        }
+    }
+    if let Some(Value::Object(deps)) = node.at("dependencies").cloned() {
+        node.remove("dependencies");
+        let mut req = Map::new();
+        let mut sch = Map::new();
+        for (k, v) in deps {
+            if v.is_array() {
+                req.insert(k, v);
+            } else {
+                sch.insert(k, v);
+            }
+        }
+        if !req.is_empty() {
+            node.insert("dependentRequired".into(), Value::Object(req));
+        }
+        if !sch.is_empty() {
+            node.insert("dependentSchemas".into(), Value::Object(sch));
+        }
+        changes.push("dependencies split into dependentRequired/dependentSchemas".into());
+    }
+}
+
+/// OpenAPI's `nullable` as a `null` type; `$schema` and fragment `$id` below the root removed.
+fn nullable_and_ids(node: &mut Map<String, Value>, path: &str, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
+    match node.at("nullable") {
+        Some(Value::Bool(true)) => {
+            node.remove("nullable");
+            if let Some(t) = Types::of(node) {
+                if !t.contains(Types::NULL) {
+                    node.insert("type".into(), t.union(Types::NULL).to_json());
+                }
+            }
+            if let Some(Value::Array(e)) = node.at_mut("enum") {
+                if !e.contains(&Value::Null) {
+                    e.push(Value::Null);
+                }
+            }
+            changes.push("nullable: true became a null type".into());
+        }
+        Some(Value::Bool(false)) => {
+            node.remove("nullable");
+            normalized.push("nullable: false has no effect".into());
+        }
+        Some(_) => {
+            node.remove("nullable");
+            normalized.push("nullable that is not a boolean has no effect".into());
+        }
+        None => {}
+    }
+    if !path.is_empty() {
+        for k in ["$schema", "$id"] {
+            if let Some(v) = node.at(k) {
+                // a `$id` that is a URI may be a base other refs name: kept
+                if k == "$id" && !v.as_str().is_some_and(|s| s.starts_with('#')) {
+                    continue;
+                }
+                node.remove(k);
+                normalized.push(format!("{k} below the root removed"));
+            }
+        }
     }
 }
 

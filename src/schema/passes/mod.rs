@@ -9,6 +9,7 @@ pub mod explicit_types;
 pub mod fixed_fields;
 pub mod integer_bounds;
 pub mod item_counts;
+pub mod multiple_of;
 pub mod never;
 pub mod open_objects;
 pub mod patterns;

@@ -6,13 +6,14 @@
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::{is_never, never_map};
 use crate::schema::walk::post_order;
-use crate::schema::{Context, Cx, Kind};
-use serde_json::Value;
+use crate::schema::{Context, Cx, Kind, Never};
+use serde_json::{Map, Value};
 
 /// Passes that must run before this one in a profile's list: `false` is spelled `not: {}`.
 pub const AFTER: &[&str] = &["boolean_schemas"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
+    let spell = cx.target.never;
     let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         for key in ["anyOf", "oneOf"] {
@@ -84,6 +85,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.insert("additionalProperties".into(), Value::Bool(false));
             recs.push((path.to_string(), Kind::NeverDropped, "additionalProperties can never match: false".into()));
         }
+        if spell == Never::EmptyAnyOf {
+            respell(node, path, &mut recs);
+        }
     });
     if root.as_object().is_some_and(is_never) {
         let (replacement, what) = match cx.context {
@@ -96,5 +100,24 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
     for (p, k, d) in recs {
         cx.record(&p, k, d);
+    }
+}
+
+/// The never sentinels a node holds as subschemas, and a closed object without `properties`, written as
+/// a backend that refuses `not` reads them ([`Never::EmptyAnyOf`]). Exact.
+fn respell(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(String, Kind, String)>) {
+    let mut n = 0;
+    crate::schema::walk::children_mut(node, |_, c| {
+        if c.as_object().is_some_and(|m| m.len() == 1 && m.contains_key("not") && is_never(m)) {
+            *c = serde_json::json!({"anyOf": []});
+            n += 1;
+        }
+    });
+    if n > 0 {
+        recs.push((path.to_string(), Kind::KeywordNormalized, format!("{n} never-matching subschema(s) written as anyOf: [] (the backend refuses not)")));
+    }
+    if node.at("additionalProperties") == Some(&Value::Bool(false)) && !node.has("properties") {
+        node.insert("properties".into(), Value::Object(Map::new()));
+        recs.push((path.to_string(), Kind::KeywordNormalized, "properties: {} written beside additionalProperties: false (read only beside it)".into()));
     }
 }

@@ -21,6 +21,23 @@ fn trivially_true(k: &str, v: &Value) -> bool {
     }
 }
 
+/// Whether no property name can match two of these `patternProperties` regexes: each is anchored
+/// (`^`) and starts with a literal that no other's literal start agrees with. Conservative: false
+/// whenever it cannot tell.
+fn provably_disjoint(p: &serde_json::Map<String, Value>) -> bool {
+    let literal = |re: &str| -> Option<String> {
+        let rest = re.strip_prefix('^')?;
+        let lit: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-').collect();
+        // a quantifier right after the literal makes its last character optional
+        let next = rest.get(lit.len()..).and_then(|r| r.chars().next());
+        let lit = if matches!(next, Some('*' | '?' | '{')) { lit.get(..lit.len().saturating_sub(1))?.to_string() } else { lit };
+        (!lit.is_empty()).then_some(lit)
+    };
+    let lits: Option<Vec<String>> = p.keys().map(|k| literal(k)).collect();
+    let Some(lits) = lits else { return p.len() < 2 };
+    lits.iter().enumerate().all(|(i, a)| lits.iter().skip(i + 1).all(|b| !(a.starts_with(b.as_str()) || b.starts_with(a.as_str()))))
+}
+
 /// Passes that must run before this one in a profile's list: keywords are in their 2020-12 spelling.
 pub const AFTER: &[&str] = &["dialect"];
 
@@ -40,6 +57,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 } else {
                     removed.push((k.to_string(), v));
                 }
+            }
+        }
+        // a backend that needs `patternProperties` disjoint refuses the whole schema otherwise
+        if target.disjoint_pattern_properties && node.at("patternProperties").and_then(Value::as_object).is_some_and(|p| !provably_disjoint(p)) {
+            if let Some(v) = node.remove("patternProperties") {
+                removed.push(("patternProperties".to_string(), v));
             }
         }
         // additionalProperties does not apply to names patternProperties matched: without them it would
@@ -104,4 +127,22 @@ fn describe(removed: &[(String, Value)]) -> Option<String> {
     }
     let t: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
     Some(t.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn pattern_properties_are_disjoint_only_when_their_anchored_literals_differ() {
+        let d = |v: Value| provably_disjoint(v.as_object().unwrap_or(&serde_json::Map::new()));
+        assert!(d(json!({"^a": {}, "^b": {}})));
+        assert!(d(json!({"^x-": {}, "^y_": {}})));
+        assert!(d(json!({"anything": {}})), "one pattern never overlaps itself");
+        assert!(!d(json!({"a*": {}, "aaa*": {}})), "unanchored");
+        assert!(!d(json!({"^ab": {}, "^a": {}})), "one literal starts the other");
+        assert!(!d(json!({"^ab*": {}, "^a": {}})), "b* may be empty");
+        assert!(!d(json!({"f.*": {}, "b.*": {}})));
+    }
 }
