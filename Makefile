@@ -23,13 +23,13 @@ demo: wasm
 # cached in ~/.cache/toolfit/server) raw and behind Envoy; each fuzz target for 30 s.
 test: build wasm lint
 	cargo test --release
-	python3 tests/llama_judges.py
-	python3 tests/vllm_judges.py
-	python3 tests/ollama_judges.py
-	python3 tests/e2e.py
-	python3 tests/faults.py
-	$$(scripts/venv.sh)/bin/python tests/llama_server.py
-	$$(scripts/venv.sh)/bin/python tests/deploy.py
+	python3 tests/judges/llama_judges.py
+	python3 tests/judges/vllm_judges.py
+	python3 tests/judges/ollama_judges.py
+	python3 tests/envoy/e2e.py
+	python3 tests/envoy/faults.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
 	scripts/fuzz.sh 30
 
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
@@ -44,12 +44,12 @@ test-unit:
 	cargo test --release
 
 test-judges: build
-	python3 tests/llama_judges.py
-	python3 tests/vllm_judges.py
-	python3 tests/ollama_judges.py
+	python3 tests/judges/llama_judges.py
+	python3 tests/judges/vllm_judges.py
+	python3 tests/judges/ollama_judges.py
 
 test-e2e: build wasm
-	python3 tests/e2e.py
+	python3 tests/envoy/e2e.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
 # ~/.cache/toolfit/server) with tiny generated models (Qwen 2.5 and Llama 3.1 templates), raw and behind
@@ -57,10 +57,10 @@ test-e2e: build wasm
 # FULL=1: every catalog, every lossy tool plus a stratified sample (TOOLS=200 in all, SEEDS=1 call each),
 # 30 output schemas, and the README's table; ONLY=0.3.16 runs one release (about an hour each on 2 cores).
 test-llama-server: build wasm
-	$$(scripts/venv.sh)/bin/python tests/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(TOOLS),--tools $(TOOLS)) $(if $(ONLY),--only $(ONLY))
+	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(TOOLS),--tools $(TOOLS)) $(if $(ONLY),--only $(ONLY))
 
 test-deploy: build wasm
-	$$(scripts/venv.sh)/bin/python tests/deploy.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
 
 # Regenerates deploy/monitoring/toolfit-dashboard.json from the filter's metric names.
 dashboard: build
@@ -72,15 +72,15 @@ kinds: build
 
 # Engine throughput per catalog beside serde_json and mcp-schema-normalize (prints a table; no assertions).
 bench-engine:
-	python3 tests/bench_engine.py
+	python3 bench/bench_engine.py
 
 # Latency Envoy adds with the filter vs without, same run, interleaved (prints a table; no assertions).
 bench-envoy: wasm
-	python3 tests/bench_envoy.py
+	python3 bench/bench_envoy.py
 
 # 20,000 mixed requests at concurrency 32 through Envoy with toolfit; every upstream body checked.
 load: build wasm
-	python3 tests/load.py
+	python3 bench/load.py
 
 # The fuzz targets for SECONDS each (make fuzz SECONDS=3600 for the long run).
 fuzz:

@@ -1,7 +1,7 @@
 //! Engine throughput per tools/list catalog (native): `cargo bench --bench engine -- FILE...`.
 //! Prints one JSON line per catalog: toolfit's cold rewrite (parse, rewrite, serialise the changed
 //! schemas), its warm rewrite (every schema from the rewrite cache) and, as the floor for any tree rewrite, serde_json parsing and re-serialising the same bytes.
-//! Figures are the best of repeated runs (at least 0.3 s per measurement). `tests/bench_engine.py` puts
+//! Figures are the best of repeated runs (at least 0.3 s per measurement). `bench/bench_engine.py` puts
 //! them beside mcp-schema-normalize and prints ratios.
 
 use std::alloc::{GlobalAlloc, Layout, System};

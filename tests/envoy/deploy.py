@@ -7,8 +7,9 @@ import copy, glob, json, os, re, shutil, subprocess, sys, tempfile, time
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import e2e  # noqa: E402  (Envoy runner, recording upstream, check())
 from e2e import check, results  # noqa: E402
 import npm_cache  # noqa: E402
@@ -28,7 +29,7 @@ def render(overlay):
 
 def validator():
     npm_cache.ensure(NPM_PACKAGES)
-    shutil.copy(os.path.join(ROOT, "tests", "k8s_validate.mjs"), NPM)
+    shutil.copy(os.path.join(ROOT, "tests", "envoy", "k8s_validate.mjs"), NPM)
 
 
 def validate(objs):
@@ -225,10 +226,10 @@ def main():
     finally:
         e.stop()
 
-    # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/e2e.py saved them)
+    # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/envoy/e2e.py saved them)
     seen_file = os.path.join(ROOT, "target", "e2e-metric-names.txt")
     seen = set(open(seen_file).read().split()) if os.path.exists(seen_file) else set()
-    check("metric names from the e2e run are available", len(seen) > 50, "run tests/e2e.py first")
+    check("metric names from the e2e run are available", len(seen) > 50, "run tests/envoy/e2e.py first")
     kinds = {l.split("`")[1] for l in subprocess.run([TOOLFIT, "kinds"], capture_output=True, text=True).stdout.splitlines()[2:]}
     dash = open(os.path.join(DEPLOY, "monitoring", "toolfit-dashboard.json")).read()
     exprs = [t["expr"] for p in json.loads(dash)["panels"] for t in p["targets"]]

@@ -9,7 +9,7 @@ Every tool gets the same bytes: each catalog becomes the OpenAI chat request an 
 accept."""
 import glob, json, math, os, shutil, subprocess, sys, tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
 import npm_cache  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,9 +33,9 @@ def lines(cmd):
 
 ours = lines(["cargo", "bench", "--quiet", "--bench", "engine", "--"] + files)
 venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-theirs = lines([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tests", "msn.py"), "bench"] + files)
+theirs = lines([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tests", "support", "msn.py"), "bench"] + files)
 modules = npm_cache.ensure(["@silupanda/schema-bridge@0.2.3"])
-bridge = lines(["node", os.path.join(ROOT, "tests", "schema_bridge.mjs"), modules] + files)
+bridge = lines(["node", os.path.join(ROOT, "tests", "support", "schema_bridge.mjs"), modules] + files)
 
 mbps = lambda b, s: b / s / 1e6
 g = lambda xs: math.exp(sum(map(math.log, xs)) / len(xs))

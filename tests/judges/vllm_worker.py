@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """One judge process for vLLM's structured-output backends, run in the judges' venv (see
-tests/vllm_judges.py, which builds it). Reads JSON lines {"backend", "schema", "instances"?} and writes one
+tests/judges/vllm_judges.py, which builds it). Reads JSON lines {"backend", "schema", "instances"?} and writes one
 JSON line per item, flushed at once: {"ok", "error"?, "accepts"?, "warnings"}.
 
 Each backend is compiled the way vLLM 0.33.0 compiles it (vllm/v1/structured_output/backend_*.py):

@@ -34,15 +34,15 @@ allowed but the server's own parser refused, so the arguments are read from the 
 around structured output and, with Llama 3.1, `{"type":"function",...}` calls its parser then refuses)
 and `call`.
 
-    $(scripts/venv.sh)/bin/python tests/llama_server.py [--full [--seeds N] [--tools N]] [--only 0.3.16]
+    $(scripts/venv.sh)/bin/python tests/envoy/llama_server.py [--full [--seeds N] [--tools N]] [--only 0.3.16]
 
 The slice (in `make test`) checks every behaviour on a few requests; --full runs every catalog and the
 several-hundred-tool sample and prints the README table. Prints a line per check, 'N passed, M failed'.
 """
 import concurrent.futures, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import e2e  # noqa: E402  (the Envoy harness: envoy/envoy.yaml with the built wasm)
 import tiny_model  # noqa: E402

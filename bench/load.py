@@ -3,11 +3,11 @@
 --concurrency 2) in front of a recording upstream. Checks every upstream body (untouched bodies byte
 for byte, rewritten ones equal to the engine's output for that input, by sha256), counts non-2xx, and
 samples Envoy's RSS after warm-up and at the end. Prints the figures; exit 1 on any failure.
-  python3 tests/load.py [REQUESTS] [CONCURRENCY]"""
+  python3 bench/load.py [REQUESTS] [CONCURRENCY]"""
 import hashlib, http.client, json, os, random, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 import e2e  # noqa: E402
 
 

@@ -16,7 +16,7 @@ Prints the matrices and a closing 'N passed, M failed' line; exit 1 on any failu
 """
 import collections, concurrent.futures, glob, json, os, re, subprocess, sys, tarfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "corpus")
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
 VERSIONS = ["0.3.36", "0.3.16", "0.3.9", "0.3.4", "0.2.90"]  # llama.cpp 2026-10, 2025-08, 2025-05, 2024-12, 2024-08
@@ -30,7 +30,7 @@ def check(name, ok, detail=""):
 
 
 def judge(version):
-    return subprocess.run([os.path.join(ROOT, "tests", "judge", "build.sh"), version], check=True,
+    return subprocess.run([os.path.join(ROOT, "tests", "judges", "build.sh"), version], check=True,
                           capture_output=True, text=True).stdout.strip().splitlines()[-1]
 
 
@@ -174,7 +174,7 @@ def spellings(inst, schema, root):
 def msn(schemas):
     """Each schema through mcp-schema-normalize: [(schema, lossy)]."""
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    p = subprocess.run([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tests", "msn.py"), "normalize"],
+    p = subprocess.run([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tests", "support", "msn.py"), "normalize"],
                        input="".join(json.dumps(x) + "\n" for x in schemas), capture_output=True, text=True, check=True)
     return [(o["schema"], o["lossy"]) for o in (json.loads(x) for x in p.stdout.split("\n") if x.strip())]
 

@@ -22,10 +22,10 @@ import collections, concurrent.futures, json, os, select, shutil, subprocess, sy
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from llama_judges import CORPUS, ROOT, TOOLFIT, cache_dir, corpus_schemas, jsts_groups, spellings  # noqa: E402
 
-WORKER = os.path.join(ROOT, "tests", "judge", "vllm_worker.py")
+WORKER = os.path.join(ROOT, "tests", "judges", "vllm_worker.py")
 PINS = ["llguidance==1.9.1", "outlines-core==0.2.14", "apache-tvm-ffi==0.1.15.post2", "transformers==5.23.0",
         "pydantic==2.14.3", "numpy==2.4.6", "typing-extensions==4.16.0"]
-XGRAMMAR = "xgrammar==0.2.8"  # without its torch/triton requirements: see tests/judge/vllm_worker.py
+XGRAMMAR = "xgrammar==0.2.8"  # without its torch/triton requirements: see tests/judges/vllm_worker.py
 VLLM = "vllm==0.33.0"
 VLLM_FILES = ["vllm/sampling_params.py", "vllm/v1/structured_output/backend_xgrammar.py",
               "vllm/v1/structured_output/backend_outlines.py", "vllm/tool_parsers/utils.py"]

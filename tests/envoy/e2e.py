@@ -4,7 +4,7 @@ recording upstream on loopback. The Envoy config is envoy/envoy.yaml itself, wit
 substituted and a few test routes added. Prints one line per check and 'N passed, M failed'."""
 import gzip, http.client, json, os, re, socket, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "envoy"))
 import echo_upstream  # noqa: E402
 

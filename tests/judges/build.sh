@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds toolfit's judge against the llama.cpp that a llama-cpp-python sdist (from the Python package
 # registry) vendors. Only llama.cpp's JSON-schema converter and grammar engine are compiled.
-#   tests/judge/build.sh 0.3.36     # prints the judge's path; cached under $TOOLFIT_JUDGE_DIR
+#   tests/judges/build.sh 0.3.36     # prints the judge's path; cached under $TOOLFIT_JUDGE_DIR
 set -euo pipefail
 version=${1:?usage: build.sh LLAMA_CPP_PYTHON_VERSION}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,7 +1,7 @@
 // `make bench-engine` helper: schema-bridge (npm @silupanda/schema-bridge) on OpenAI chat bodies with `tools`.
 // Per catalog and target (openai, gemini): seconds for JSON.parse + convert of every tool's schema +
 // JSON.stringify of the result (best of runs, at least 0.3 s of runs), one JSON line each.
-// Usage: node tests/schema_bridge.mjs NODE_MODULES_DIR FILE...
+// Usage: node tests/support/schema_bridge.mjs NODE_MODULES_DIR FILE...
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";

@@ -3,8 +3,8 @@
 the upstream got, which counter moved), and Envoy keeps serving afterwards. Prints 'N passed, M failed'."""
 import gzip, http.client, json, os, socket, subprocess, sys, threading, time, zlib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 import e2e  # noqa: E402
 from e2e import NEEDS_FIX, FINE, chat_body, check, cli, last, metric, results  # noqa: E402
 
@@ -148,7 +148,7 @@ def reload_under_load():
     """The plugin configuration changes (a new listener from file-based LDS) while requests flow."""
     up = e2e.free_port()
     _, rec = e2e.echo_upstream.serve(up)
-    d = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "target", "faults-lds")
+    d = os.path.join(ROOT, "target", "faults-lds")
     os.makedirs(d, exist_ok=True)
     port, admin = e2e.free_port(), e2e.free_port()
     lds = os.path.join(d, "lds.yaml")
