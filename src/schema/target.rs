@@ -53,6 +53,9 @@ pub struct Target {
     /// Whether the backend refuses `patternProperties` whose regexes may both match one name
     /// (llguidance): such `patternProperties` are removed unless toolfit can tell they are disjoint.
     pub disjoint_pattern_properties: bool,
+    /// Whether the backend checks `multipleOf` with one automaton state per remainder, and how many
+    /// states it can afford: a larger step is removed (see `passes::multiple_of`).
+    pub multiple_of_states: Option<u64>,
     /// How the backend reads a schema no value matches, where one must stay (a `patternProperties`
     /// value, a `contains`, a whole schema).
     pub never: Never,
@@ -174,6 +177,7 @@ impl Target {
         nesting: None,
         never: Never::Not,
         disjoint_pattern_properties: false,
+        multiple_of_states: None,
         tool_fields: None,
     };
 
@@ -236,6 +240,8 @@ impl Target {
         beside_pattern: BesidePattern::NoLengths,
         one_of_as_any_of: true,
         disjoint_pattern_properties: true,
+        // 0.07 s for a 31-digit number at 9,973 states, 1.5 s at 99,991
+        multiple_of_states: Some(10_000),
         ..Target::VLLM_SERVER
     };
 

@@ -1,6 +1,11 @@
-//! An integer's fractional `multipleOf` written as the whole step it means: the integers that are
-//! multiples of p/q (in lowest terms) are the multiples of p. Exact, and it spares a backend the float
-//! division it cannot do precisely (llguidance refuses `0.123456789`, read as 0.12345678899999998).
+//! `multipleOf` as the backend can check it.
+//! - An integer's fractional `multipleOf` is written as the whole step it means: the integers that are
+//!   multiples of p/q (in lowest terms) are the multiples of p. Exact, and it spares a backend the float
+//!   division it cannot do precisely (llguidance refuses `0.123456789`, read as 0.12345678899999998).
+//! - Where the backend checks a step with one automaton state per remainder
+//!   ([`crate::schema::Target::multiple_of_states`]), a step needing more states is removed (lossy, said in
+//!   the description): llguidance takes 12 s to match a 31-digit number against `multipleOf: 999983`, and
+//!   did not finish in minutes at 123456789. Factors 2 and 5 cost nothing (decimal digits check them).
 
 use super::primary_type;
 use crate::schema::lookup::Lookup;
@@ -16,23 +21,45 @@ pub const AFTER: &[&str] = &["dialect"];
 pub const WANTS: &[&str] = &["multipleOf"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut recs: Vec<(String, String)> = Vec::new();
+    let states = cx.target.multiple_of_states;
+    let promote = cx.opts.promote_to_description;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
-        if primary_type(node) != Some(Types::INTEGER) {
-            return;
-        }
         let Some(Value::Number(m)) = node.at("multipleOf") else { return };
-        if m.is_u64() || m.is_i64() {
-            return;
-        }
         let text = m.to_string();
-        let Some(step) = whole_step(&text) else { return };
-        node.insert("multipleOf".into(), Value::from(step));
-        recs.push((path.to_string(), format!("multipleOf {text} on integers written as {step}")));
+        if primary_type(node) == Some(Types::INTEGER) && !(m.is_u64() || m.is_i64()) {
+            if let Some(step) = whole_step(&text) {
+                node.insert("multipleOf".into(), Value::from(step));
+                recs.push((path.to_string(), Kind::BoundsNormalized, format!("multipleOf {text} on integers written as {step}")));
+            }
+        }
+        let Some(limit) = states else { return };
+        let Some(Value::Number(m)) = node.at("multipleOf") else { return };
+        let digits: String = m.to_string().split(['e', 'E']).next().unwrap_or("").chars().filter(char::is_ascii_digit).collect();
+        let needed = digits.trim_start_matches('0').parse::<u64>().map_or(u64::MAX, odd_part);
+        if needed > limit {
+            if let Some(v) = node.remove("multipleOf") {
+                let said = crate::schema::say_removed(node, &[("multipleOf".to_string(), v)], promote);
+                recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {said}: a step of {needed} automaton states (over {limit})")));
+            }
+        }
     });
-    for (path, detail) in recs {
-        cx.record(&path, Kind::BoundsNormalized, detail);
+    for (path, kind, detail) in recs {
+        cx.record(&path, kind, detail);
     }
+}
+
+/// `n` without its factors 2 and 5: the remainders a decimal automaton must track to check `n`.
+fn odd_part(mut n: u64) -> u64 {
+    if n == 0 {
+        return 0;
+    }
+    for f in [2, 5] {
+        while n % f == 0 {
+            n /= f;
+        }
+    }
+    n
 }
 
 /// The numerator of a positive decimal `d.ddd` in lowest terms, if it fits; `None` for exponents,
@@ -70,5 +97,13 @@ mod tests {
         for bad in ["1e-3", "-0.5", "0.0", "1", "0.1234567890123456789"] {
             assert_eq!(whole_step(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn only_factors_other_than_2_and_5_cost_states() {
+        assert_eq!(odd_part(1000), 1);
+        assert_eq!(odd_part(120), 3);
+        assert_eq!(odd_part(999_983), 999_983);
+        assert_eq!(odd_part(0), 0);
     }
 }
