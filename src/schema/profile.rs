@@ -44,6 +44,26 @@ macro_rules! gated {
     };
 }
 
+/// The passes that make any schema plain (bounded, 2020-12, refs resolved, `allOf` merged, union
+/// siblings in the branches, "never" dropped, a tool's root an object), followed by the given ones: the
+/// start of every pass list but llama.cpp's (which puts exact tuples among them) and `mcp`'s.
+macro_rules! plain_then {
+    ($($p:expr),* $(,)?) => {
+        &[
+            pass!(bounds),
+            gated!(unevaluated),
+            pass!(dialect),
+            pass!(boolean_schemas),
+            pass!(refs),
+            gated!(all_of),
+            gated!(unions),
+            pass!(never),
+            pass!(tool_root),
+            $($p),*
+        ]
+    };
+}
+
 /// llama.cpp's converter (llama-server, Ollama's `format`), every version from 2024-08 on.
 pub static LLAMA_CPP: Profile = Profile {
     name: "llama-cpp",
@@ -86,43 +106,9 @@ pub static OLLAMA: Profile = Profile {
     // tools are text in Ollama's prompt, never compiled: refs inlined (Ollama drops `$ref`), the
     // dialect and unions made plain, then the fixed fields; no grammar workaround
     defaults: Defaults::STANDARD,
-    tool_passes: Some(&[
-        pass!(bounds),
-        gated!(unevaluated),
-        pass!(dialect),
-        pass!(boolean_schemas),
-        pass!(refs),
-        gated!(all_of),
-        gated!(unions),
-        pass!(never),
-        pass!(tool_root),
-        pass!(fixed_fields),
-        pass!(bounds),
-    ]),
-    passes: &[
-        pass!(bounds),
-        gated!(unevaluated),
-        pass!(dialect),
-        pass!(boolean_schemas),
-        pass!(refs),
-        gated!(all_of),
-        gated!(prefix_items),
-        gated!(unions),
-        pass!(never),
-        pass!(tool_root),
-        pass!(unsupported),
-        pass!(unspellable_names),
-        pass!(open_objects),
-        pass!(explicit_types),
-        gated!(patterns),
-        gated!(integer_bounds),
-        gated!(repetition),
-        gated!(item_counts),
-        gated!(enums),
-        pass!(never),
-        pass!(bounds),
-        pass!(refs_listed),
-    ],
+    tool_passes: Some(plain_then![pass!(fixed_fields), pass!(bounds)]),
+    // `format` is compiled by the llama.cpp it vendors (`llama_cpp_since` names the release)
+    passes: LLAMA_CPP.passes,
 };
 
 /// Bounds and dialect clean-up only, for MCP clients and backends that take 2020-12 as it is.
@@ -142,16 +128,7 @@ pub static MCP: Profile = Profile {
 /// of an untyped schema (`{"maxLength": 2}` compiles as "a string").
 macro_rules! grammar_passes {
     () => {
-        &[
-            pass!(bounds),
-            gated!(unevaluated),
-            pass!(dialect),
-            pass!(boolean_schemas),
-            pass!(refs),
-            gated!(all_of),
-            gated!(unions),
-            pass!(never),
-            pass!(tool_root),
+        plain_then![
             gated!(multiple_of),
             pass!(unsupported),
             pass!(open_objects),

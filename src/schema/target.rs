@@ -50,6 +50,9 @@ pub struct Target {
     pub shared_defs: bool,
     /// The deepest nesting of JSON containers the backend accepts in a schema document, if it limits it.
     pub nesting: Option<Nesting>,
+    /// Definition names the backend's converter uses for its own grammar rules: a definition so named
+    /// is renamed (with its refs), or it would clash with the rule.
+    pub reserved_names: &'static [&'static str],
     /// Whether the backend refuses `patternProperties` whose regexes may both match one name
     /// (llguidance): such `patternProperties` are removed unless toolfit can tell they are disjoint.
     pub disjoint_pattern_properties: bool,
@@ -140,6 +143,36 @@ pub enum BesidePattern {
     Everything,
 }
 
+/// Names llama.cpp's converters give their own rules; a definition with one of these names is renamed.
+const LLAMA_CPP_RULES: &[&str] = &[
+    "root",
+    "space",
+    "dot",
+    "boolean",
+    "number",
+    "integer",
+    "value",
+    "object",
+    "array",
+    "uuid",
+    "char",
+    "string",
+    "null",
+    "date",
+    "time",
+    "date-time",
+    "date-string",
+    "time-string",
+    "date-time-string",
+    "decimal-part",
+    "integral-part",
+    "uuid1",
+    "uuid2",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+];
+
 /// Keywords no grammar a JSON-schema compiler writes enforces (they relate values to each other, or
 /// exclude values).
 const RELATIONAL: &[&str] = &[
@@ -177,6 +210,7 @@ impl Target {
         nesting: None,
         never: Never::Not,
         disjoint_pattern_properties: false,
+        reserved_names: &[],
         multiple_of_states: None,
         tool_fields: None,
     };
@@ -194,6 +228,7 @@ impl Target {
         beside_pattern: BesidePattern::Nothing,
         counts_need_room: true,
         versioned: true,
+        reserved_names: LLAMA_CPP_RULES,
         ..Target::GRAMMAR
     };
 

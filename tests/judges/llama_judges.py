@@ -14,7 +14,7 @@
   listed unspellable ones and (objects closed) those refused only for a key the schema does not declare.
 Prints the matrices and a closing 'N passed, M failed' line; exit 1 on any failure.
 """
-import collections, concurrent.futures, glob, json, os, re, subprocess, sys, tarfile
+import collections, concurrent.futures, glob, json, os, re, shutil, subprocess, sys, tarfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CORPUS = os.path.join(ROOT, "tests", "corpus")
@@ -223,6 +223,24 @@ def cache_dir(name):
     d = os.path.join(os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit")), name)
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def venv(name, pins, no_deps=()):
+    """A judge's own venv under ~/.cache/toolfit/NAME holding exactly `pins` (and `no_deps`, installed without
+    their requirements), rebuilt when they change; returns its python."""
+    d = cache_dir(name)
+    py = os.path.join(d, "venv", "bin", "python")
+    stamp = os.path.join(d, "venv", "pins")
+    want = "\n".join(list(pins) + list(no_deps))
+    if not (os.path.exists(stamp) and open(stamp).read() == want):
+        shutil.rmtree(os.path.join(d, "venv"), ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "venv", os.path.join(d, "venv")], check=True)
+        pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run(pip + list(pins), check=True)
+        if no_deps:
+            subprocess.run(pip + ["--no-deps", *no_deps], check=True)
+        open(stamp, "w").write(want)
+    return py
 
 
 def jsts_groups(draft):

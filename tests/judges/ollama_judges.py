@@ -13,10 +13,10 @@ Python client's `ollama._types.Tool` keeps the same fields (fewer: a property ha
 The client runs in a venv of its own under ~/.cache/toolfit/ollama (built on first use).
 Prints a closing 'N passed, M failed' line; exit 1 on any failure.
 """
-import json, os, shutil, subprocess, sys
+import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import CORPUS, TOOLFIT, cache_dir  # noqa: E402
+from llama_judges import CORPUS, TOOLFIT, check, results, venv  # noqa: E402
 
 PINS = ["ollama==0.6.3", "pydantic==2.14.3"]
 # the client's model, round trip: what the client (and Ollama's server) keeps of a tool
@@ -35,26 +35,6 @@ for line in sys.stdin:
         p["$defs"] = p.pop("defs")
     print(json.dumps(out), flush=True)
 """
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append(ok)
-    print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
-
-
-def setup():
-    d = cache_dir("ollama")
-    py = os.path.join(d, "venv", "bin", "python")
-    stamp = os.path.join(d, "venv", "pins")
-    if not (os.path.exists(stamp) and open(stamp).read() == "\n".join(PINS)):
-        shutil.rmtree(os.path.join(d, "venv"), ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", os.path.join(d, "venv")], check=True)
-        subprocess.run([py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"] + PINS, check=True)
-        open(stamp, "w").write("\n".join(PINS))
-    return py
-
-
 def round_trip(py, tools):
     p = subprocess.run([py, "-c", ROUND_TRIP], input="".join(json.dumps(t) + "\n" for t in tools),
                        capture_output=True, text=True, check=True)
@@ -109,7 +89,7 @@ def constraint_words(params):
 def main():
     if not os.path.exists(TOOLFIT):
         sys.exit("build first: cargo build --release")
-    py = setup()
+    py = venv("ollama", PINS)
     tools = corpus_tools()
     raw = [tool(n, p) for _, n, p, _ in tools if isinstance(p, dict)]
     labels = [(l, n) for l, n, p, _ in tools if isinstance(p, dict)]

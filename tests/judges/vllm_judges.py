@@ -20,7 +20,7 @@ and a closing 'N passed, M failed' line; exit 1 on any failure.
 import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import CORPUS, ROOT, TOOLFIT, cache_dir, corpus_schemas, jsts_groups, spellings  # noqa: E402
+from llama_judges import CORPUS, ROOT, TOOLFIT, cache_dir, check, corpus_schemas, jsts_groups, results, spellings, venv  # noqa: E402
 
 WORKER = os.path.join(ROOT, "tests", "judges", "vllm_worker.py")
 PINS = ["llguidance==1.9.1", "outlines-core==0.2.14", "apache-tvm-ffi==0.1.15.post2", "transformers==5.23.0",
@@ -39,27 +39,10 @@ KNOWN_REFUSED = {}
 # what xgrammar says when it compiles a oneOf as anyOf: a loss only if the branches overlap, which the
 # instances show (toolfit leaves only disjoint oneOf to it)
 ONE_OF_FALLBACK = "oneOf with overlapping or non-provably-disjoint branches"
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append(ok)
-    print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
-
-
 def setup():
     """The judges' venv and vLLM's check functions, cached; returns (python, vllm source dir)."""
     d = cache_dir("vllm")
-    py = os.path.join(d, "venv", "bin", "python")
-    stamp = os.path.join(d, "venv", "pins")
-    want = "\n".join(PINS + [XGRAMMAR])
-    if not (os.path.exists(stamp) and open(stamp).read() == want):
-        shutil.rmtree(os.path.join(d, "venv"), ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", os.path.join(d, "venv")], check=True)
-        pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run(pip + PINS, check=True)
-        subprocess.run(pip + ["--no-deps", XGRAMMAR], check=True)
-        open(stamp, "w").write(want)
+    py = venv("vllm", PINS, [XGRAMMAR])
     src = os.path.join(d, "vllm-src")
     if not all(os.path.exists(os.path.join(src, f)) for f in VLLM_FILES):
         wheels = os.path.join(d, "wheel")

@@ -1,6 +1,7 @@
 //! `$ref` resolved the way JSON Schema defines it (`#`, any JSON pointer with `~0`/`~1` and
 //! percent-encoding, `$anchor`, a base equal to the root `$id`), then written in the one form every
-//! llama.cpp resolves: `#/$defs/Name` (or `#/definitions/Name`) with a plain name.
+//! the backend resolves: `#/$defs/Name` (or `#/definitions/Name`, where the target reads it) with a plain
+//! name that is none of the target's reserved rule names.
 //!
 //! A ref already in that form, without constraining siblings, is left alone. Others are inlined (the
 //! target merged with the siblings) when the target is not on a reference cycle and the inlining budget
@@ -14,36 +15,6 @@ use crate::schema::{Context, Cx, Kind};
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
 use std::collections::{HashMap, HashSet};
-
-/// Names llama.cpp's converters give their own rules; a definition with one of these names is renamed.
-const RESERVED: &[&str] = &[
-    "root",
-    "space",
-    "dot",
-    "boolean",
-    "number",
-    "integer",
-    "value",
-    "object",
-    "array",
-    "uuid",
-    "char",
-    "string",
-    "null",
-    "date",
-    "time",
-    "date-time",
-    "date-string",
-    "time-string",
-    "date-time-string",
-    "decimal-part",
-    "integral-part",
-    "uuid1",
-    "uuid2",
-    "uuid3",
-    "uuid4",
-    "uuid5",
-];
 
 /// Longest chain of refs followed at one node (`A` -> `B` -> ... ) before giving up.
 const MAX_HOPS: usize = 32;
@@ -62,7 +33,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     // original document and rewritten to root `$defs` entries, so their copies in place are dead
     // weight: other passes would rewrite them again and unions would copy them into branches.
     let kept = if strip_nested_defs(root, 0) { Some(orig.clone()) } else { None };
-    let mut st = State::new(orig, cx.target.shared_defs);
+    let mut st = State::new(orig, cx.target.shared_defs, cx.target.reserved_names);
     let before = cx.report.counters.clone();
     walk(root, &mut String::with_capacity(128), 0, &mut st, cx);
     if let Some(untouched) = kept {
@@ -123,10 +94,12 @@ struct State {
     /// the keywords whose entries a ref may name as they are (`definitions` only where the target reads
     /// it: see [`crate::schema::Target::shared_defs`])
     plain: &'static [&'static str],
+    /// definition names the backend's converter keeps for its own rules (renamed when met)
+    reserved: &'static [&'static str],
 }
 
 impl State {
-    fn new(orig: Value, shared_defs: bool) -> Self {
+    fn new(orig: Value, shared_defs: bool, reserved: &'static [&'static str]) -> Self {
         let mut anchors = HashMap::new();
         collect_anchors(&orig, &mut String::new(), &mut anchors, 0);
         let root_id = orig.at("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#').to_string());
@@ -149,6 +122,7 @@ impl State {
             refs_in: HashMap::new(),
             targets: HashSet::new(),
             plain,
+            reserved,
         }
     }
 
@@ -262,7 +236,7 @@ impl State {
     fn is_plain(&self, ptr: &str, r: &str) -> bool {
         for k in self.plain {
             if let Some(name) = ptr.strip_prefix(&format!("/{k}/")) {
-                if safe_name(name) {
+                if safe_name(name, self.reserved) {
                     return r == format!("#/{k}/{name}");
                 }
             }
@@ -274,7 +248,7 @@ impl State {
     fn def_ref(&mut self, ptr: &str) -> String {
         for k in self.plain {
             if let Some(name) = ptr.strip_prefix(&format!("/{k}/")) {
-                if safe_name(name) {
+                if safe_name(name, self.reserved) {
                     return format!("#/{k}/{name}");
                 }
             }
@@ -289,7 +263,7 @@ impl State {
         }
         let mut name = base.clone();
         let mut i = 2;
-        while self.used.contains(&name) || RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
+        while self.used.contains(&name) || self.reserved.contains(&name.to_ascii_lowercase().as_str()) {
             name = format!("{base}{i}");
             i += 1;
         }
@@ -327,8 +301,8 @@ fn constrains(k: &str) -> bool {
     k != "$ref" && is_constraint(k)
 }
 
-fn safe_name(n: &str) -> bool {
-    n.starts_with(|c: char| c.is_ascii_alphabetic()) && n.chars().all(|c| c.is_ascii_alphanumeric()) && !RESERVED.contains(&n.to_ascii_lowercase().as_str())
+fn safe_name(n: &str, reserved: &[&str]) -> bool {
+    n.starts_with(|c: char| c.is_ascii_alphabetic()) && n.chars().all(|c| c.is_ascii_alphanumeric()) && !reserved.contains(&n.to_ascii_lowercase().as_str())
 }
 
 fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, String>, depth: usize) {
