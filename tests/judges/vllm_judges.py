@@ -33,6 +33,9 @@ VLLM_FILES = ["vllm/sampling_params.py", "vllm/v1/structured_output/backend_xgra
 PROFILES = {"vllm": "vllm", "vllm-xgrammar": "xgrammar", "vllm-guidance": "guidance", "vllm-outlines": "outlines"}
 MATRIX_KEYS = ("rejected", "valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected", "silent_groups")
 ITEM_SECONDS = 60
+# a 40-tool request's wrapper on outlines: firecrawl's 26 tools make a 5 MB regex that vLLM's own
+# buildability check parses for 30-50 s on one core (raw and rewritten alike); a hang still fails
+REQUEST_SECONDS = 240
 # JSTS groups whose schema a backend refuses through toolfit too, with why: (backend, file, group) -> reason.
 # None today; anything refused fails.
 KNOWN_REFUSED = {}
@@ -66,13 +69,13 @@ class Judge:
         self.p = subprocess.Popen(self.cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   env=self.env, text=True, bufsize=1)
 
-    def one(self, item):
+    def one(self, item, seconds=ITEM_SECONDS):
         if self.p is None or self.p.poll() is not None:
             self.start()
         try:
             self.p.stdin.write(json.dumps(item) + "\n")
             self.p.stdin.flush()
-            ready, _, _ = select.select([self.p.stdout], [], [], ITEM_SECONDS)
+            ready, _, _ = select.select([self.p.stdout], [], [], seconds)
             line = self.p.stdout.readline() if ready else ""
         except BrokenPipeError:
             line = ""
@@ -83,8 +86,8 @@ class Judge:
         self.p = None
         return {"ok": False, "error": "judge crashed or timed out", "warnings": []}
 
-    def run(self, items):
-        return [self.one(i) for i in items]
+    def run(self, items, seconds=ITEM_SECONDS):
+        return [self.one(i, seconds) for i in items]
 
     def close(self):
         if self.p is not None:
@@ -174,7 +177,7 @@ def required_checks(judge):
     clash = [{"type": "function", "function": {"name": n, "description": "", "parameters": p}} for n, p in CLASH_TOOLS]
     calls = [[{"name": n, "parameters": a}] for n, a, _ in CLASH_CALLS]
     want = [v for _, _, v in CLASH_CALLS]
-    raw = judge.run([{"backend": "vllm", "tools": t} for _, t in requests])
+    raw = judge.run([{"backend": "vllm", "tools": t} for _, t in requests], REQUEST_SECONDS)
     raw_clash = judge.one({"backend": "vllm", "tools": clash, "instances": calls})
     print(f"tool_choice required: raw, {sum(not r['ok'] for r in raw)} of {len(raw)} corpus requests refused by vLLM; "
           f"the clash request: {raw_clash.get('error', 'accepted')[:80]}")
@@ -184,7 +187,7 @@ def required_checks(judge):
             return label, toolfit_request(profile, required_request(tools))["tools"]
         with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
             rewritten = list(ex.map(one, requests))
-        res = judge.run([{"backend": backend, "tools": t} for _, t in rewritten])
+        res = judge.run([{"backend": backend, "tools": t} for _, t in rewritten], REQUEST_SECONDS)
         bad = [(label, r["error"][:140]) for (label, _), r in zip(rewritten, res) if not r["ok"]]
         check(f"{profile}: every corpus request compiles in vLLM's tool_choice=required wrapper on {backend}", not bad,
               f"{len(res)} requests" if not bad else f"{len(bad)} refused: {bad[:3]}")
