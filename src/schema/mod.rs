@@ -106,12 +106,16 @@ impl<'a> Cx<'a> {
     }
 }
 
+/// Removed keywords as `k: v; ...`, each value cut to `max` bytes.
+pub fn removed_text(removed: &[(String, Value)], max: usize) -> String {
+    removed.iter().map(|(k, v)| format!("{k}: {}", compact(v, max))).collect::<Vec<_>>().join("; ")
+}
+
 /// The one way a lossy removal is said: returns the text for its record (`k: v; ...`) and, when
 /// `promote_to_description` is on, writes the same in the node's description. For passes that record
 /// after their walk ([`Cx::removed`] records at once).
 pub fn say_removed(node: &mut Map<String, Value>, removed: &[(String, Value)], promote_to_description: bool) -> String {
-    let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", compact(v, 120))).collect();
-    let text = text.join("; ");
+    let text = removed_text(removed, 120);
     if promote_to_description && !text.is_empty() {
         promote(node, &text);
     }

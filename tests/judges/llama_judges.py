@@ -60,25 +60,40 @@ def toolfit(doc, schema_mode=False, extra=(), text=None, profile="llama-cpp"):
     return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
 
 
-def corpus_schemas(profile="llama-cpp"):
-    """(label, rewritten schema) for every schema in the corpus, rewritten in its own context."""
+def corpus_tools():
+    """(label, name, parameters, outputSchema or None) for every corpus tool, in file order; the label is the
+    file (`servers/x.json`), an issue's tool is named after its file."""
     out = []
     for kind in ("servers", "issues", "synthetic"):
         for f in sorted(os.listdir(os.path.join(CORPUS, kind))):
             d = json.load(open(os.path.join(CORPUS, kind, f)))
             if kind == "servers":
-                tools = d["tools"]
+                out += [(f"{kind}/{f}", t["name"], t.get("inputSchema"), t.get("outputSchema")) for t in d["tools"]]
             elif kind == "issues":
-                tools = [{"name": f, "inputSchema": d["schema"]}]
+                out.append((f"{kind}/{f}", f.replace(".json", ""), d["schema"], None))
             else:
-                tools = [{"name": e["name"], "inputSchema": e["schema"],
-                          **({"outputSchema": e["outputSchema"]} if e.get("outputSchema") is not None else {})}
-                         for e in d["entries"]]
-            rewritten, _ = toolfit({"tools": tools}, profile=profile)
-            for t in rewritten["tools"]:
-                for key in ("inputSchema", "outputSchema"):
-                    if isinstance(t.get(key), (dict, bool)):
-                        out.append((f"{kind}/{f}:{t['name']}:{key}", t[key]))
+                out += [(f"{kind}/{f}", e["name"], e["schema"], e.get("outputSchema")) for e in d["entries"]]
+    return out
+
+
+def by_file(tools):
+    """[(label, [tool, ...])] in file order, from `corpus_tools()` rows."""
+    files = {}
+    for row in tools:
+        files.setdefault(row[0], []).append(row)
+    return list(files.items())
+
+
+def corpus_schemas(profile="llama-cpp"):
+    """(label, rewritten schema) for every schema in the corpus, rewritten in its own context."""
+    out = []
+    for label, rows in by_file(corpus_tools()):
+        tools = [{"name": n, "inputSchema": p, **({"outputSchema": o} if o is not None else {})} for _, n, p, o in rows]
+        rewritten, _ = toolfit({"tools": tools}, profile=profile)
+        for t in rewritten["tools"]:
+            for key in ("inputSchema", "outputSchema"):
+                if isinstance(t.get(key), (dict, bool)):
+                    out.append((f"{label}:{t['name']}:{key}", t[key]))
     return out
 
 

@@ -16,7 +16,7 @@ Prints a closing 'N passed, M failed' line; exit 1 on any failure.
 import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import CORPUS, TOOLFIT, check, results, venv  # noqa: E402
+from llama_judges import TOOLFIT, by_file, check, corpus_tools, results, toolfit, venv  # noqa: E402
 
 PINS = ["ollama==0.6.3", "pydantic==2.14.3"]
 # the client's model, round trip: what the client (and Ollama's server) keeps of a tool
@@ -39,29 +39,6 @@ def round_trip(py, tools):
     p = subprocess.run([py, "-c", ROUND_TRIP], input="".join(json.dumps(t) + "\n" for t in tools),
                        capture_output=True, text=True, check=True)
     return [json.loads(l) for l in p.stdout.splitlines()]
-
-
-def toolfit(profile, body):
-    p = subprocess.run([TOOLFIT, "normalize", "--profile", profile, "--report", "-"], input=json.dumps(body).encode(),
-                       capture_output=True)
-    if p.returncode != 0:
-        raise RuntimeError(p.stderr.decode()[:500])
-    return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
-
-
-def corpus_tools():
-    """(label, name, parameters, outputSchema or None) for every corpus tool."""
-    out = []
-    for kind in ("servers", "issues", "synthetic"):
-        for f in sorted(os.listdir(os.path.join(CORPUS, kind))):
-            d = json.load(open(os.path.join(CORPUS, kind, f)))
-            if kind == "servers":
-                out += [(f"{kind}/{f}", t["name"], t.get("inputSchema"), t.get("outputSchema")) for t in d["tools"]]
-            elif kind == "issues":
-                out.append((f"{kind}/{f}", f.replace(".json", ""), d["schema"], None))
-            else:
-                out += [(f"{kind}/{f}", e["name"], e["schema"], e.get("outputSchema")) for e in d["entries"]]
-    return out
 
 
 def tool(name, params):
@@ -100,11 +77,9 @@ def main():
           f"{dropped_raw - refused_raw}")
 
     # one request per corpus file, as an agent sends one server's catalog
-    out, recorded, files = [], set(), {}
-    for (l, _), t in zip(labels, raw):
-        files.setdefault(l, []).append(t)
-    for l, ts in files.items():
-        body, report = toolfit("ollama", {"model": "m", "messages": [], "tools": ts})
+    out, recorded = [], set()
+    for l, rows in by_file([(l, t) for (l, _), t in zip(labels, raw)]):
+        body, report = toolfit({"model": "m", "messages": [], "tools": [t for _, t in rows]}, profile="ollama")
         out += body["tools"]
         recorded |= {(l, r["tool"]) for r in report["records"]}
         assert not report["records_not_kept"], l
@@ -128,8 +103,8 @@ def main():
     outputs = [o for _, _, _, o in tools if isinstance(o, dict)][:200]
     differ = []
     for s in outputs:
-        a, _ = toolfit("ollama", {"model": "m", "messages": [], "format": s})
-        b, _ = toolfit("llama-cpp", {"model": "m", "messages": [], "format": s})
+        a, _ = toolfit({"model": "m", "messages": [], "format": s}, profile="ollama")
+        b, _ = toolfit({"model": "m", "messages": [], "format": s}, profile="llama-cpp")
         if a["format"] != b["format"]:
             differ.append(json.dumps(s)[:80])
     check("format is rewritten as llama.cpp's converter needs it", outputs and not differ,

@@ -20,7 +20,8 @@ and a closing 'N passed, M failed' line; exit 1 on any failure.
 import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import CORPUS, ROOT, TOOLFIT, cache_dir, check, corpus_schemas, jsts_groups, results, spellings, venv  # noqa: E402
+from llama_judges import ROOT, TOOLFIT, by_file, cache_dir, check, corpus_schemas, corpus_tools, jsts_groups, results, spellings, venv  # noqa: E402
+from llama_judges import toolfit as toolfit_body  # noqa: E402
 
 WORKER = os.path.join(ROOT, "tests", "judges", "vllm_worker.py")
 PINS = ["llguidance==1.9.1", "outlines-core==0.2.14", "apache-tvm-ffi==0.1.15.post2", "transformers==5.23.0",
@@ -122,20 +123,15 @@ REQUEST_TOOLS = 40  # tools per request, as agents send them (a whole 300-tool c
 
 def corpus_requests():
     """(label, OpenAI chat function tools) per REQUEST_TOOLS of each corpus file (a catalog, a generator's
-    entries), and the issues' schemas."""
+    entries), and the issues' schemas as one request."""
     out, issues = [], []
-    for kind in ("servers", "issues", "synthetic"):
-        for f in sorted(os.listdir(os.path.join(CORPUS, kind))):
-            d = json.load(open(os.path.join(CORPUS, kind, f)))
-            if kind == "servers":
-                tools = [(t["name"], t.get("inputSchema")) for t in d["tools"]]
-            elif kind == "issues":
-                issues.append((f.replace(".json", "").replace(".", "_")[:60], d["schema"]))
-                continue
-            else:
-                tools = [(e["name"], e["schema"]) for e in d["entries"]]
-            for i in range(0, len(tools), REQUEST_TOOLS):
-                out.append((f"{kind}/{f}[{i}:]", tools[i:i + REQUEST_TOOLS]))
+    for label, rows in by_file(corpus_tools()):
+        tools = [(n, p) for _, n, p, _ in rows]
+        if label.startswith("issues/"):
+            issues += tools
+            continue
+        for i in range(0, len(tools), REQUEST_TOOLS):
+            out.append((f"{label}[{i}:]", tools[i:i + REQUEST_TOOLS]))
     out.append(("issues", issues))
     return [(label, [{"type": "function", "function": {"name": n, "description": "", "parameters": p}} for n, p in tools])
             for label, tools in out]
@@ -202,10 +198,7 @@ def required_checks(judge):
 
 
 def toolfit_request(profile, body):
-    p = subprocess.run([TOOLFIT, "normalize", "--profile", profile], input=json.dumps(body).encode(), capture_output=True)
-    if p.returncode != 0:
-        raise RuntimeError(p.stderr.decode()[:500])
-    return json.loads(p.stdout)
+    return toolfit_body(body, profile=profile)[0]
 
 
 def matrix(judge, backend, groups, rewritten):

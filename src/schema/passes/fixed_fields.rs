@@ -10,7 +10,7 @@
 
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::{is_constraint, push_escaped, ARRAY, MAP, SINGLE};
-use crate::schema::{compact, note, Context, Cx, Kind, Removed, ToolFields};
+use crate::schema::{note, removed_text, Context, Cx, Kind, Removed, ToolFields};
 use serde_json::{Map, Value};
 
 /// Longest text one moved keyword adds to a description (a nested object's whole `properties`).
@@ -102,7 +102,7 @@ fn take_others(node: &mut Map<String, Value>, keep: &[&str]) -> (Removed, Remove
 
 /// Records what left a node and, where it has a description field, writes it there.
 fn record(cx: &mut Cx, path: &str, lossy: &Removed, other: &Removed, describe: Option<&mut Map<String, Value>>) {
-    let text = |r: &Removed| r.iter().map(|(k, v)| format!("{k}: {}", compact(v, MAX_MOVED))).collect::<Vec<_>>().join("; ");
+    let text = |r: &Removed| removed_text(r, MAX_MOVED);
     let where_ = if describe.is_some() { "written into the description" } else { "dropped (no description field at the root)" };
     if !lossy.is_empty() {
         cx.record(path, Kind::KeywordRemoved, format!("{}: {where_}", text(lossy)));
