@@ -7,7 +7,7 @@ pub mod cache;
 mod defs;
 pub mod raw;
 
-use crate::schema::{self, Context, Options, Profile, Report};
+use crate::schema::{self, Context, Kind, Options, Profile, Report};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
@@ -25,6 +25,12 @@ pub enum Format {
     Ollama,
     /// llama-server `/completion`: `json_schema`.
     LlamaCompletion,
+    /// Gemini `generateContent` (Developer API and Vertex): `tools[].functionDeclarations[].parameters`
+    /// and `parametersJsonSchema`, `generationConfig.responseSchema` and `responseJsonSchema` (and
+    /// their snake_case spellings).
+    Gemini,
+    /// Cohere v2 chat: `tools[].function.parameters`, `response_format.json_schema` (the schema itself).
+    Cohere,
     /// An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
     /// `inputSchema` (tool context) and `outputSchema` (structured output).
     McpTools,
@@ -40,6 +46,8 @@ impl Format {
             "anthropic" => Format::Anthropic,
             "ollama" => Format::Ollama,
             "llama-completion" => Format::LlamaCompletion,
+            "gemini" => Format::Gemini,
+            "cohere" => Format::Cohere,
             "mcp-tools" => Format::McpTools,
             "auto" => Format::Auto,
             _ => return None,
@@ -52,6 +60,8 @@ impl Format {
             Format::Anthropic => "anthropic",
             Format::Ollama => "ollama",
             Format::LlamaCompletion => "llama-completion",
+            Format::Gemini => "gemini",
+            Format::Cohere => "cohere",
             Format::McpTools => "mcp-tools",
             Format::Auto => "auto",
         }
@@ -66,6 +76,48 @@ pub struct Site<'a> {
     pub raw: &'a RawValue,
     pub tool: String,
     pub context: Context,
+    /// The `strict` member beside it, for APIs with a strict mode.
+    pub strict: StrictAt<'a>,
+    /// Whether it is an API's JSON Schema field (Gemini's `parametersJsonSchema`) rather than its
+    /// other schema field.
+    pub json_field: bool,
+}
+
+/// Where a schema's `strict` switch is.
+#[derive(Clone, Copy)]
+pub enum StrictAt<'a> {
+    /// The format has none.
+    NoSwitch,
+    /// The member is absent; the API's default is `default`.
+    Absent { default: bool },
+    /// The member's value.
+    Member(&'a RawValue),
+}
+
+impl StrictAt<'_> {
+    /// Whether the request asks for strict mode.
+    fn on(&self) -> bool {
+        match self {
+            StrictAt::NoSwitch => false,
+            StrictAt::Absent { default } => *default,
+            StrictAt::Member(v) => v.get() == "true",
+        }
+    }
+}
+
+impl<'a> Site<'a> {
+    fn new(raw: &'a RawValue, tool: String, context: Context) -> Self {
+        Site { raw, tool, context, strict: StrictAt::NoSwitch, json_field: false }
+    }
+
+    /// The site with the `strict` member of `o` (the object holding the schema or its switch).
+    fn switch(mut self, o: &raw::RawObject<'a>, default: bool) -> Self {
+        self.strict = match o.get("strict") {
+            Some(v) => StrictAt::Member(v),
+            None => StrictAt::Absent { default },
+        };
+        self
+    }
 }
 
 /// A function tool with no usable `description`: where one goes, and whose it is.
@@ -100,7 +152,16 @@ pub fn model(body: &[u8]) -> Option<String> {
 }
 
 /// Members that can hold schemas in some format: each is cached as a whole besides its schemas.
-const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result"];
+const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result", "generationConfig", "generation_config"];
+
+/// The model a Gemini path names (`/v1beta/models/{model}:generateContent`, Vertex's
+/// `.../publishers/google/models/{model}:streamGenerateContent`), for the model map.
+pub fn model_in_path(path: &str) -> Option<String> {
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    let (_, rest) = path.rsplit_once("/models/")?;
+    let model = rest.split(':').next()?;
+    (!model.is_empty() && !model.contains('/')).then(|| model.to_string())
+}
 
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
@@ -122,7 +183,21 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
         }
         Top::Object(o) => o,
     };
-    const KNOWN: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result", "messages", "model", "prompt", "input"];
+    const KNOWN: &[&str] = &[
+        "tools",
+        "response_format",
+        "text",
+        "format",
+        "json_schema",
+        "result",
+        "messages",
+        "model",
+        "prompt",
+        "input",
+        "contents",
+        "generationConfig",
+        "generation_config",
+    ];
     if !top.0.iter().any(|(k, _)| KNOWN.contains(&k.as_str())) {
         return None;
     }
@@ -138,7 +213,7 @@ fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Ve
         for t in &arr {
             let o = &t.members;
             let fname = o.str("name");
-            if format.has(Format::OpenAiChat) || format.has(Format::Ollama) {
+            if format.has(Format::OpenAiChat) || format.has(Format::Ollama) || format.has(Format::Cohere) {
                 for fo in &t.functions {
                     let name = fo.str("name").unwrap_or_default();
                     match (fo.get("description"), fo.get("name")) {
@@ -147,22 +222,45 @@ fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Ve
                         _ => {}
                     }
                     for p in fo.all("parameters") {
-                        sites.push(Site { raw: p, tool: name.clone(), context: Context::Tool });
+                        sites.push(Site::new(p, name.clone(), Context::Tool).switch(fo, false));
                     }
                 }
             }
             if format.has(Format::OpenAiResponses) && !t.has_function {
+                // the Responses API reads a function tool without `strict` as strict
                 for p in o.all("parameters") {
-                    sites.push(Site { raw: p, tool: fname.clone().unwrap_or_default(), context: Context::Tool });
+                    sites.push(Site::new(p, fname.clone().unwrap_or_default(), Context::Tool).switch(o, true));
                 }
             }
             if format.has(Format::Anthropic) {
                 for p in o.all("input_schema") {
-                    sites.push(Site { raw: p, tool: fname.clone().unwrap_or_default(), context: Context::Tool });
+                    sites.push(Site::new(p, fname.clone().unwrap_or_default(), Context::Tool).switch(o, false));
                 }
             }
             if format.has(Format::McpTools) {
                 mcp_tool_in(o, sites);
+            }
+            if format.has(Format::Gemini) {
+                for key in ["functionDeclarations", "function_declarations"] {
+                    for decls in o.all(key) {
+                        for d in raw::array(decls.get()).map(|a| a.0).unwrap_or_default() {
+                            let Some(d) = raw::object(d.get()) else { continue };
+                            let name = d.str("name").unwrap_or_default();
+                            for (k, json_field, context) in [
+                                ("parameters", false, Context::Tool),
+                                ("parametersJsonSchema", true, Context::Tool),
+                                ("parameters_json_schema", true, Context::Tool),
+                                ("response", false, Context::Output),
+                                ("responseJsonSchema", true, Context::Output),
+                                ("response_json_schema", true, Context::Output),
+                            ] {
+                                for p in d.all(k) {
+                                    sites.push(Site { json_field, ..Site::new(p, name.clone(), context) });
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
     }
@@ -186,12 +284,12 @@ fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Si
                 if let Some(j) = raw::object(js.get()) {
                     let name = j.str("name").unwrap_or_else(|| "response_format".into());
                     for s in j.all("schema") {
-                        sites.push(Site { raw: s, tool: name.clone(), context: Context::Output });
+                        sites.push(Site::new(s, name.clone(), Context::Output).switch(&j, false));
                     }
                 }
             }
             for s in o.all("schema") {
-                sites.push(Site { raw: s, tool: "response_format".into(), context: Context::Output });
+                sites.push(Site::new(s, "response_format".into(), Context::Output));
             }
         }
     }
@@ -202,8 +300,30 @@ fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Si
                 if let Some(fo) = raw::object(f.get()) {
                     let name = fo.str("name").unwrap_or_else(|| "text.format".into());
                     for s in fo.all("schema") {
-                        sites.push(Site { raw: s, tool: name.clone(), context: Context::Output });
+                        sites.push(Site::new(s, name.clone(), Context::Output).switch(&fo, false));
                     }
+                }
+            }
+        }
+    }
+    if format.has(Format::Gemini) {
+        for key in ["generationConfig", "generation_config"] {
+            for g in top.all(key) {
+                let Some(g) = raw::object(g.get()) else { continue };
+                for (k, json_field) in [("responseSchema", false), ("response_schema", false), ("responseJsonSchema", true), ("response_json_schema", true)] {
+                    for s in g.all(k) {
+                        sites.push(Site { json_field, ..Site::new(s, k.into(), Context::Output) });
+                    }
+                }
+            }
+        }
+    }
+    if format == Format::Cohere {
+        for rf in top.all("response_format") {
+            let Some(o) = raw::object(rf.get()) else { continue };
+            for key in ["json_schema", "schema"] {
+                for s in o.all(key) {
+                    sites.push(Site::new(s, "response_format".into(), Context::Output));
                 }
             }
         }
@@ -211,14 +331,14 @@ fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Si
     if format.has(Format::Ollama) {
         for f in top.all("format") {
             if f.get().starts_with('{') {
-                sites.push(Site { raw: f, tool: "format".into(), context: Context::Output });
+                sites.push(Site::new(f, "format".into(), Context::Output));
             }
         }
     }
     if format.has(Format::LlamaCompletion) {
         for s in top.all("json_schema") {
             if s.get().starts_with('{') {
-                sites.push(Site { raw: s, tool: "json_schema".into(), context: Context::Output });
+                sites.push(Site::new(s, "json_schema".into(), Context::Output));
             }
         }
     }
@@ -233,10 +353,10 @@ fn mcp_tool<'a>(t: &'a RawValue, sites: &mut Vec<Site<'a>>) {
 fn mcp_tool_in<'a>(o: &raw::RawObject<'a>, sites: &mut Vec<Site<'a>>) {
     let name = o.str("name").unwrap_or_default();
     for s in o.all("inputSchema") {
-        sites.push(Site { raw: s, tool: name.clone(), context: Context::Tool });
+        sites.push(Site::new(s, name.clone(), Context::Tool));
     }
     for s in o.all("outputSchema") {
-        sites.push(Site { raw: s, tool: name.clone(), context: Context::Output });
+        sites.push(Site::new(s, name.clone(), Context::Output));
     }
 }
 
@@ -266,7 +386,7 @@ pub struct BodyOutcome {
 }
 
 /// Rewrites every schema of `format` in `body`. Bytes outside changed schemas are kept exactly.
-pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Options) -> Result<BodyOutcome, Skip> {
+pub fn rewrite_body(body: &[u8], format: Format, profile: &'static Profile, opts: &Options) -> Result<BodyOutcome, Skip> {
     rewrite_body_cached(body, format, profile, opts, None)
 }
 
@@ -275,7 +395,7 @@ pub fn rewrite_body(body: &[u8], format: Format, profile: &Profile, opts: &Optio
 pub fn rewrite_body_cached(
     body: &[u8],
     format: Format,
-    profile: &Profile,
+    profile: &'static Profile,
     opts: &Options,
     mut cache: Option<&mut cache::SiteCache>,
 ) -> Result<BodyOutcome, Skip> {
@@ -301,6 +421,7 @@ pub fn rewrite_body_cached(
         }
     };
     let mut results: Vec<SiteResult> = Vec::with_capacity(sites.len());
+    let mut spent = Spent::default();
     for site in &sites {
         let src = site.raw.get();
         let Some(at) = raw::offset(text, src) else { continue };
@@ -318,35 +439,34 @@ pub fn rewrite_body_cached(
             results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
             continue;
         }
-        if let Some(c) = cache.as_deref_mut() {
-            if let Some(hit) = c.get(scope, &site.tool, site.context, src) {
-                c.hits += 1;
-                r.output = hit.output;
-                r.report = hit.report;
-                results.push(r);
-                continue;
+        let switch = !matches!(site.strict, StrictAt::NoSwitch);
+        let modes = profile.modes.filter(|_| switch);
+        let strict_on = modes.is_some_and(|m| m.force || site.strict.on());
+        let first = profile.for_site(strict_on, site.json_field);
+        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut());
+        let mut strict = strict_on;
+        if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
+            done = declined(done.report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut()));
+            strict = false;
+        }
+        // the API's limits over the whole request: past them a schema goes non-strict
+        if let (true, Some(limits)) = (strict && site.context == Context::Tool, first.target.strict.and_then(|s| s.per_request)) {
+            if let Some(why) = spent.add(&limits, done.output.as_deref().unwrap_or(src)) {
+                let mut report = Report::default();
+                report.push(crate::schema::Record { tool: site.tool.clone(), path: String::new(), kind: Kind::StrictDeclined, detail: why });
+                done = declined(report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut()));
+                strict = false;
             }
         }
-        let mut report = Report::default();
-        let mut v: Value = match schema::parse(src, opts, site.context, &site.tool, &mut report) {
-            Ok(v) => v,
-            Err(reason) => {
-                r.unparsed = Some(Unparsed { tool: site.tool.clone(), reason });
-                results.push(r);
-                continue;
-            }
-        };
-        let cut = !report.is_empty();
-        let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
-        if out.changed || cut {
-            r.output = serde_json::to_string(&v).ok();
+        if modes.is_some() && strict != site.strict.on() {
+            results.extend(set_strict(text, site, strict));
         }
-        report.extend(out.report);
-        if let Some(c) = cache.as_deref_mut() {
-            c.misses += 1;
-            c.put(scope, &site.tool, site.context, src, cache::Hit { output: r.output.clone(), report: report.clone(), counts: cache::Counts::default() });
+        if let (StrictAt::Member(v), true) = (site.strict, profile.target.no_strict_member) {
+            results.extend(drop_member(text, "strict", v, &site.tool));
         }
-        r.report = report;
+        r.output = done.output;
+        r.report = done.report;
+        r.unparsed = done.unparsed;
         results.push(r);
     }
     if profile.target.shared_defs {
@@ -372,6 +492,107 @@ pub fn rewrite_body_cached(
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
     Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed })
+}
+
+/// One schema's rewrite by one profile.
+struct Done {
+    output: Option<String>,
+    report: Report,
+    unparsed: Option<Unparsed>,
+}
+
+/// Rewrites one schema with `profile` (from the cache when it was seen before).
+fn rewrite_site(src: &str, site: &Site, profile: &Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>) -> Done {
+    let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
+    if let Some(c) = cache.as_deref_mut() {
+        if let Some(hit) = c.get(scope, &site.tool, site.context, src) {
+            c.hits += 1;
+            return Done { output: hit.output, report: hit.report, unparsed: None };
+        }
+    }
+    let mut report = Report::default();
+    let mut v: Value = match schema::parse(src, opts, site.context, &site.tool, &mut report) {
+        Ok(v) => v,
+        Err(reason) => return Done { output: None, report: Report::default(), unparsed: Some(Unparsed { tool: site.tool.clone(), reason }) },
+    };
+    let cut = !report.is_empty();
+    let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
+    let output = if out.changed || cut { serde_json::to_string(&v).ok() } else { None };
+    report.extend(out.report);
+    let declined = report.counters.contains_key(&Kind::StrictDeclined);
+    let output = if declined { None } else { output };
+    if let Some(c) = cache {
+        c.misses += 1;
+        c.put(scope, &site.tool, site.context, src, cache::Hit { output: output.clone(), report: report.clone(), counts: cache::Counts::default() });
+    }
+    Done { output, report, unparsed: None }
+}
+
+/// The non-strict rewrite, reported with why strict mode was declined (the strict attempt's other
+/// records are dropped: none of its changes is sent).
+fn declined(strict: Report, loose: Done) -> Done {
+    let mut report = Report::default();
+    for rec in strict.records.into_iter().filter(|r| r.kind == Kind::StrictDeclined) {
+        report.push(rec);
+    }
+    report.extend(loose.report);
+    Done { output: loose.output, report, unparsed: loose.unparsed }
+}
+
+/// What a request's strict tools have used of the API's per-request limits so far.
+#[derive(Default)]
+struct Spent {
+    tools: usize,
+    optional: usize,
+    unions: usize,
+}
+
+impl Spent {
+    /// Counts one more strict schema (`text`), or says which limit it would pass (and counts nothing).
+    fn add(&mut self, limits: &crate::schema::target::RequestLimits, text: &str) -> Option<String> {
+        let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
+        let (mut optional, mut unions) = (0, 0);
+        crate::schema::target::strict_cost(&v, &mut optional, &mut unions, 0);
+        if self.tools + 1 > limits.tools {
+            return Some(format!("more than {} strict tools in one request", limits.tools));
+        }
+        if self.optional + optional > limits.optional {
+            return Some(format!("{} more optional parameters would pass the request's {} for strict tools", optional, limits.optional));
+        }
+        if self.unions + unions > limits.unions {
+            return Some(format!("{} more union parameters would pass the request's {} for strict tools", unions, limits.unions));
+        }
+        self.tools += 1;
+        self.optional += optional;
+        self.unions += unions;
+        None
+    }
+}
+
+/// The edit that sets a schema's `strict` switch: the member's value replaced, or the member added
+/// after the schema.
+fn set_strict(text: &str, site: &Site, on: bool) -> Option<SiteResult> {
+    let value = if on { "true" } else { "false" };
+    let (at, len, output) = match site.strict {
+        StrictAt::Member(v) => (raw::offset(text, v.get())?, v.get().len(), value.to_string()),
+        StrictAt::Absent { .. } => (raw::offset(text, site.raw.get())? + site.raw.get().len(), 0, format!(",\"strict\":{value}")),
+        StrictAt::NoSwitch => return None,
+    };
+    Some(SiteResult { at, len, output: Some(output), report: Report::default(), tool: false, schema: false, unparsed: None, name: site.tool.clone() })
+}
+
+/// The edit that removes member `key` (whose value is `v`) with its separator.
+fn drop_member(text: &str, key: &str, v: &RawValue, tool: &str) -> Option<SiteResult> {
+    let at = raw::offset(text, v.get())?;
+    let (a, b) = raw::member_span(text, key, at, v.get().len())?;
+    let mut report = Report::default();
+    report.push(crate::schema::Record {
+        tool: tool.to_string(),
+        path: String::new(),
+        kind: Kind::KeywordNormalized,
+        detail: format!("tool member {key:?} removed: the API refuses it"),
+    });
+    Some(SiteResult { at: a, len: b - a, output: Some(String::new()), report, tool: false, schema: false, unparsed: None, name: tool.to_string() })
 }
 
 /// One schema's outcome, placed by its byte range in the body.

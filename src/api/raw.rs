@@ -172,3 +172,27 @@ pub fn offset(base: &str, part: &str) -> Option<usize> {
     let p = part.as_ptr() as usize;
     (p >= b && p + part.len() <= b + base.len()).then(|| p - b)
 }
+
+/// The byte range of member `key` whose value starts at `at` (`len` bytes) in `text`, with one comma
+/// beside it, so removing the range leaves valid JSON: `, "key": v` when a member comes before it,
+/// else `"key": v ,`. `None` when the text before the value is not `"key" :`.
+pub fn member_span(text: &str, key: &str, at: usize, len: usize) -> Option<(usize, usize)> {
+    let before = text.get(..at)?.trim_end();
+    let before = before.strip_suffix(':')?.trim_end();
+    let quoted = format!("\"{key}\"");
+    let key_at = before.len().checked_sub(quoted.len())?;
+    if before.get(key_at..)? != quoted {
+        return None;
+    }
+    let lead = text.get(..key_at)?.trim_end();
+    let end = at + len;
+    if lead.ends_with(',') {
+        return Some((lead.len() - 1, end));
+    }
+    // the first member: take the comma after it instead
+    let after = text.get(end..)?;
+    let trimmed = after.trim_start();
+    let comma = trimmed.strip_prefix(',')?;
+    let rest = comma.trim_start();
+    Some((key_at, end + (after.len() - rest.len())))
+}

@@ -30,7 +30,8 @@ pub struct Route {
     /// Path prefix, when `path` is not given.
     #[serde(default)]
     pub prefix: Option<String>,
-    /// Body format: openai-chat, openai-responses, anthropic, ollama, llama-completion, mcp-tools, auto.
+    /// Body format: openai-chat, openai-responses, anthropic, ollama, llama-completion, gemini, cohere,
+    /// mcp-tools, auto.
     #[serde(deserialize_with = "format")]
     pub format: Format,
     /// Profile for this route (default: the plugin's `profile`).
@@ -110,12 +111,25 @@ impl Route {
         Route { profile: Some(&crate::schema::profile::OLLAMA), models: Some(Models::default()), ..Route::exact(path, Format::Ollama) }
     }
 
+    /// A Gemini route serves one model's whole API under its prefix: only `generateContent` and
+    /// `streamGenerateContent` carry schemas.
+    fn gemini(prefix: &str) -> Route {
+        Route {
+            prefix: Some(prefix.into()),
+            path: None,
+            profile: Some(&crate::schema::profile::GEMINI),
+            models: Some(Models::default()),
+            ..Route::exact("", Format::Gemini)
+        }
+    }
+
     fn matches(&self, path: &str) -> bool {
-        match (&self.path, &self.prefix) {
+        let found = match (&self.path, &self.prefix) {
             (Some(p), _) => p == path,
             (None, Some(p)) => path.starts_with(p.as_str()),
             (None, None) => false,
-        }
+        };
+        found && (self.format != Format::Gemini || self.path.is_some() || path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent"))
     }
 }
 
@@ -199,7 +213,7 @@ impl Default for Config {
     }
 }
 
-/// The inference routes of llama-server, vLLM, Ollama, OpenAI and Anthropic APIs.
+/// The inference routes of llama-server, vLLM, Ollama, OpenAI, Anthropic, Gemini and Cohere APIs.
 pub fn default_routes() -> Vec<Route> {
     vec![
         Route::exact("/v1/chat/completions", Format::OpenAiChat),
@@ -212,6 +226,12 @@ pub fn default_routes() -> Vec<Route> {
         Route::exact("/completion", Format::LlamaCompletion),
         Route::exact("/completions", Format::LlamaCompletion),
         Route::exact("/v1/completions", Format::LlamaCompletion),
+        // hosted APIs behind an egress gateway: each path is only ever its own API
+        Route::gemini("/v1beta/models/"),
+        Route::gemini("/v1/models/"),
+        Route::gemini("/v1/projects/"),
+        Route::gemini("/v1beta1/projects/"),
+        Route { profile: Some(&crate::schema::profile::COHERE), models: Some(Models::default()), ..Route::exact("/v2/chat", Format::Cohere) },
     ]
 }
 
@@ -380,7 +400,7 @@ mod tests {
     fn unknown_keys_and_bad_values_are_named() {
         for (cfg, needle) in [
             (r#"{"profle": "mcp"}"#, "profle"),
-            (r#"{"profile": "gemini"}"#, "gemini"),
+            (r#"{"profile": "gemini-pro"}"#, "gemini-pro"),
             (r#"{"framing": "streamy"}"#, "streamy"),
             (r#"{"max_body_bytes": -1}"#, "max_body_bytes"),
             (r#"{"max_body_bytes": 0}"#, "max_body_bytes"),
@@ -448,7 +468,7 @@ mod tests {
         let r = c.route_for("/x").and_then(|r| r.models.clone()).unwrap_or_default();
         assert_eq!((pick_in(&r, "a"), pick_in(&r, "ab")), (Some("mcp"), None));
         for (cfg, needle) in [
-            (r#"{"models": {"q*": "gemini"}}"#, "unknown profile"),
+            (r#"{"models": {"q*": "gemini-pro"}}"#, "unknown profile"),
             (r#"{"models": {"q*": 3}}"#, "models"),
             (r#"{"models": {"": "vllm"}}"#, "empty pattern"),
             (r#"{"models": ["q*"]}"#, "models"),

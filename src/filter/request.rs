@@ -42,6 +42,8 @@ pub struct Plan {
     /// The route's own `promote_to_description` and `open_objects`, over the plugin's.
     pub promote_to_description: Option<bool>,
     pub open_objects: Option<bool>,
+    /// The model the request path names (Gemini), for the model map when the body names none.
+    pub path_model: Option<String>,
 }
 
 impl Plan {
@@ -76,7 +78,8 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
     if h.content_type.is_some_and(|ct| !is_json(ct)) {
         return Start::Ignore;
     }
-    let plan = plan(cfg, route, route_name, meta, warn);
+    let mut plan = plan(cfg, route, route_name, meta, warn);
+    plan.path_model = api::model_in_path(h.path);
     plan.count(m, Stat::RequestsSeen, 1);
     if h.content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity") && !e.trim().is_empty()) {
         plan.count(m, Stat::SkippedEncoded, 1);
@@ -102,6 +105,7 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
         models: route.models.clone().unwrap_or_else(|| cfg.models.clone()),
         promote_to_description: route.promote_to_description,
         open_objects: route.open_objects,
+        path_model: None,
     }
 }
 
@@ -146,7 +150,8 @@ fn by_model(plan: &Plan, body: &[u8]) -> Option<Plan> {
     if plan.models.is_empty() {
         return None;
     }
-    let profile = plan.models.profile_for(&api::model(body)?)?;
+    let model = api::model(body).or_else(|| plan.path_model.clone())?;
+    let profile = plan.models.profile_for(&model)?;
     (profile != plan.profile).then(|| Plan { profile, ..plan.clone() })
 }
 

@@ -75,6 +75,9 @@ kinds! {
     /// with the refs to it: for servers that merge every tool's definitions into one schema (vLLM's
     /// `tool_choice: "required"` answers 400 on such a clash). Changes names only. Exact.
     DefinitionRenamed = "definition_renamed", lossy = false;
+    /// A `$ref` with keywords beside it that the API refuses there became `{"anyOf": [{"$ref": ..}]}`
+    /// with those keywords beside the `anyOf`. Exact.
+    RefWrapped = "ref_wrapped", lossy = false;
     /// `allOf` was merged into one schema (intersection). Exact.
     AllofMerged = "allof_merged", lossy = false;
     /// Keywords beside `anyOf`/`oneOf` (or a second union on the same node) were distributed into every
@@ -152,6 +155,40 @@ kinds! {
     /// `key 'description' not found`; routes whose `llama_cpp_since` is before 2026-10). Changes the body,
     /// not the schema.
     DescriptionAdded = "description_added", lossy = false;
+    /// An object without `additionalProperties: false` got it, for a strict mode that requires it on
+    /// every object (OpenAI, Anthropic). It only narrows what the model may write: every call allowed
+    /// is valid for the original schema, as on grammar backends that close objects themselves. Objects
+    /// that are maps (`additionalProperties` a schema, `patternProperties`, no `properties`) are never
+    /// closed: their tool is sent non-strict (`strict_declined`). Counted as exact for that reason.
+    ObjectClosed = "object_closed", lossy = false;
+    /// An optional property was listed in `required` and made to accept `null` (its type list, its
+    /// `enum`, or a union with `{"type": "null"}`), for OpenAI strict mode, which requires every property.
+    /// The model then sends `null` where it would have left the property out.
+    OptionalNullable = "optional_nullable", lossy = true;
+    /// A schema could not be made strict without changing what a caller can send (a map object, a
+    /// value of any type, a tuple, recursion where the API refuses it, a limit exceeded, the API's
+    /// per-request limits): the tool (or output format) was sent with `strict: false`, rewritten only
+    /// as far as the non-strict API needs. The detail names the reason and the place.
+    StrictDeclined = "strict_declined", lossy = false;
+    /// A union at the root of a tool's parameters, which the API refuses, became one object: every
+    /// branch's properties, required only where every branch requires them; the alternatives are said
+    /// in the description.
+    RootUnionMerged = "root_union_merged", lossy = true;
+    /// An array got `items: {}` or an object `properties: {}`, which the API requires and which mean
+    /// what the missing keyword meant. Exact.
+    StructureSpelled = "structure_spelled", lossy = false;
+    /// An annotation the API refuses (`default`, `examples`, `title`, `$comment`, vendor `x-` keys, ...)
+    /// was removed; a `default` or `examples` value is said in the description. No value's validity
+    /// changes. Exact.
+    AnnotationMoved = "annotation_moved", lossy = false;
+    /// A recursive definition the API cannot reference was unrolled a fixed number of times and cut
+    /// to its type below that, or (Gemini's JSON Schema fields) a required property holding one was
+    /// made optional.
+    RecursionCut = "recursion_cut", lossy = true;
+    /// Types as OpenAPI 3.0 spells them (Gemini's `Schema`): a type list with `null` became one type
+    /// with `nullable: true`, several types an `anyOf` of one per type, a `const` a one-value `enum`,
+    /// keywords beside `anyOf` moved into its branches. Exact.
+    OpenapiTypes = "openapi_types", lossy = false;
     /// A whole schema could not be satisfied, or could not be parsed, and was replaced by the loosest
     /// schema for its context.
     SchemaReplaced = "schema_replaced", lossy = true;

@@ -19,7 +19,7 @@ pub mod walk;
 pub use kind::Kind;
 pub use profile::Profile;
 pub use report::{Record, Report};
-pub use target::{LlamaCpp, Never, Target, ToolFields};
+pub use target::{LlamaCpp, Never, Refs, Strict, Target, ToolFields};
 
 use crate::schema::lookup::Lookup;
 use serde_json::{Map, Value};
@@ -208,6 +208,11 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
             }
             let before = cx.report.unsettled();
             (pass.run)(schema, &mut cx);
+            if cx.report.counters.contains_key(&Kind::StrictDeclined) {
+                // the caller sends this schema non-strict, rewritten by the other profile
+                report.extend(cx.report);
+                return Outcome { changed: true, report };
+            }
             if cx.report.unsettled() != before {
                 present = None; // changes that settle add no keyword a pass is gated on
             }

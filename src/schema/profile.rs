@@ -15,6 +15,21 @@ pub struct Profile {
     pub target: Target,
     /// The options it runs with where neither the plugin nor the route sets them.
     pub defaults: Defaults,
+    /// For an API with a strict mode: the profiles for strict and non-strict schemas, and whether
+    /// every schema is made strict (else only those the request marks `strict: true`).
+    pub modes: Option<Modes>,
+    /// The profile for an API's JSON Schema fields (Gemini's `parametersJsonSchema`,
+    /// `responseJsonSchema`), where this one is for its other schema fields.
+    pub json_fields: Option<&'static Profile>,
+}
+
+/// A strict mode and its fallback (see [`Profile::modes`]).
+#[derive(Clone, Copy)]
+pub struct Modes {
+    pub strict: &'static Profile,
+    pub loose: &'static Profile,
+    /// Every tool and output format is sent strict where it can be (`strict: true` written).
+    pub force: bool,
 }
 
 /// A profile's own settings of the options a plugin or a route may override.
@@ -71,6 +86,8 @@ pub static LLAMA_CPP: Profile = Profile {
     target: Target::LLAMA_CPP,
     defaults: Defaults::STANDARD,
     tool_passes: None,
+    modes: None,
+    json_fields: None,
     passes: &[
         pass!(bounds),
         gated!(unevaluated),
@@ -107,6 +124,8 @@ pub static OLLAMA: Profile = Profile {
     // dialect and unions made plain, then the fixed fields; no grammar workaround
     defaults: Defaults::STANDARD,
     tool_passes: Some(plain_then![pass!(fixed_fields), pass!(bounds)]),
+    modes: None,
+    json_fields: None,
     // `format` is compiled by the llama.cpp it vendors (`llama_cpp_since` names the release)
     passes: LLAMA_CPP.passes,
 };
@@ -118,6 +137,8 @@ pub static MCP: Profile = Profile {
     target: Target::JSON_SCHEMA,
     defaults: Defaults::STANDARD,
     tool_passes: None,
+    modes: None,
+    json_fields: None,
     passes: &[pass!(bounds), pass!(dialect)],
 };
 
@@ -150,6 +171,8 @@ pub static VLLM_XGRAMMAR: Profile = Profile {
     target: Target::XGRAMMAR,
     defaults: Defaults::STANDARD,
     tool_passes: None,
+    modes: None,
+    json_fields: None,
     passes: grammar_passes!(),
 };
 
@@ -160,6 +183,8 @@ pub static VLLM_GUIDANCE: Profile = Profile {
     target: Target::GUIDANCE,
     defaults: Defaults::STANDARD,
     tool_passes: None,
+    modes: None,
+    json_fields: None,
     passes: grammar_passes!(),
 };
 
@@ -170,6 +195,8 @@ pub static VLLM_OUTLINES: Profile = Profile {
     target: Target::OUTLINES,
     defaults: Defaults::STANDARD,
     tool_passes: None,
+    modes: None,
+    json_fields: None,
     passes: grammar_passes!(),
 };
 
@@ -180,10 +207,146 @@ pub static VLLM: Profile = Profile {
     target: Target::VLLM,
     defaults: Defaults::STANDARD,
     tool_passes: None,
+    modes: None,
+    json_fields: None,
     passes: grammar_passes!(),
 };
 
-pub static ALL: &[&Profile] = &[&LLAMA_CPP, &OLLAMA, &VLLM, &VLLM_XGRAMMAR, &VLLM_GUIDANCE, &VLLM_OUTLINES, &MCP];
+/// [`plain_then!`] for a hosted API that refuses a union at a tool's root: the root union is made one
+/// object before unions are distributed (which would copy the root's keywords into every branch).
+macro_rules! hosted_then {
+    ($($p:expr),* $(,)?) => {
+        &[
+            pass!(bounds),
+            gated!(unevaluated),
+            pass!(dialect),
+            pass!(boolean_schemas),
+            pass!(refs),
+            pass!(root_union),
+            gated!(all_of),
+            gated!(unions),
+            pass!(never),
+            pass!(tool_root),
+            $($p),*
+        ]
+    };
+}
+
+/// The passes of a strict mode (OpenAI, Anthropic): plain, one object at the root, every value typed,
+/// then [`strict_objects`] closes objects (or declines), and what the mode refuses goes.
+macro_rules! strict_passes {
+    () => {
+        hosted_then![pass!(explicit_types), pass!(strict_objects), pass!(unsupported), pass!(keywords), gated!(patterns), pass!(never), pass!(bounds),]
+    };
+}
+
+/// OpenAI without strict mode: the structural 400s only.
+pub static OPENAI: Profile = Profile {
+    name: "openai",
+    about: "OpenAI Chat Completions and Responses: non-strict schemas get only what the API requires (items, properties, an object root); strict: true ones the openai-strict rewrite",
+    target: Target::OPENAI,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: false }),
+    json_fields: None,
+    passes: &[pass!(bounds), pass!(tool_root), pass!(structure)],
+};
+
+/// OpenAI strict mode, for every tool and output format that can be made strict.
+pub static OPENAI_STRICT: Profile = Profile {
+    name: "openai-strict",
+    about: "OpenAI strict mode for every tool and json_schema format that can be made strict (closed objects, all required, optional as nullable); the rest sent strict: false",
+    target: Target::OPENAI_STRICT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: true }),
+    json_fields: None,
+    passes: strict_passes!(),
+};
+
+/// Anthropic without strict mode: a tool's root is an object and not a union.
+pub static ANTHROPIC: Profile = Profile {
+    name: "anthropic",
+    about: "Anthropic Messages: a tool's input_schema an object without a root union; strict: true tools the anthropic-strict rewrite",
+    target: Target::ANTHROPIC,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: false }),
+    json_fields: None,
+    passes: &[pass!(bounds), pass!(root_union), pass!(tool_root)],
+};
+
+/// Anthropic strict tool use, for every tool that can be made strict within the request limits.
+pub static ANTHROPIC_STRICT: Profile = Profile {
+    name: "anthropic-strict",
+    about: "Anthropic strict tool use for every tool that can be (closed objects, supported keywords, no recursion), within 20 strict tools, 24 optional and 16 union parameters per request; the rest non-strict",
+    target: Target::ANTHROPIC_STRICT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: true }),
+    json_fields: None,
+    passes: strict_passes!(),
+};
+
+/// Gemini's OpenAPI `Schema` fields.
+pub static GEMINI: Profile = Profile {
+    name: "gemini",
+    about: "Gemini functionDeclarations[].parameters and responseSchema: the OpenAPI 3.0 subset (no refs, nullable, string enums); its JSON Schema fields get gemini-json",
+    target: Target::GEMINI,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: Some(&GEMINI_JSON),
+    passes: hosted_then![
+        pass!(unroll),
+        pass!(openapi),
+        pass!(unsupported),
+        pass!(never),
+        pass!(keywords),
+        pass!(bounds),
+    ],
+};
+
+/// Gemini's JSON Schema fields.
+pub static GEMINI_JSON: Profile = Profile {
+    name: "gemini-json",
+    about: "Gemini parametersJsonSchema and responseJsonSchema: the documented JSON Schema subset, $ref with only description beside it, recursion only in optional properties",
+    target: Target::GEMINI_JSON,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: Some(&GEMINI_JSON),
+    passes: hosted_then![pass!(unroll), pass!(unsupported), pass!(never), pass!(keywords), pass!(bounds)],
+};
+
+/// Cohere v2 chat.
+pub static COHERE: Profile = Profile {
+    name: "cohere",
+    about: "Cohere v2 chat tools: documented keywords only, refs inlined, no per-tool strict; strict_tools limits checked",
+    target: Target::COHERE,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    passes: hosted_then![pass!(unroll), pass!(unsupported), pass!(structure), pass!(never), pass!(keywords), pass!(bounds),],
+};
+
+pub static ALL: &[&Profile] = &[
+    &LLAMA_CPP,
+    &OLLAMA,
+    &VLLM,
+    &VLLM_XGRAMMAR,
+    &VLLM_GUIDANCE,
+    &VLLM_OUTLINES,
+    &OPENAI,
+    &OPENAI_STRICT,
+    &ANTHROPIC,
+    &ANTHROPIC_STRICT,
+    &GEMINI,
+    &GEMINI_JSON,
+    &COHERE,
+    &MCP,
+];
 
 impl Profile {
     pub fn by_name(name: &str) -> Option<&'static Profile> {
@@ -217,6 +380,22 @@ impl Profile {
     /// The options a profile runs with unless the plugin or a route overrides them.
     pub fn default_options(&self) -> Options {
         Options { promote_to_description: self.defaults.promote_to_description, open_objects: self.defaults.open_objects, ..Options::default() }
+    }
+}
+
+impl Profile {
+    /// The profile for one schema: the strict or the non-strict one where the API has both, the
+    /// JSON Schema one for an API's JSON Schema fields.
+    pub fn for_site(&'static self, strict: bool, json_field: bool) -> &'static Profile {
+        let p = match self.modes {
+            Some(m) if strict => m.strict,
+            Some(m) => m.loose,
+            None => self,
+        };
+        match (json_field, p.json_fields) {
+            (true, Some(j)) => j,
+            _ => p,
+        }
     }
 }
 

@@ -65,6 +65,92 @@ pub struct Target {
     /// Where the server reads a tool's parameters into fixed fields and drops every other keyword
     /// without a word (Ollama): those fields. Structured output is compiled as the rest says.
     pub tool_fields: Option<ToolFields>,
+    /// Every keyword the API accepts in a schema, where it answers 400 on any other (hosted APIs):
+    /// the `keywords` pass removes the rest. `None`: the API takes unknown keywords.
+    pub keywords: Option<&'static [&'static str]>,
+    /// What may stand beside a `$ref` (`None`: anything); a ref with other siblings is wrapped as
+    /// `{"anyOf": [{"$ref": ..}], ..siblings}`, which means the same.
+    pub ref_siblings: Option<&'static [&'static str]>,
+    /// How the API reads `$ref` and recursive definitions.
+    pub refs: Refs,
+    /// Whether the API reads OpenAPI 3.0 types (Gemini's `Schema`): one `type` with `nullable: true`
+    /// instead of a type list, `enum` of strings only, no `const`, nothing beside `anyOf`.
+    pub openapi: bool,
+    /// Whether a tool's parameters may be a union at the root (Anthropic, and OpenAI strict, refuse
+    /// `anyOf`/`oneOf`/`allOf` there).
+    pub root_union: bool,
+    /// Whether every array must say `items` and every object `properties` (OpenAI answers 400 without
+    /// them, strict or not).
+    pub spelled_structure: bool,
+    /// The rules of a strict mode (constrained decoding of the whole schema), where the profile is one.
+    pub strict: Option<Strict>,
+    /// Whether the API refuses a tool's own `strict` member (Cohere answers 422): it is removed.
+    pub no_strict_member: bool,
+}
+
+/// How an API reads references.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Refs {
+    /// `#/$defs/Name` (and `#/definitions/Name`) refs, recursion included.
+    Defs,
+    /// Refs as [`Refs::Defs`], but a recursive one only inside a property that is not required
+    /// (Gemini's `parametersJsonSchema`).
+    OptionalCycles,
+    /// No refs at all: definitions are inlined and a recursive one unrolled this many times, then cut
+    /// to its type (Gemini's `parameters`, Cohere).
+    Unrolled(usize),
+}
+
+/// What a strict mode compiles, beyond the keyword list: the conditions under which a schema cannot be
+/// made strict without changing what a caller can send (the tool is then sent non-strict), and the
+/// limits per schema.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct Strict {
+    /// Whether every property must be listed in `required` (optional ones then accept `null`).
+    pub all_required: bool,
+    /// Whether a recursive definition compiles.
+    pub recursion: bool,
+    /// Deepest object nesting (the root object is level 1).
+    pub max_object_depth: Option<usize>,
+    /// Most properties in one schema, all objects counted.
+    pub max_properties: Option<usize>,
+    /// Most `enum` values in one schema.
+    pub max_enum_values: Option<usize>,
+    /// Largest `minItems` compiled (Anthropic: 0 or 1); a larger one is removed (lossy, said).
+    pub max_min_items: Option<u64>,
+    /// Limits over all strict tools of one request, where the API has them.
+    pub per_request: Option<RequestLimits>,
+}
+
+/// Limits a strict mode sets over all strict tools of one request (Anthropic: 20 tools, 24 optional
+/// parameters, 16 parameters with a union, each counted through every level of every strict tool).
+/// Tools are counted in request order; one that would pass a limit is sent non-strict.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct RequestLimits {
+    pub tools: usize,
+    pub optional: usize,
+    pub unions: usize,
+}
+
+/// What one strict schema uses of [`RequestLimits`]: its optional properties and its properties that
+/// are unions (`anyOf` or a type list), at every level.
+pub fn strict_cost(v: &Value, optional: &mut usize, unions: &mut usize, depth: usize) {
+    let Value::Object(m) = v else { return };
+    if depth > crate::schema::walk::HARD_DEPTH {
+        return;
+    }
+    if let Some(Value::Object(props)) = m.get("properties") {
+        let required: Vec<&str> = m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        for (name, p) in props {
+            if !required.contains(&name.as_str()) {
+                *optional += 1;
+            }
+            if p.get("anyOf").is_some() || p.get("type").is_some_and(Value::is_array) {
+                *unions += 1;
+            }
+        }
+    }
+    crate::schema::walk::children(m, |_, c| strict_cost(c, optional, unions, depth + 1));
 }
 
 /// The members a server's tool structs keep.
@@ -193,6 +279,111 @@ const RELATIONAL: &[&str] = &[
     "not",
 ];
 
+/// What OpenAI strict mode accepts in a schema (its structured-outputs guide; `title` as its SDK's
+/// pydantic schemas carry it).
+const OPENAI_STRICT_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "enum",
+    "const",
+    "$ref",
+    "$defs",
+    "definitions",
+    "description",
+    "title",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+];
+
+/// What Anthropic strict mode accepts (its structured-outputs documentation and SDK transform).
+const ANTHROPIC_STRICT_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "allOf",
+    "enum",
+    "const",
+    "$ref",
+    "$defs",
+    "definitions",
+    "description",
+    "title",
+    "default",
+    "pattern",
+    "format",
+    "minItems",
+];
+
+/// The fields of Gemini's `Schema` in the Developer API (google-genai's `types.Schema`, less `ref`,
+/// `defs` and `additionalProperties`, which only Vertex takes, and `title`, which has caused 400s).
+const GEMINI_KEYWORDS: &[&str] = &[
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "properties",
+    "required",
+    "minItems",
+    "maxItems",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "minProperties",
+    "maxProperties",
+    "anyOf",
+    "propertyOrdering",
+    "default",
+    "example",
+];
+
+/// What Gemini documents for `parametersJsonSchema`/`responseJsonSchema`.
+const GEMINI_JSON_KEYWORDS: &[&str] = &[
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "type",
+    "format",
+    "title",
+    "description",
+    "enum",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "propertyOrdering",
+];
+
+/// What Cohere's tool-use documentation names.
+const COHERE_KEYWORDS: &[&str] = &["type", "description", "properties", "required", "items", "enum", "anyOf", "additionalProperties", "format", "title"];
+
 impl Target {
     /// What every grammar compiler shares; each backend below states how it differs.
     const GRAMMAR: Target = Target {
@@ -213,6 +404,14 @@ impl Target {
         reserved_names: &[],
         multiple_of_states: None,
         tool_fields: None,
+        keywords: None,
+        ref_siblings: None,
+        refs: Refs::Defs,
+        openapi: false,
+        root_union: true,
+        spelled_structure: false,
+        strict: None,
+        no_strict_member: false,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -304,6 +503,113 @@ impl Target {
 
     /// No compiler: the schema goes to a reader of JSON Schema 2020-12 (an MCP client) as it means.
     pub const JSON_SCHEMA: Target = Target { grammar: false, formats: None, ..Target::GRAMMAR };
+
+    /// A hosted API that reads a schema as a prompt hint and enforces nothing: only what it refuses
+    /// outright is rewritten. Each hosted target below states how it differs.
+    const HOSTED: Target = Target { grammar: false, formats: None, ..Target::GRAMMAR };
+
+    /// OpenAI function tools and structured outputs without `strict` (Chat Completions, Responses):
+    /// nothing enforced, but a tool's root must be an object, an array must say `items` and an object
+    /// `properties` (400 `invalid_function_parameters` otherwise).
+    pub const OPENAI: Target = Target { spelled_structure: true, ..Target::HOSTED };
+
+    /// OpenAI strict mode (`strict: true` tools, `json_schema` response formats): every object closed
+    /// with every property required (optional ones nullable), the documented keywords and formats only,
+    /// `$ref` alone, no union at the root, no map objects or untyped values, at most 10 levels of
+    /// objects, 5,000 properties and 1,000 enum values.
+    pub const OPENAI_STRICT: Target = Target {
+        unenforced: &["patternProperties", "propertyNames", "minProperties", "maxProperties"],
+        formats: Some(&["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"]),
+        keywords: Some(OPENAI_STRICT_KEYWORDS),
+        ref_siblings: Some(&[]),
+        root_union: false,
+        spelled_structure: true,
+        never: Never::EmptyAnyOf,
+        strict: Some(Strict {
+            all_required: true,
+            recursion: true,
+            max_object_depth: Some(10),
+            max_properties: Some(5_000),
+            max_enum_values: Some(1_000),
+            max_min_items: None,
+            per_request: None,
+        }),
+        ..Target::GRAMMAR
+    };
+
+    /// Anthropic tools without `strict`: nothing enforced; the root must be an object, not a union.
+    pub const ANTHROPIC: Target = Target { root_union: false, ..Target::HOSTED };
+
+    /// Anthropic strict tool use and JSON outputs: closed objects, the documented keywords and ten
+    /// formats, `minItems` 0 or 1, no number or length bounds, no recursion. Optional properties stay
+    /// optional (the per-request limits on them are checked over the whole request).
+    pub const ANTHROPIC_STRICT: Target = Target {
+        unenforced: &[
+            "patternProperties",
+            "propertyNames",
+            "minProperties",
+            "maxProperties",
+            "minimum",
+            "maximum",
+            "exclusiveMinimum",
+            "exclusiveMaximum",
+            "multipleOf",
+            "minLength",
+            "maxLength",
+            "maxItems",
+        ],
+        numbers: Numbers::Unenforced,
+        formats: Some(&["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"]),
+        keywords: Some(ANTHROPIC_STRICT_KEYWORDS),
+        ref_siblings: Some(&[]),
+        root_union: false,
+        never: Never::EmptyAnyOf,
+        strict: Some(Strict {
+            all_required: false,
+            recursion: false,
+            max_object_depth: None,
+            max_properties: None,
+            max_enum_values: None,
+            max_min_items: Some(1),
+            per_request: Some(RequestLimits { tools: 20, optional: 24, unions: 16 }),
+        }),
+        ..Target::GRAMMAR
+    };
+
+    /// Gemini's `parameters` and `responseSchema`: the OpenAPI 3.0 `Schema` of the Developer API. Any
+    /// other field is a 400 (`additionalProperties`, `$ref`, `const`, type lists included), so refs are
+    /// inlined and recursion unrolled three times, types written the OpenAPI way.
+    pub const GEMINI: Target = Target {
+        formats: Some(&["date-time", "enum", "float", "double", "int32", "int64"]),
+        keywords: Some(GEMINI_KEYWORDS),
+        refs: Refs::Unrolled(3),
+        openapi: true,
+        root_union: false,
+        spelled_structure: true,
+        ..Target::HOSTED
+    };
+
+    /// Gemini's `parametersJsonSchema` and `responseJsonSchema`: the documented JSON Schema subset;
+    /// a `$ref` with only `description`/`default` beside it, and recursion only inside optional
+    /// properties.
+    pub const GEMINI_JSON: Target = Target {
+        keywords: Some(GEMINI_JSON_KEYWORDS),
+        ref_siblings: Some(&["description", "default"]),
+        refs: Refs::OptionalCycles,
+        root_union: false,
+        ..Target::HOSTED
+    };
+
+    /// Cohere v2 chat tools: its supported keywords are not documented beyond the basics, so only those
+    /// are sent (the rest said in descriptions) and refs are inlined.
+    pub const COHERE: Target = Target {
+        keywords: Some(COHERE_KEYWORDS),
+        no_strict_member: true,
+        refs: Refs::Unrolled(3),
+        root_union: false,
+        spelled_structure: true,
+        ..Target::HOSTED
+    };
 
     /// Every keyword the backend ignores or refuses.
     pub fn unenforced_keywords(&self) -> impl Iterator<Item = &'static str> {

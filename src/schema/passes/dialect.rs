@@ -17,6 +17,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
     let legacy = legacy_draft(root);
     let promote = cx.opts.promote_to_description;
+    let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
     pre_order(root, "", &mut |node, path| {
@@ -34,7 +35,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             changes.push(c.into());
         }
         bounds_and_dependencies(node, &mut changes);
-        nullable_and_ids(node, path, &mut changes, &mut normalized);
+        nullable_and_ids(node, path, openapi, &mut changes, &mut normalized);
         if !changes.is_empty() {
             recs.push((path.to_string(), Kind::DialectNormalized, changes.join("; "), vec![]));
         }
@@ -146,8 +147,10 @@ fn bounds_and_dependencies(node: &mut Map<String, Value>, changes: &mut Vec<Stri
 }
 
 /// OpenAPI's `nullable` as a `null` type; `$schema` and fragment `$id` below the root removed.
-fn nullable_and_ids(node: &mut Map<String, Value>, path: &str, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
+fn nullable_and_ids(node: &mut Map<String, Value>, path: &str, openapi: bool, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
     match node.at("nullable") {
+        // a target that reads OpenAPI types keeps it (see `passes::openapi`)
+        Some(Value::Bool(true)) if openapi => {}
         Some(Value::Bool(true)) => {
             node.remove("nullable");
             if let Some(t) = Types::of(node) {

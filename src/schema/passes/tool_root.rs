@@ -19,6 +19,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     };
     match Types::of(node) {
+        None if node.at("type").and_then(Value::as_str).is_some_and(|t| t.eq_ignore_ascii_case("object")) => {
+            // OpenAPI's `"OBJECT"`: the spelling every API reads
+            node.insert("type".into(), Value::String("object".into()));
+            cx.record("", Kind::ToolRootFixed, "type: object spelled as every API reads it");
+        }
         None if node.has("type") => {}
         None => {
             // a root union: every branch must be an object too, or a later run would move the type in
@@ -26,7 +31,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.insert("type".into(), Value::String("object".into()));
             cx.record("", Kind::ToolRootFixed, "type: object added at the root");
         }
-        Some(t) if t == Types::OBJECT => {}
+        Some(t) if t == Types::OBJECT => {
+            if node.at("type").and_then(Value::as_str) != Some("object") {
+                // `"OBJECT"` or `["object"]`: the spelling every API reads
+                node.insert("type".into(), Value::String("object".into()));
+                cx.record("", Kind::ToolRootFixed, "type: object spelled as every API reads it");
+            }
+        }
         Some(t) if t.contains(Types::OBJECT) => {
             node.insert("type".into(), Value::String("object".into()));
             cx.record("", Kind::ToolRootFixed, "tool arguments are an object: other root types dropped");

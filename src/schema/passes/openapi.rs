@@ -1,0 +1,150 @@
+//! Types as an OpenAPI 3.0 `Schema` spells them ([`crate::schema::Target::openapi`]: Gemini's
+//! `parameters` and `responseSchema`, which answer 400 on a type list, "Proto field is not repeating").
+//! A type list with `null` becomes one type and `nullable: true`; several types an `anyOf` of one
+//! branch per type, each with its own keywords; a `null` branch of an `anyOf` becomes `nullable` on
+//! the others; keywords beside an `anyOf` go into its branches (the API refuses them there). These
+//! are exact. An `enum` of other values than strings cannot be written (the API's enums are strings):
+//! it is removed and said in the description (lossy), as is an empty string in an enum.
+
+use crate::schema::lookup::Lookup;
+use crate::schema::types::{keyword_type, Types};
+use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::{compact, say_removed, Cx, Kind};
+use serde_json::{json, Map, Value};
+
+/// Passes that must run before this one in a profile's list: unions with their constraints already in the branches, and no refs.
+pub const AFTER: &[&str] = &["unions", "unroll"];
+
+const ORDER: [(&str, Types); 6] = [
+    ("object", Types::OBJECT),
+    ("array", Types::ARRAY),
+    ("string", Types::STRING),
+    ("integer", Types::INTEGER),
+    ("number", Types::NUMBER),
+    ("boolean", Types::BOOLEAN),
+];
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    if !cx.target.openapi {
+        return;
+    }
+    let promote_on = cx.opts.promote_to_description;
+    let mut recs: Vec<(String, Kind, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        // enums: strings only, none empty; `null` is `nullable`
+        if let Some(Value::Array(e)) = node.at("enum") {
+            let e = e.clone();
+            let null = e.contains(&Value::Null);
+            let values: Vec<Value> = e.iter().filter(|v| !v.is_null()).cloned().collect();
+            if values.iter().any(|v| !v.is_string()) || values.iter().any(|v| v.as_str() == Some("")) {
+                node.remove("enum");
+                let text = say_removed(node, &[("enum".to_string(), Value::Array(e.clone()))], promote_on);
+                recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text} (the API's enums are non-empty strings)")));
+            } else if null {
+                node.insert("enum".into(), Value::Array(values));
+                node.insert("nullable".into(), Value::Bool(true));
+                recs.push((path.to_string(), Kind::OpenapiTypes, "null in enum as nullable: true".into()));
+            }
+        }
+        // a type list
+        if let Some(Value::Array(list)) = node.at("type") {
+            let names: Vec<String> = list.iter().filter_map(Value::as_str).map(String::from).collect();
+            let null = names.iter().any(|n| n == "null");
+            let rest: Vec<&String> = names.iter().filter(|n| *n != "null").collect();
+            match rest.as_slice() {
+                [] => {
+                    node.insert("type".into(), json!("null"));
+                }
+                [one] => {
+                    node.insert("type".into(), json!(one));
+                }
+                many => {
+                    let many: Vec<String> = many.iter().map(|s| s.to_string()).collect();
+                    split(node, &many);
+                }
+            }
+            if null && !rest.is_empty() {
+                set_nullable(node);
+            }
+            recs.push((path.to_string(), Kind::OpenapiTypes, format!("type list {} as OpenAPI types", compact(&json!(names), 80))));
+        }
+        // a null branch, and keywords beside the union
+        if let Some(Value::Array(u)) = node.at("anyOf") {
+            let null_branch = |b: &Value| {
+                b.get("type").and_then(Value::as_str) == Some("null") && b.as_object().is_some_and(|m| m.keys().all(|k| k == "type" || is_annotation(k)))
+            };
+            let had_null = u.iter().any(null_branch);
+            let mut branches: Vec<Value> = u.iter().filter(|b| !null_branch(b)).cloned().collect();
+            let siblings: Map<String, Value> = node.iter().filter(|(k, _)| k.as_str() != "anyOf").map(|(k, v)| (k.clone(), v.clone())).collect();
+            if !had_null && siblings.is_empty() {
+                return;
+            }
+            for b in branches.iter_mut() {
+                if let Value::Object(bm) = b {
+                    for (k, v) in &siblings {
+                        if !bm.contains_key(k) {
+                            bm.insert(k.clone(), v.clone());
+                        }
+                    }
+                    if had_null {
+                        set_nullable(bm);
+                    }
+                }
+            }
+            node.clear();
+            match branches.len() {
+                1 => {
+                    if let Some(Value::Object(b)) = branches.pop() {
+                        *node = b;
+                    }
+                }
+                _ => {
+                    node.insert("anyOf".into(), Value::Array(branches));
+                }
+            }
+            recs.push((path.to_string(), Kind::OpenapiTypes, "anyOf with nothing beside it, null as nullable".into()));
+        }
+    });
+    for (p, k, d) in recs {
+        cx.record(&p, k, d);
+    }
+}
+
+fn set_nullable(node: &mut Map<String, Value>) {
+    if let Some(Value::Array(u)) = node.at_mut("anyOf") {
+        for b in u.iter_mut() {
+            if let Value::Object(bm) = b {
+                bm.insert("nullable".into(), Value::Bool(true));
+            }
+        }
+    } else {
+        node.insert("nullable".into(), Value::Bool(true));
+    }
+}
+
+/// One branch per type, each with the keywords that apply to it; annotations go into every branch.
+fn split(node: &mut Map<String, Value>, types: &[String]) {
+    let old = std::mem::take(node);
+    let mut branches = Vec::new();
+    for (name, t) in ORDER {
+        if !types.iter().any(|x| x == name) {
+            continue;
+        }
+        let mut b = Map::new();
+        b.insert("type".into(), json!(name));
+        for (k, v) in &old {
+            if k == "type" {
+                continue;
+            }
+            let applies = match keyword_type(k) {
+                Some(kt) => !kt.inter(t).is_empty(),
+                None => true,
+            };
+            if applies {
+                b.insert(k.clone(), v.clone());
+            }
+        }
+        branches.push(Value::Object(b));
+    }
+    node.insert("anyOf".into(), Value::Array(branches));
+}

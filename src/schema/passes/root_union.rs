@@ -1,0 +1,123 @@
+//! A union at the root of a tool's parameters, for APIs that refuse one there
+//! ([`crate::schema::Target::root_union`]: Anthropic answers 400 "input_schema does not support oneOf,
+//! allOf, or anyOf at the top level", OpenAI strict mode the same). The branches become one object:
+//! every property any branch declares (a name declared differently by several becomes a union of its
+//! declarations), required only where the root or every branch requires it. That accepts every call
+//! the union accepted and some it did not, so the alternatives are said in the description (lossy).
+
+use crate::schema::definitions::{deref, root_defs};
+use crate::schema::lookup::Lookup;
+use crate::schema::{compact, promote, Context, Cx, Kind};
+use serde_json::{json, Map, Value};
+
+/// Passes that must run before this one in a profile's list: nothing: it looks at the root only, and
+/// reads branches that are refs through the root definitions.
+pub const AFTER: &[&str] = &[];
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    if cx.context != Context::Tool || cx.target.root_union {
+        return;
+    }
+    let defs = root_defs(root);
+    let Value::Object(node) = root else { return };
+    let mut branches: Vec<Value> = Vec::new();
+    let mut said: Vec<(String, Value)> = Vec::new();
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(v) = node.remove(key) {
+            if key == "allOf" {
+                // an intersection: every branch's properties and requirements hold together
+                for b in v.as_array().into_iter().flatten() {
+                    absorb(node, &deref(b.clone(), &defs), true);
+                }
+                said.push((key.to_string(), v));
+                continue;
+            }
+            branches.extend(v.as_array().cloned().unwrap_or_default());
+            said.push((key.to_string(), v));
+        }
+    }
+    if said.is_empty() {
+        return;
+    }
+    let branches: Vec<Value> = branches.into_iter().map(|b| deref(b, &defs)).collect();
+    // required only where every branch requires it
+    let mut common: Option<Vec<Value>> = None;
+    for b in &branches {
+        let r: Vec<Value> = b.get("required").and_then(Value::as_array).cloned().unwrap_or_default();
+        common = Some(match common {
+            None => r,
+            Some(c) => c.into_iter().filter(|x| r.contains(x)).collect(),
+        });
+    }
+    for b in &branches {
+        let mut one = b.clone();
+        if let Value::Object(m) = &mut one {
+            m.remove("required");
+        }
+        absorb(node, &one, false);
+    }
+    if let Some(c) = common.filter(|c| !c.is_empty()) {
+        let req = node.entry("required").or_insert_with(|| json!([]));
+        if let Value::Array(r) = req {
+            for x in c {
+                if !r.contains(&x) {
+                    r.push(x);
+                }
+            }
+        }
+    }
+    node.insert("type".into(), json!("object"));
+    let text = said.iter().map(|(k, v)| format!("{k}: {}", compact(v, 200))).collect::<Vec<_>>().join("; ");
+    if cx.opts.promote_to_description {
+        promote(node, &format!("one of the shapes {text}"));
+    }
+    cx.record("", Kind::RootUnionMerged, format!("root union made one object; removed {}", compact(&Value::String(text), 200)));
+}
+
+/// Adds a branch's properties (and, for an `allOf` branch, its requirements) to the root. A name the
+/// root or an earlier branch declares otherwise becomes a union of both declarations.
+fn absorb(node: &mut Map<String, Value>, branch: &Value, all: bool) {
+    let Value::Object(b) = branch else { return };
+    if let Some(Value::Object(props)) = b.at("properties") {
+        let root_props = node.entry("properties").or_insert_with(|| json!({}));
+        if let Value::Object(rp) = root_props {
+            for (k, v) in props {
+                match rp.get_mut(k) {
+                    None => {
+                        rp.insert(k.clone(), v.clone());
+                    }
+                    Some(old) if old == v => {}
+                    Some(old) if all => {
+                        // both hold: the root's stays, the branch's is said with the rest
+                        let _ = old;
+                    }
+                    Some(old) => {
+                        let prev = std::mem::take(old);
+                        let mut alts = match prev {
+                            Value::Object(m) if m.len() == 1 && m.contains_key("anyOf") => {
+                                m.get("anyOf").and_then(Value::as_array).cloned().unwrap_or_default()
+                            }
+                            p => vec![p],
+                        };
+                        if !alts.contains(v) {
+                            alts.push(v.clone());
+                        }
+                        *old = json!({ "anyOf": alts });
+                    }
+                }
+            }
+        }
+    }
+    if all {
+        if let Some(Value::Array(r)) = b.at("required") {
+            let req = node.entry("required").or_insert_with(|| json!([]));
+            if let Value::Array(rr) = req {
+                for x in r {
+                    if !rr.contains(x) {
+                        rr.push(x.clone());
+                    }
+                }
+            }
+        }
+    }
+}

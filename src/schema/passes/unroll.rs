@@ -1,0 +1,146 @@
+//! APIs that read refs only in part ([`crate::schema::Target::refs`]). Where no `$ref` may stay
+//! (Gemini's `parameters`, Cohere), every ref is replaced by a copy of its definition; a recursive one
+//! is unrolled a fixed number of times along each path and then cut to its type (lossy, said in the
+//! description), and the definitions go. Where a recursive ref may stand only inside an optional
+//! property (Gemini's `parametersJsonSchema`), a required property holding one is made optional.
+
+use crate::schema::definitions::{is_recursive_ref, root_defs};
+use crate::schema::lookup::Lookup;
+use crate::schema::walk::{children_at, collect_refs, has_ref, post_order, HARD_DEPTH};
+use crate::schema::{note, Cx, Kind, Refs};
+use serde_json::{json, Map, Value};
+
+/// Passes that must run before this one in a profile's list: every ref is a plain root definition's.
+pub const AFTER: &[&str] = &["refs"];
+
+pub fn run(root: &mut Value, cx: &mut Cx) {
+    match cx.target.refs {
+        Refs::Defs => {}
+        Refs::Unrolled(times) => unroll(root, times, cx),
+        Refs::OptionalCycles => optional_cycles(root, cx),
+    }
+}
+
+fn unroll(root: &mut Value, times: usize, cx: &mut Cx) {
+    let Value::Object(top) = root else { return };
+    let defs = root_defs(&Value::Object(top.clone()));
+    let had_defs = top.remove("$defs").is_some() | top.remove("definitions").is_some();
+    if !has_ref(root, 0) {
+        if had_defs {
+            cx.record("", Kind::KeywordNormalized, "definitions no ref uses removed");
+        }
+        return;
+    }
+    let mut st = Unroll { defs: &defs, times, budget: cx.opts.limits.inline_budget, stack: Vec::new(), inlined: 0, cut: Vec::new() };
+    st.walk(root, &mut String::new(), 0);
+    if st.inlined > 0 {
+        cx.record("", Kind::RefsInlined, format!("{} refs replaced by their definitions (the API reads no $ref)", st.inlined));
+    }
+    for (path, name) in st.cut {
+        cx.record(&path, Kind::RecursionCut, format!("recursive {name} unrolled {times} times, cut to its type below"));
+    }
+}
+
+struct Unroll<'a> {
+    defs: &'a Value,
+    times: usize,
+    budget: usize,
+    stack: Vec<String>,
+    inlined: usize,
+    cut: Vec<(String, String)>,
+}
+
+impl Unroll<'_> {
+    fn walk(&mut self, v: &mut Value, path: &mut String, depth: usize) {
+        if depth > HARD_DEPTH {
+            return;
+        }
+        let Value::Object(m) = v else { return };
+        if let Some(r) = m.at("$ref").and_then(Value::as_str).map(String::from) {
+            let target = r.strip_prefix('#').and_then(|p| self.defs.pointer(p)).cloned();
+            let seen = self.stack.iter().filter(|s| **s == r).count();
+            let size = target.as_ref().map_or(0, count);
+            let Some(target) = target.filter(|_| seen < self.times && size <= self.budget) else {
+                // cut: the definition's type, nothing more
+                let t = self.defs.pointer(r.trim_start_matches('#')).and_then(|d| d.get("type")).cloned();
+                let siblings: Map<String, Value> = m.iter().filter(|(k, _)| *k != "$ref").map(|(k, v)| (k.clone(), v.clone())).collect();
+                *m = siblings;
+                if let Some(t) = t {
+                    m.insert("type".into(), t);
+                }
+                let name = r.rsplit('/').next().unwrap_or("").to_string();
+                note(m, &format!("(A {name} again, as above; its members are not checked here.)"));
+                self.cut.push((path.clone(), name));
+                return;
+            };
+            self.budget -= size;
+            self.inlined += 1;
+            let mut copy = match target {
+                Value::Object(t) => t,
+                Value::Bool(false) => crate::schema::merge::never_map(),
+                _ => Map::new(),
+            };
+            for (k, val) in m.iter() {
+                if k != "$ref" {
+                    copy.insert(k.clone(), val.clone());
+                }
+            }
+            *m = copy;
+            self.stack.push(r);
+            self.walk(v, path, depth + 1);
+            self.stack.pop();
+            return;
+        }
+        children_at(m, path, |p, _, c| self.walk(c, p, depth + 1));
+    }
+}
+
+fn count(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(count).sum::<usize>(),
+        Value::Array(a) => a.iter().map(count).sum(),
+        _ => 0,
+    }
+}
+
+fn optional_cycles(root: &mut Value, cx: &mut Cx) {
+    if !has_ref(root, 0) {
+        return;
+    }
+    let defs = root_defs(root);
+    let promote_on = cx.opts.promote_to_description;
+    let mut recs: Vec<(String, String)> = Vec::new();
+    post_order(root, "", &mut |node, path| {
+        let Some(Value::Object(props)) = node.at("properties") else { return };
+        let Some(Value::Array(required)) = node.at("required") else { return };
+        let cyclic: Vec<String> = required
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|n| {
+                props.get(*n).is_some_and(|p| {
+                    let mut refs = Vec::new();
+                    collect_refs(p, &mut refs, 0);
+                    refs.iter().any(|r| is_recursive_ref(&json!({ "$ref": r }), &defs))
+                })
+            })
+            .map(String::from)
+            .collect();
+        if cyclic.is_empty() {
+            return;
+        }
+        if let Some(Value::Array(r)) = node.at_mut("required") {
+            r.retain(|x| x.as_str().is_none_or(|x| !cyclic.iter().any(|c| c == x)));
+        }
+        if let Some(Value::Object(p)) = node.at_mut("properties") {
+            for n in &cyclic {
+                if let (Some(Value::Object(pm)), true) = (p.get_mut(n), promote_on) {
+                    note(pm, "(Required.)");
+                }
+            }
+        }
+        recs.push((path.to_string(), format!("required {} made optional: it holds a recursive type", cyclic.join(", "))));
+    });
+    for (p, d) in recs {
+        cx.record(&p, Kind::RecursionCut, d);
+    }
+}
