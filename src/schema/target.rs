@@ -120,6 +120,10 @@ pub struct Strict {
     pub max_min_items: Option<u64>,
     /// Limits over all strict tools of one request, where the API has them.
     pub per_request: Option<RequestLimits>,
+    /// Whether each node has one `type` (a type list becomes an `anyOf` of one type each) and a literal
+    /// (`enum`, `const`) none beside it: how Anthropic's SDK writes strict schemas (it fails on a type
+    /// list and drops the type beside literals).
+    pub single_types: bool,
 }
 
 /// Limits a strict mode sets over all strict tools of one request (Anthropic: 20 tools, 24 optional
@@ -533,6 +537,7 @@ impl Target {
             max_enum_values: Some(1_000),
             max_min_items: None,
             per_request: None,
+            single_types: false,
         }),
         ..Target::GRAMMAR
     };
@@ -561,6 +566,8 @@ impl Target {
         numbers: Numbers::Unenforced,
         formats: Some(&["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"]),
         keywords: Some(ANTHROPIC_STRICT_KEYWORDS),
+        // definitions only under `$defs` (the SDK reads no other)
+        shared_defs: true,
         ref_siblings: Some(&[]),
         root_union: false,
         never: Never::EmptyAnyOf,
@@ -572,6 +579,7 @@ impl Target {
             max_enum_values: None,
             max_min_items: Some(1),
             per_request: Some(RequestLimits { tools: 20, optional: 24, unions: 16 }),
+            single_types: true,
         }),
         ..Target::GRAMMAR
     };

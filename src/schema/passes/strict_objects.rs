@@ -37,39 +37,56 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
         }
-        if !objecty(node) || is_never(node) {
-            return;
+        close(node, path, &strict, &mut recs);
+        if strict.single_types {
+            single_types(node, path, &mut recs);
         }
-        if node.at("additionalProperties") != Some(&Value::Bool(false)) {
-            node.insert("additionalProperties".into(), Value::Bool(false));
-            recs.push((path.to_string(), Kind::ObjectClosed, "additionalProperties: false".into()));
-        }
-        if !node.has("properties") {
-            node.insert("properties".into(), json!({}));
-        }
-        if !strict.all_required {
-            return;
-        }
-        let names: Vec<String> = node.at("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
-        let required: Vec<String> =
-            node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
-        let optional: Vec<String> = names.iter().filter(|n| !required.contains(n)).cloned().collect();
-        if optional.is_empty() {
-            return;
-        }
-        if let Some(Value::Object(props)) = node.at_mut("properties") {
-            for n in &optional {
-                if let Some(p) = props.get_mut(n) {
-                    nullable(p);
-                }
-            }
-        }
-        node.insert("required".into(), Value::Array(names.into_iter().map(Value::String).collect()));
-        recs.push((path.to_string(), Kind::OptionalNullable, format!("optional {} required, null allowed", optional.join(", "))));
     });
     for (p, k, d) in recs {
         cx.record(&p, k, d);
     }
+}
+
+/// Closes an object (and requires every property where the mode says so).
+fn close(node: &mut Map<String, Value>, path: &str, strict: &Strict, recs: &mut Vec<(String, Kind, String)>) {
+    if !objecty(node) || is_never(node) {
+        return;
+    }
+    if node.at("additionalProperties") != Some(&Value::Bool(false)) {
+        node.insert("additionalProperties".into(), Value::Bool(false));
+        recs.push((path.to_string(), Kind::ObjectClosed, "additionalProperties: false".into()));
+    }
+    if !node.has("properties") {
+        node.insert("properties".into(), json!({}));
+    }
+    if !strict.all_required {
+        return;
+    }
+    let names: Vec<String> = node.at("properties").and_then(Value::as_object).map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    let required: Vec<String> =
+        node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
+    let optional: Vec<String> = names.iter().filter(|n| !required.contains(n)).cloned().collect();
+    if optional.is_empty() && required != names && required.len() == names.len() {
+        // the same names in the properties' order, as strict-mode writers (openai-agents) list them
+        node.insert("required".into(), Value::Array(names.iter().cloned().map(Value::String).collect()));
+    }
+    if optional.is_empty() {
+        if !node.has("required") {
+            // the mode reads a missing `required` as wrong, even with no properties
+            node.insert("required".into(), Value::Array(Vec::new()));
+            recs.push((path.to_string(), Kind::StructureSpelled, "required: [] written out".into()));
+        }
+        return;
+    }
+    if let Some(Value::Object(props)) = node.at_mut("properties") {
+        for n in &optional {
+            if let Some(p) = props.get_mut(n) {
+                nullable(p);
+            }
+        }
+    }
+    node.insert("required".into(), Value::Array(names.into_iter().map(Value::String).collect()));
+    recs.push((path.to_string(), Kind::OptionalNullable, format!("optional {} required, null allowed", optional.join(", "))));
 }
 
 /// Whether a node describes objects (a type that allows them, or properties without a type).
@@ -227,4 +244,46 @@ impl Scan<'_> {
 
 fn has_properties(m: &Map<String, Value>) -> bool {
     m.at("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty())
+}
+
+/// One `type` per node, none beside a literal (see [`Strict::single_types`]). Exact: a literal's values
+/// outside the type are dropped with it, a type list becomes one branch per type with every keyword
+/// (each applies to its own type only).
+fn single_types(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(String, Kind, String)>) {
+    if node.has("enum") || node.has("const") {
+        if let Some(t) = node.remove("type").as_ref().and_then(Types::of_value_type) {
+            if let Some(Value::Array(e)) = node.at_mut("enum") {
+                e.retain(|v| t.contains(Types::of_value(v)));
+            }
+            if node.at("const").is_some_and(|c| !t.contains(Types::of_value(c))) {
+                node.insert("enum".into(), json!([]));
+                node.remove("const");
+            }
+            recs.push((path.to_string(), Kind::TypesExplicit, "type beside a literal taken into its values".into()));
+        }
+        return;
+    }
+    let Some(Value::Array(list)) = node.at("type").cloned() else { return };
+    if list.len() < 2 {
+        if let Some(t) = list.first().cloned() {
+            node.insert("type".into(), t);
+        }
+        return;
+    }
+    let annotations: Map<String, Value> =
+        node.iter().filter(|(k, _)| matches!(k.as_str(), "description" | "title")).map(|(k, v)| (k.clone(), v.clone())).collect();
+    let branches: Vec<Value> = list
+        .iter()
+        .map(|t| {
+            let own = t.as_str().and_then(Types::from_name).unwrap_or(Types::ALL);
+            let applies = |k: &str| crate::schema::types::keyword_type(k).is_none_or(|kt| !kt.inter(own).is_empty());
+            let mut b: Map<String, Value> =
+                node.iter().filter(|(k, _)| !matches!(k.as_str(), "description" | "title") && applies(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+            b.insert("type".into(), t.clone());
+            Value::Object(b)
+        })
+        .collect();
+    *node = annotations;
+    node.insert("anyOf".into(), Value::Array(branches));
+    recs.push((path.to_string(), Kind::TypesExplicit, "type list as one branch per type".into()));
 }

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Acceptance for the hosted-API profiles, judged by the APIs' own SDKs from the registry (in a venv of its
+own under ~/.cache/toolfit/hosted, built on first use) and by the documented rules they do not check:
+
+- openai / openai-strict: every corpus file's tools in one Chat Completions request. A tool sent
+  `strict: true` passes every rule of backend-rules.md §2.1 (each check names its row) and openai-agents'
+  `ensure_strict_json_schema` returns it unchanged; a tool sent non-strict passes §2.2's structural rules.
+  Under openai-strict every tool says which it is, and every declined one has a `strict_declined` record.
+- anthropic / anthropic-strict: the same as a Messages request: §2.3's root rules for every tool; for strict
+  ones, additionalProperties: false everywhere and the `anthropic` SDK's `transform_schema` leaves them
+  unchanged (§3.4), at most 20 strict tools per request.
+- gemini: as `functionDeclarations[].parameters` (google-genai's `FunctionDeclaration` with extra fields
+  forbidden, its Developer-API check on every node, no type lists, nothing beside anyOf, string enums) and
+  as `parametersJsonSchema` (the same request read with gemini-json: `$ref` alone but for description).
+- cohere: a v2 chat request: no `strict` member, the `cohere` SDK's `ToolV2` takes every tool.
+
+Raw (as the corpus has them) the same requests are judged too, to show what each API would refuse.
+Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any failure.
+"""
+import json, os, subprocess, sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llama_judges import TOOLFIT, by_file, check, corpus_tools, results, venv  # noqa: E402
+
+PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1"]
+WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker.py")
+
+
+def request(api, rows):
+    """The corpus file's tools as one request of that API."""
+    params = [(n, p if isinstance(p, dict) else {"type": "object"}) for _, n, p, _ in rows]
+    if api.startswith("openai"):
+        return "openai-chat", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
+    if api.startswith("anthropic"):
+        return "anthropic", {"model": "m", "messages": [], "tools": [{"name": n, "description": "d", "input_schema": p} for n, p in params]}
+    if api == "gemini":
+        return "gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": n, "description": "d", "parameters": p} for n, p in params]}]}
+    if api == "gemini-json":
+        return "gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": n, "description": "d", "parametersJsonSchema": p} for n, p in params]}]}
+    return "cohere", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
+
+
+# the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)
+PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
+           "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere"}
+
+
+def rewrite(body, fmt, profile):
+    p = subprocess.run([TOOLFIT, "normalize", "--profile", profile, "--format", fmt, "--report", "-"], input=json.dumps(body).encode(), capture_output=True)
+    if p.returncode != 0:
+        raise RuntimeError(p.stderr.decode()[:400])
+    return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
+
+
+def main():
+    py = venv("hosted", PINS)
+    files = by_file(corpus_tools())
+    jobs, meta = [], []
+    for api in PROFILE:
+        for label, rows in files:
+            fmt, body = request(api, rows)
+            out, report = rewrite(body, fmt, PROFILE[api])
+            jobs += [{"api": api, "body": body}, {"api": api, "body": out}]
+            meta += [(api, label, "raw", report), (api, label, "toolfit", report)]
+    p = subprocess.run([py, WORKER], input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
+    if p.returncode != 0:
+        print(p.stderr[-2000:])
+        check("hosted worker ran", False)
+        return finish()
+    verdicts = [json.loads(x) for x in p.stdout.splitlines()]
+    check("one verdict per request", len(verdicts) == len(jobs), f"{len(verdicts)} of {len(jobs)}")
+    table = {}
+    for (api, label, side, report), v in zip(meta, verdicts):
+        t = table.setdefault(api, {"raw_refused": 0, "toolfit_refused": 0, "strict": 0, "declined": 0, "records": 0, "lossy": 0, "files": 0})
+        if side == "raw":
+            t["raw_refused"] += bool(v["errors"])
+            continue
+        t["files"] += 1
+        t["toolfit_refused"] += bool(v["errors"])
+        t["strict"] += v["strict"]
+        t["declined"] += report["counters"].get("strict_declined", 0)
+        t["records"] += sum(report["counters"].values())
+        t["lossy"] += sum(1 for r in report["records"] if r["lossy"])
+        check(f"{api}: {label} accepted after toolfit", not v["errors"], "; ".join(v["errors"][:3]))
+    print(f"{'api':18} {'files':>5} {'raw refused':>11} {'toolfit refused':>15} {'strict tools':>12} {'declined':>8} {'records':>8} {'lossy':>6}")
+    for api, t in table.items():
+        print(f"{api:18} {t['files']:5} {t['raw_refused']:11} {t['toolfit_refused']:15} {t['strict']:12} {t['declined']:8} {t['records']:8} {t['lossy']:6}")
+    check("openai-strict sends some tools strict", table["openai-strict"]["strict"] > 0)
+    check("anthropic-strict sends some tools strict", table["anthropic-strict"]["strict"] > 0)
+    check("raw corpus is refused somewhere (the judges can fail)", all(table[a]["raw_refused"] > 0 for a in ("openai-strict", "gemini")))
+    return finish()
+
+
+def finish():
+    passed = sum(results)
+    print(f"hosted judges: {passed} passed, {len(results) - passed} failed")
+    return 0 if passed == len(results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Runs inside the hosted-API judges' venv: each stdin line is {"api": ..., "tools": [...]} (the tools as
+toolfit sent them); each stdout line is {"errors": [...], "strict": n, "loose": n}. The judges are the
+APIs' own SDKs from the registry, plus the documented rules they do not check (each rule names its line
+in the backend notes, see hosted_judges.py)."""
+import copy, json, re, sys
+
+from agents.strict_schema import ensure_strict_json_schema
+from anthropic.lib._parse._transform import transform_schema
+from google.genai import types as gtypes
+from google.genai import _transformers as gtrans
+import cohere
+
+OPENAI_STRICT_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "$ref", "$defs",
+                          "definitions", "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum",
+                          "exclusiveMaximum", "multipleOf", "minItems", "maxItems", "minLength", "maxLength"}
+OPENAI_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+ANTHROPIC_ROOT_UNIONS = ("anyOf", "oneOf", "allOf")
+SCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+SCHEMA_ONE = ("items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames")
+
+
+def nodes(s, path="", depth=0):
+    """(path, node) for every schema node."""
+    if not isinstance(s, dict):
+        return
+    yield path, s, depth
+    for k in SCHEMA_MAPS:
+        for n, c in (s.get(k) or {}).items() if isinstance(s.get(k), dict) else []:
+            yield from nodes(c, f"{path}/{k}/{n}", depth + 1)
+    for k in SCHEMA_LISTS:
+        for i, c in enumerate(s.get(k) or []) if isinstance(s.get(k), list) else []:
+            yield from nodes(c, f"{path}/{k}/{i}", depth + 1)
+    for k in SCHEMA_ONE:
+        if isinstance(s.get(k), dict):
+            yield from nodes(s[k], f"{path}/{k}", depth + 1)
+
+
+def types_of(n):
+    t = n.get("type")
+    return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
+
+
+def openai_structural(s):
+    """§2.2: root an object schema; every array has `items`, every object `properties` (400 otherwise)."""
+    errs = []
+    if not isinstance(s, dict) or s.get("type") != "object":
+        errs.append("root is not type: object (§2.2)")
+    for p, n, _ in nodes(s):
+        t = types_of(n)
+        if "array" in t and "items" not in n and "prefixItems" not in n:
+            errs.append(f"{p}: array schema missing items (§2.2)")
+        if "object" in t and "properties" not in n:
+            errs.append(f"{p}: object schema missing properties (§2.2)")
+    return errs
+
+
+def object_depth(s, depth=0):
+    if not isinstance(s, dict):
+        return depth
+    here = depth + (1 if "object" in types_of(s) else 0)
+    deepest = here
+    for k in SCHEMA_MAPS:
+        if k in ("$defs", "definitions"):
+            continue
+        for c in (s.get(k) or {}).values() if isinstance(s.get(k), dict) else []:
+            deepest = max(deepest, object_depth(c, here))
+    for k in SCHEMA_LISTS:
+        for c in s.get(k) or [] if isinstance(s.get(k), list) else []:
+            deepest = max(deepest, object_depth(c, here))
+    for k in SCHEMA_ONE:
+        if isinstance(s.get(k), dict):
+            deepest = max(deepest, object_depth(s[k], here))
+    return deepest
+
+
+def openai_strict(s):
+    """§2.1, rule by rule, then openai-agents' ensure_strict_json_schema must leave the schema as it is."""
+    errs = []
+    if not isinstance(s, dict) or s.get("type") != "object" or "anyOf" in s:
+        errs.append("root must be type: object, not anyOf (§2.1 root)")
+    props_total, enums_total = 0, 0
+    for p, n, _ in nodes(s):
+        t = types_of(n)
+        for k in n:
+            if k not in OPENAI_STRICT_KEYWORDS:
+                errs.append(f"{p}: keyword {k} is not supported in strict mode (§2.1 unsupported keywords, default, annotations)")
+        if "$ref" in n and len(n) > 1:
+            errs.append(f"{p}: $ref cannot have keywords (§2.1 $ref siblings)")
+        if "oneOf" in n:
+            errs.append(f"{p}: oneOf is not permitted (§2.1 oneOf)")
+        if "object" in t or "properties" in n:
+            if n.get("additionalProperties") is not False:
+                errs.append(f"{p}: additionalProperties must be false (§2.1 objects)")
+            if "properties" not in n:
+                errs.append(f"{p}: properties missing (§2.1 objects)")
+            if sorted(n.get("required", [])) != sorted(n.get("properties", {})):
+                errs.append(f"{p}: required must list every property (§2.1 objects)")
+            props_total += len(n.get("properties", {}))
+        if "array" in t and not isinstance(n.get("items"), dict):
+            errs.append(f"{p}: items must be a typed schema (§2.1 arrays)")
+        if isinstance(n.get("format"), str) and n["format"] not in OPENAI_FORMATS:
+            errs.append(f"{p}: '{n['format']}' is not a valid format (§2.1 strings)")
+        if isinstance(n.get("pattern"), str) and re.search(r"\(\?<?[=!]", n["pattern"]):
+            errs.append(f"{p}: look-around in pattern (§2.1 strings)")
+        if isinstance(n.get("$ref"), str) and not re.fullmatch(r"#(/(\$defs|definitions)/[^/]+)?", n["$ref"]):
+            errs.append(f"{p}: $ref {n['$ref']} is not # or #/$defs/X (§2.1 $ref)")
+        enums_total += len(n.get("enum", [])) if isinstance(n.get("enum"), list) else 0
+    if object_depth(s) > 10:
+        errs.append("more than 10 levels of objects (§2.1 limits)")
+    if props_total > 5000:
+        errs.append("more than 5000 properties (§2.1 limits)")
+    if enums_total > 1000:
+        errs.append("more than 1000 enum values (§2.1 enum limits)")
+    try:
+        # `required` is a set: the SDK lists it in the properties' order, the API reads any order
+        out = ensure_strict_json_schema(copy.deepcopy(s))
+        if sort_required(out) != sort_required(s):
+            errs.append("openai-agents ensure_strict_json_schema changes it")
+    except Exception as e:  # noqa: BLE001 - the judge's refusal is the finding
+        errs.append(f"openai-agents ensure_strict_json_schema refuses it: {str(e)[:160]}")
+    return errs
+
+
+def sort_required(s):
+    if isinstance(s, dict):
+        return {k: sorted(v) if k == "required" and isinstance(v, list) and all(isinstance(x, str) for x in v) else sort_required(v) for k, v in s.items()}
+    if isinstance(s, list):
+        return [sort_required(v) for v in s]
+    return s
+
+
+def anthropic_root(s):
+    """§2.3: input_schema root type: object, no anyOf/oneOf/allOf at the top level."""
+    errs = []
+    if not isinstance(s, dict) or s.get("type") != "object":
+        errs.append("input_schema root is not type: object (§2.3)")
+    for k in ANTHROPIC_ROOT_UNIONS:
+        if isinstance(s, dict) and k in s:
+            errs.append(f"input_schema does not support {k} at the top level (§2.3)")
+    return errs
+
+
+def strip(s, keys):
+    if isinstance(s, dict):
+        return {k: strip(v, keys) for k, v in s.items() if k not in keys}
+    if isinstance(s, list):
+        return [strip(v, keys) for v in s]
+    return s
+
+
+def anthropic_strict(s):
+    """§2.4 and §3.4: the SDK's transform_schema leaves a strict schema as it is. `pattern` and `default`
+    are supported by strict mode (§2.4 "Supported") although the SDK writes them into descriptions
+    (§3.4 "Bugs"), so they are compared without."""
+    errs = anthropic_root(s)
+    for p, n, _ in nodes(s):
+        if ("object" in types_of(n) or "properties" in n) and n.get("additionalProperties") is not False:
+            errs.append(f"{p}: additionalProperties: false is mandatory (§2.4)")
+    try:
+        bare = strip(s, {"pattern", "default"})
+        if transform_schema(copy.deepcopy(bare)) != bare:
+            errs.append("anthropic transform_schema changes it")
+    except Exception as e:  # noqa: BLE001
+        errs.append(f"anthropic transform_schema refuses it: {str(e)[:160]}")
+    return errs
+
+
+class MlDev:
+    vertexai = False
+
+
+def gemini_schema(s, json_field):
+    """§2.5: google-genai's FunctionDeclaration (extra fields forbidden) takes it, and its Developer-API
+    check raises nothing on any node; §2.6 for the JSON Schema fields: a $ref alone but for description."""
+    errs = []
+    if json_field:
+        for p, n, _ in nodes(s):
+            if "$ref" in n and set(n) - {"$ref", "description", "default"}:
+                errs.append(f"{p}: $ref set alongside unsupported fields (§2.6)")
+        try:
+            gtypes.FunctionDeclaration.model_validate({"name": "f", "parametersJsonSchema": s})
+        except Exception as e:  # noqa: BLE001
+            errs.append(f"FunctionDeclaration refuses parametersJsonSchema: {str(e)[:160]}")
+        return errs
+    try:
+        gtypes.FunctionDeclaration.model_validate({"name": "f", "parameters": s})
+    except Exception as e:  # noqa: BLE001
+        errs.append(f"FunctionDeclaration refuses parameters: {str(e)[:200]}")
+    for p, n, _ in nodes(s):
+        try:
+            gtrans._raise_for_unsupported_mldev_properties(n, MlDev())
+        except Exception as e:  # noqa: BLE001
+            errs.append(f"{p}: {str(e)[:120]}")
+        if isinstance(n.get("type"), list):
+            errs.append(f"{p}: type list (Proto field is not repeating, §2.5)")
+        if "anyOf" in n and len(n) > 1:
+            errs.append(f"{p}: keywords beside anyOf (§2.5)")
+        if isinstance(n.get("enum"), list) and any(not isinstance(v, str) or v == "" for v in n["enum"]):
+            errs.append(f"{p}: enum values must be non-empty strings (§2.5)")
+    return errs
+
+
+def cohere_tool(name, s):
+    """§2.7: the cohere SDK's v2 tool types take it."""
+    try:
+        cohere.ToolV2(type="function", function=cohere.ToolV2Function(name=name, description="d", parameters=s))
+        return []
+    except Exception as e:  # noqa: BLE001
+        return [f"cohere ToolV2 refuses it: {str(e)[:160]}"]
+
+
+for line in sys.stdin:
+    req = json.loads(line)
+    api, body = req["api"], req["body"]
+    errors, strict, loose = [], 0, 0
+    if api in ("openai", "openai-strict"):
+        for t in body["tools"]:
+            f = t["function"]
+            name, s = f["name"], f.get("parameters")
+            if f.get("strict") is True:
+                strict += 1
+                errors += [f"{name}: {e}" for e in openai_strict(s)]
+            else:
+                loose += 1
+                errors += [f"{name}: {e}" for e in openai_structural(s)]
+            if api == "openai-strict" and "strict" not in f:
+                errors.append(f"{name}: openai-strict left the strict switch unset")
+    elif api in ("anthropic", "anthropic-strict"):
+        for t in body["tools"]:
+            s = t["input_schema"]
+            if t.get("strict") is True:
+                strict += 1
+                errors += [f"{t['name']}: {e}" for e in anthropic_strict(s)]
+            else:
+                loose += 1
+                errors += [f"{t['name']}: {e}" for e in anthropic_root(s)]
+        if strict > 20:
+            errors.append(f"{strict} strict tools in one request (§2.4 limits: 20)")
+    elif api in ("gemini", "gemini-json"):
+        for d in body["tools"][0]["functionDeclarations"]:
+            json_field = "parametersJsonSchema" in d
+            errors += [f"{d['name']}: {e}" for e in gemini_schema(d.get("parametersJsonSchema", d.get("parameters")), json_field)]
+            loose += 1
+    elif api == "cohere":
+        for t in body["tools"]:
+            f = t["function"]
+            if "strict" in f or "strict" in t:
+                errors.append(f"{f['name']}: a strict member (422, §2.7)")
+            errors += [f"{f['name']}: {e}" for e in cohere_tool(f["name"], f["parameters"])]
+            loose += 1
+    print(json.dumps({"errors": errors, "strict": strict, "loose": loose}), flush=True)
