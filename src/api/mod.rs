@@ -4,6 +4,7 @@
 //! scanned once and copied through as the original bytes.
 
 pub mod cache;
+pub mod convert;
 mod defs;
 pub mod raw;
 

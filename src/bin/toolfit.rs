@@ -25,6 +25,15 @@ fn cli() -> Command {
                 .arg(Arg::new("llama-cpp-since").long("llama-cpp-since").value_name("YYYY-MM").default_value("2024-08").help("llama-cpp profile: the oldest llama.cpp release served; later months rely on what later releases fixed"))
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
         )
+        .subcommand(
+            Command::new("convert")
+                .about("Turn an MCP tools/list result into one API's tool list, each schema rewritten by that API's profile")
+                .arg(Arg::new("to").long("to").required(true).value_parser(api::convert::To::NAMES.to_vec()).help("the API"))
+                .arg(Arg::new("strict-tools").long("strict-tools").action(ArgAction::SetTrue).help("openai, openai-responses, anthropic: every tool strict where it can be (the rest strict: false, recorded)"))
+                .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
+                .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
+                .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
+        )
         .subcommand(Command::new("kinds").about("Print the transformation kinds as a Markdown table"))
         .subcommand(
             Command::new("check-config")
@@ -50,9 +59,36 @@ fn fail(code: u8, msg: &str) -> ExitCode {
     ExitCode::from(code)
 }
 
+fn convert(a: &clap::ArgMatches) -> ExitCode {
+    let to = a.get_one::<String>("to").and_then(|t| api::convert::To::by_name(t));
+    let Some(to) = to else { return fail(2, "--to: unknown API") };
+    let input = match read_input(a) {
+        Ok(i) => i,
+        Err(code) => return code,
+    };
+    let opts = schema::Options { promote_to_description: !a.get_flag("no-promote"), ..schema::Options::default() };
+    let (out, report) = match api::convert::convert(&input, to, a.get_flag("strict-tools"), &opts) {
+        Ok(x) => x,
+        Err(e) => return fail(2, &e),
+    };
+    if let Some(path) = a.get_one::<String>("report") {
+        let text = report.to_json().to_string();
+        let res = if path == "-" { writeln!(std::io::stderr(), "{text}") } else { std::fs::write(path, text + "\n") };
+        if let Err(e) = res {
+            return fail(2, &format!("cannot write report: {e}"));
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    if stdout.write_all(&out).and_then(|_| stdout.flush()).is_err() {
+        return fail(2, "cannot write output");
+    }
+    ExitCode::SUCCESS
+}
+
 fn main() -> ExitCode {
     let m = cli().get_matches();
     match m.subcommand() {
+        Some(("convert", a)) => convert(a),
         Some(("kinds", _)) => {
             println!("| counter | lossy | meaning |\n|---|---|---|");
             for k in Kind::ALL {

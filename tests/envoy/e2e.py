@@ -315,7 +315,7 @@ def model_map():
     own API gets the ollama profile by default."""
     port = free_port()
     _, rec = echo_upstream.serve(port)
-    e = Envoy({"profile": "llama-cpp", "framing": "exact", "models": {"qwen*": "vllm", "*-ollama": "ollama"}}, port)
+    e = Envoy({"profile": "llama-cpp", "framing": "exact", "models": {"qwen*": "vllm", "*-ollama": "ollama", "gpt-*": "openai-strict"}}, port)
     # a number bound llama.cpp cannot enforce (removed) and vLLM can (kept): the profiles differ
     schema = {**NEEDS_FIX, "properties": {**NEEDS_FIX["properties"], "ratio": {"type": "number", "minimum": 0.5}}}
     try:
@@ -336,6 +336,25 @@ def model_map():
         e.request("POST", "/api/chat", body)
         check("Ollama's /api/chat: the ollama profile whatever the model map says",
               last(rec).get("body") == cli(body, "ollama", profile="ollama"), "")
+        # hosted APIs: OpenAI strict by model, Gemini and Cohere by their default routes
+        params = {"type": "object", "properties": {"q": {"type": ["string", "null"]}, "k": {"const": "x"}, "h": {"type": "object", "additionalProperties": {"type": "string"}}}, "required": ["k"]}
+        body = json.dumps({"model": "gpt-4o", "messages": MESSAGES, "tools": [tool("lookup", {"type": "object", "properties": {"q": {"type": "string", "format": "uri"}}}), tool("headers", params)]}).encode()
+        e.request("POST", "/v1/chat/completions", body)
+        got = json.loads(last(rec).get("body") or b"{}")
+        check("model map gpt-* -> openai-strict: strict tools as the engine says, a map tool declined to strict: false",
+              last(rec).get("body") == cli(body, "openai-chat", profile="openai-strict")
+              and [t["function"].get("strict") for t in got.get("tools", [])] == [True, False], str([t["function"].get("strict") for t in got.get("tools", [])]))
+        body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "lookup", "parameters": params}]}]}).encode()
+        status, _, _ = e.request("POST", "/v1beta/models/gemini-2.5-flash:generateContent?alt=sse", body)
+        got = last(rec).get("body") or b""
+        check("Gemini generateContent route: the gemini profile (type list as nullable, const as enum, no additionalProperties)",
+              status == 200 and got == cli(body, "gemini", profile="gemini") and b'"nullable":true' in got and b'"additionalProperties":' not in got, got[:300])
+        e.request("POST", "/v1beta/models/gemini-2.5-flash:countTokens", body)
+        check("Gemini countTokens: not an inference route, untouched", last(rec).get("body") == body)
+        body = json.dumps({"model": "command-a", "messages": MESSAGES, "tools": [{"type": "function", "function": {"name": "lookup", "strict": True, "parameters": params}}]}).encode()
+        e.request("POST", "/v2/chat", body)
+        got = last(rec).get("body") or b""
+        check("Cohere /v2/chat: the cohere profile, the tool's strict member removed", got == cli(body, "cohere", profile="cohere") and b'"strict"' not in got, got[:200])
     finally:
         e.stop()
 

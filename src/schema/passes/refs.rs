@@ -33,7 +33,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     // original document and rewritten to root `$defs` entries, so their copies in place are dead
     // weight: other passes would rewrite them again and unions would copy them into branches.
     let kept = if strip_nested_defs(root, 0) { Some(orig.clone()) } else { None };
-    let mut st = State::new(orig, cx.target.shared_defs, cx.target.reserved_names);
+    // only `$defs` where the target reads no other (a shared namespace, or an API whose keyword list lacks `definitions`)
+    let defs_only = cx.target.shared_defs || cx.target.keywords.is_some_and(|k| !k.contains(&"definitions"));
+    let mut st = State::new(orig, defs_only, cx.target.reserved_names);
     let before = cx.report.counters.clone();
     walk(root, &mut String::with_capacity(128), 0, &mut st, cx);
     if let Some(untouched) = kept {

@@ -13,7 +13,7 @@ use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
 use crate::schema::walk::{children, post_order, HARD_DEPTH};
-use crate::schema::{compact, say_removed, Context, Cx, Kind, Strict};
+use crate::schema::{compact, say_removed, Context, Cx, Kind, Strict, Target};
 use serde_json::{json, Map, Value};
 
 /// Passes that must run before this one in a profile's list: refs in their final form, unions with
@@ -22,7 +22,7 @@ pub const AFTER: &[&str] = &["refs", "unions", "explicit_types"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let Some(strict) = cx.target.strict else { return };
-    if let Some((path, why)) = blocker(root, &strict, cx.context) {
+    if let Some((path, why)) = blocker(root, &strict, cx.target, cx.context) {
         cx.record(&path, Kind::StrictDeclined, why);
         return;
     }
@@ -137,12 +137,12 @@ fn accepts_null(m: &Map<String, Value>) -> bool {
 }
 
 /// The first reason the schema cannot be strict, with its place.
-fn blocker(root: &Value, strict: &Strict, context: Context) -> Option<(String, String)> {
+fn blocker(root: &Value, strict: &Strict, target: &Target, context: Context) -> Option<(String, String)> {
     let defs = root_defs(root);
     if context == Context::Output && !root.as_object().and_then(Types::of).is_some_and(|t| t == Types::OBJECT) {
         return Some((String::new(), "the root is not an object".into()));
     }
-    let mut st = Scan { strict, defs: &defs, properties: 0, enums: 0, found: None };
+    let mut st = Scan { strict, target, defs: &defs, properties: 0, enums: 0, found: None };
     st.node(root, &mut String::new(), 0, 0, context == Context::Tool);
     if st.found.is_none() {
         if let Some(max) = strict.max_properties.filter(|m| st.properties > *m) {
@@ -157,6 +157,8 @@ fn blocker(root: &Value, strict: &Strict, context: Context) -> Option<(String, S
 
 struct Scan<'a> {
     strict: &'a Strict,
+    /// Subschemas under keywords the mode removes (`if`, `not`, `propertyNames`, ...) are not judged.
+    target: &'a Target,
     defs: &'a Value,
     properties: usize,
     enums: usize,
@@ -186,6 +188,10 @@ impl Scan<'_> {
         let mut kids: Vec<(String, &Value)> = Vec::new();
         children(m, |seg, c| kids.push((seg.to_string(), c)));
         for (seg, c) in kids {
+            let key = seg.split('/').nth(1).unwrap_or("");
+            if self.target.unenforced(key) || self.target.keywords.is_some_and(|k| !k.contains(&key)) {
+                continue;
+            }
             let len = path.len();
             path.push_str(&seg);
             self.node(c, path, depth + 1, objects, false);
