@@ -404,7 +404,9 @@ pub fn rewrite_body_cached(
     let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
     let parsed = top(text);
     // the schema-bearing members as wholes: a catalog sent again is found without looking inside it
+    // (not where a request-level switch depends on every tool together: Cohere's `strict_tools`)
     let members: Vec<(&str, &str)> = match (&cache, &parsed) {
+        _ if profile.target.strict_tools.is_some() => Vec::new(),
         (Some(_), Some(Top::Object(o))) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
         (Some(_), Some(Top::Array(_))) => vec![("", text)],
         _ => Vec::new(),
@@ -474,6 +476,9 @@ pub fn rewrite_body_cached(
     }
     if profile.target.shared_defs {
         defs::share(text, &mut results);
+    }
+    if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
+        results.extend(strict_tools(text, o, &limits, &results));
     }
     if profile.target.tool_description && !opts.llama_cpp.tool_description_optional() {
         results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
@@ -583,6 +588,33 @@ fn set_strict(text: &str, site: &Site, on: bool) -> Option<SiteResult> {
         StrictAt::NoSwitch => return None,
     };
     Some(SiteResult { at, len, output: Some(output), report: Report::default(), tool: false, schema: false, unparsed: None, name: site.tool.clone() })
+}
+
+/// The edit that turns a request's `strict_tools: true` off when its tools, as rewritten, pass the API's
+/// limits for it.
+fn strict_tools(text: &str, top: &raw::RawObject, limits: &crate::schema::target::StrictTools, results: &[SiteResult]) -> Option<SiteResult> {
+    let v = top.get("strict_tools").filter(|v| v.get() == "true")?;
+    let tools: Vec<(String, Value)> = results
+        .iter()
+        .filter(|r| r.tool && r.schema)
+        .filter_map(|r| {
+            let s = r.output.as_deref().or_else(|| text.get(r.at..r.at + r.len))?;
+            Some((r.name.clone(), serde_json::from_str(s).ok()?))
+        })
+        .collect();
+    let why = limits.refuses(&tools)?;
+    let mut report = Report::default();
+    report.push(crate::schema::Record { tool: String::new(), path: String::new(), kind: Kind::StrictDeclined, detail: format!("strict_tools: false: {why}") });
+    Some(SiteResult {
+        at: raw::offset(text, v.get())?,
+        len: v.get().len(),
+        output: Some("false".into()),
+        report,
+        tool: false,
+        schema: false,
+        unparsed: None,
+        name: String::new(),
+    })
 }
 
 /// The edit that removes member `key` (whose value is `v`) with its separator.
@@ -796,6 +828,31 @@ mod tests {
         assert!(rewrite_body(body.as_bytes(), Format::OpenAiChat, &crate::schema::profile::MCP, &Options::default()).unwrap().body.is_none());
         // Anthropic tools have no `function`: nothing to add
         assert!(run(r#"{"tools":[{"name":"a","input_schema":{"type":"object"}}]}"#, Format::Anthropic).body.is_none());
+    }
+
+    #[test]
+    fn strict_tools_is_turned_off_past_its_limits() {
+        let p = &crate::schema::profile::COHERE;
+        let tool = |req: &str| {
+            format!(
+                r#"{{"type":"function","function":{{"name":"f","strict":true,"parameters":{{"type":"object","properties":{{"a":{{"type":"string"}}}}{req}}}}}}}"#
+            )
+        };
+        let body = |req: &str| format!(r#"{{"model":"c","strict_tools":true,"messages":[],"tools":[{}]}}"#, tool(req));
+        let with = |b: &str, c: Option<&mut cache::SiteCache>| rewrite_body_cached(b.as_bytes(), Format::Cohere, p, &Options::default(), c).unwrap();
+        let mut c = cache::SiteCache::new(1 << 20);
+        for cache in [None, Some(&mut c)] {
+            // a tool with parameters but none required: strict_tools off, the tool's own strict removed
+            let o = with(&body(""), cache);
+            let out = String::from_utf8(o.body.unwrap()).unwrap();
+            assert!(out.contains(r#""strict_tools":false"#) && !out.contains(r#""strict":true"#), "{out}");
+            assert_eq!(o.report.counters.get(&Kind::StrictDeclined), Some(&1));
+        }
+        // one required parameter: strict_tools stays
+        let o = with(&body(r#","required":["a"]"#), Some(&mut c));
+        let out = String::from_utf8(o.body.unwrap()).unwrap();
+        assert!(out.contains(r#""strict_tools":true"#) && !out.contains(r#""strict":true"#), "{out}");
+        assert_eq!(o.report.counters.get(&Kind::StrictDeclined), None);
     }
 
     #[test]

@@ -86,6 +86,43 @@ pub struct Target {
     pub strict: Option<Strict>,
     /// Whether the API refuses a tool's own `strict` member (Cohere answers 422): it is removed.
     pub no_strict_member: bool,
+    /// The limits of a request-level strict switch (Cohere's `strict_tools`), where the API has one.
+    pub strict_tools: Option<StrictTools>,
+}
+
+/// Cohere's `strict_tools: true`: at most `max_fields` parameters over all tools (every level counted),
+/// and every tool with parameters needs a required one. A request past them is sent with
+/// `strict_tools: false` and a `strict_declined` record.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct StrictTools {
+    pub max_fields: usize,
+}
+
+impl StrictTools {
+    /// Why these rewritten tool schemas cannot go strict together, if they cannot.
+    pub fn refuses(&self, tools: &[(String, Value)]) -> Option<String> {
+        let mut fields = 0;
+        for (name, s) in tools {
+            fields += count_properties(s, 0);
+            let props = s.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+            let required = s.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty());
+            if props && !required {
+                return Some(format!("tool {name:?} has parameters but none required, which strict_tools refuses"));
+            }
+        }
+        (fields > self.max_fields).then(|| format!("{fields} parameters over all tools, more than the {} strict_tools allows", self.max_fields))
+    }
+}
+
+/// Properties at every level of a schema.
+fn count_properties(v: &Value, depth: usize) -> usize {
+    let Value::Object(m) = v else { return 0 };
+    if depth > crate::schema::walk::HARD_DEPTH {
+        return 0;
+    }
+    let mut n = m.get("properties").and_then(Value::as_object).map_or(0, Map::len);
+    crate::schema::walk::children(m, |_, c| n += count_properties(c, depth + 1));
+    n
 }
 
 /// How an API reads references.
@@ -416,6 +453,7 @@ impl Target {
         spelled_structure: false,
         strict: None,
         no_strict_member: false,
+        strict_tools: None,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -613,6 +651,7 @@ impl Target {
     pub const COHERE: Target = Target {
         keywords: Some(COHERE_KEYWORDS),
         no_strict_member: true,
+        strict_tools: Some(StrictTools { max_fields: 200 }),
         refs: Refs::Unrolled(3),
         root_union: false,
         spelled_structure: true,

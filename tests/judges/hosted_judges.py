@@ -12,7 +12,9 @@ own under ~/.cache/toolfit/hosted, built on first use) and by the documented rul
 - gemini: as `functionDeclarations[].parameters` (google-genai's `FunctionDeclaration` with extra fields
   forbidden, its Developer-API check on every node, no type lists, nothing beside anyOf, string enums) and
   as `parametersJsonSchema` (the same request read with gemini-json: `$ref` alone but for description).
-- cohere: a v2 chat request: no `strict` member, the `cohere` SDK's `ToolV2` takes every tool.
+- cohere: a v2 chat request with `strict_tools: true`: no `strict` member, the `cohere` SDK's `ToolV2` takes
+  every tool, and where `strict_tools` is still on, its limits hold (200 fields, a required parameter in
+  every tool that has parameters, §2.7).
 
 Raw (as the corpus has them) the same requests are judged too, to show what each API would refuse.
 Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any failure.
@@ -37,7 +39,7 @@ def request(api, rows):
         return "gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": n, "description": "d", "parameters": p} for n, p in params]}]}
     if api == "gemini-json":
         return "gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": n, "description": "d", "parametersJsonSchema": p} for n, p in params]}]}
-    return "cohere", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
+    return "cohere", {"model": "m", "messages": [], "strict_tools": True, "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
 
 
 # the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)

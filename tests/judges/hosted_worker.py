@@ -243,6 +243,15 @@ for line in sys.stdin:
             errors += [f"{d['name']}: {e}" for e in gemini_schema(d.get("parametersJsonSchema", d.get("parameters")), json_field)]
             loose += 1
     elif api == "cohere":
+        if body.get("strict_tools") is True:
+            fields = sum(1 for t in body["tools"] for _, n, _ in nodes(t["function"]["parameters"]) for _ in (n.get("properties") or {}))
+            if fields > 200:
+                errors.append(f"strict_tools with {fields} fields (§2.7: at most 200)")
+            for t in body["tools"]:
+                p = t["function"]["parameters"]
+                if p.get("properties") and not p.get("required"):
+                    errors.append(f"{t['function']['name']}: strict_tools needs a required parameter (§2.7)")
+            strict += 1
         for t in body["tools"]:
             f = t["function"]
             if "strict" in f or "strict" in t:
