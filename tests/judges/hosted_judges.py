@@ -4,7 +4,8 @@ own under ~/.cache/toolfit/hosted, built on first use) and by the documented rul
 
 - openai / openai-strict: every corpus file's tools in one Chat Completions request. A tool sent
   `strict: true` passes every rule of backend-rules.md §2.1 (each check names its row) and openai-agents'
-  `ensure_strict_json_schema` returns it unchanged; a tool sent non-strict passes §2.2's structural rules.
+  `ensure_strict_json_schema` returns it unchanged; a tool sent non-strict passes §2.2's structural rules
+  (sections of docs/backend-rules.md, a copy of the project's backend notes).
   Under openai-strict every tool says which it is, and every declined one has a `strict_declined` record.
 - anthropic / anthropic-strict: the same as a Messages request: §2.3's root rules for every tool; for strict
   ones, additionalProperties: false everywhere and the `anthropic` SDK's `transform_schema` leaves them
@@ -12,6 +13,9 @@ own under ~/.cache/toolfit/hosted, built on first use) and by the documented rul
 - gemini: as `functionDeclarations[].parameters` (google-genai's `FunctionDeclaration` with extra fields
   forbidden, its Developer-API check on every node, no type lists, nothing beside anyOf, string enums) and
   as `parametersJsonSchema` (the same request read with gemini-json: `$ref` alone but for description).
+- outputs: every corpus `outputSchema` (up to 5 per file) as an OpenAI strict `response_format` (openai-strict:
+  strict where it can be, judged as tools are) and as Gemini's `generationConfig.responseSchema`
+  (google-genai's `Schema`, no type lists, nothing beside anyOf).
 - cohere: a v2 chat request with `strict_tools: true`: no `strict` member, the `cohere` SDK's `ToolV2` takes
   every tool, and where `strict_tools` is still on, its limits hold (200 fields, a required parameter in
   every tool that has parameters, §2.7).
@@ -54,6 +58,18 @@ def rewrite(body, fmt, profile):
     return json.loads(p.stdout), json.loads(p.stderr.decode().strip().split("\n")[-1])
 
 
+def outputs(api, rows):
+    """(format, body) for each of the file's output schemas (at most 5)."""
+    out = []
+    for _, n, _, o in rows:
+        if isinstance(o, dict) and len(out) < 5:
+            if api == "openai-output":
+                out.append(("openai-chat", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "strict": True, "schema": o}}}))
+            else:
+                out.append(("gemini", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseSchema": o}}))
+    return out
+
+
 def main():
     py = venv("hosted", PINS)
     files = by_file(corpus_tools())
@@ -64,6 +80,12 @@ def main():
             out, report = rewrite(body, fmt, PROFILE[api])
             jobs += [{"api": api, "body": body}, {"api": api, "body": out}]
             meta += [(api, label, "raw", report), (api, label, "toolfit", report)]
+    for api, profile in (("openai-output", "openai-strict"), ("gemini-output", "gemini")):
+        for label, rows in files:
+            for i, (fmt, body) in enumerate(outputs(api, rows)):
+                out, report = rewrite(body, fmt, profile)
+                jobs += [{"api": api, "body": body}, {"api": api, "body": out}]
+                meta += [(api, f"{label}#{i}", "raw", report), (api, f"{label}#{i}", "toolfit", report)]
     p = subprocess.run([py, WORKER], input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
     if p.returncode != 0:
         print(p.stderr[-2000:])
@@ -89,7 +111,8 @@ def main():
         print(f"{api:18} {t['files']:5} {t['raw_refused']:11} {t['toolfit_refused']:15} {t['strict']:12} {t['declined']:8} {t['records']:8} {t['lossy']:6}")
     check("openai-strict sends some tools strict", table["openai-strict"]["strict"] > 0)
     check("anthropic-strict sends some tools strict", table["anthropic-strict"]["strict"] > 0)
-    check("raw corpus is refused somewhere (the judges can fail)", all(table[a]["raw_refused"] > 0 for a in ("openai-strict", "gemini")))
+    check("raw corpus is refused somewhere (the judges can fail)", all(table[a]["raw_refused"] > 0 for a in ("openai-strict", "gemini", "gemini-output")))
+    check("output schemas judged", table.get("openai-output", {}).get("files", 0) > 10 and table.get("gemini-output", {}).get("files", 0) > 10)
     return finish()
 
 

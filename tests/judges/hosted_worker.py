@@ -1,4 +1,4 @@
-"""Runs inside the hosted-API judges' venv: each stdin line is {"api": ..., "tools": [...]} (the tools as
+"""Runs inside the hosted-API judges' venv (rules cite docs/backend-rules.md by section): each stdin line is {"api": ..., "tools": [...]} (the tools as
 toolfit sent them); each stdout line is {"errors": [...], "strict": n, "loose": n}. The judges are the
 APIs' own SDKs from the registry, plus the documented rules they do not check (each rule names its line
 in the backend notes, see hosted_judges.py)."""
@@ -237,6 +237,32 @@ for line in sys.stdin:
                 errors += [f"{t['name']}: {e}" for e in anthropic_root(s)]
         if strict > 20:
             errors.append(f"{strict} strict tools in one request (§2.4 limits: 20)")
+        optional = unions = 0
+        for t in body["tools"]:
+            if t.get("strict") is True:
+                for _, n, _ in nodes(t["input_schema"]):
+                    props = n.get("properties") if isinstance(n.get("properties"), dict) else {}
+                    optional += sum(1 for k in props if k not in (n.get("required") or []))
+                    unions += sum(1 for p in props.values() if isinstance(p, dict) and ("anyOf" in p or isinstance(p.get("type"), list)))
+        if optional > 24 or unions > 16:
+            errors.append(f"strict tools hold {optional} optional and {unions} union parameters (§2.4 limits: 24, 16)")
+    elif api == "openai-output":
+        js = body["response_format"]["json_schema"]
+        if js.get("strict") is True:
+            strict += 1
+            errors += [f"{js['name']}: {e}" for e in openai_strict(js["schema"])]
+        else:
+            loose += 1
+    elif api == "gemini-output":
+        s = body["generationConfig"]["responseSchema"]
+        try:
+            gtypes.Schema.model_validate(s)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"Schema refuses responseSchema: {str(e)[:200]}")
+        for p, n, _ in nodes(s):
+            if isinstance(n.get("type"), list) or ("anyOf" in n and len(n) > 1):
+                errors.append(f"{p}: type list or keywords beside anyOf (§2.5)")
+        loose += 1
     elif api in ("gemini", "gemini-json"):
         for d in body["tools"][0]["functionDeclarations"]:
             json_field = "parametersJsonSchema" in d
