@@ -10,7 +10,7 @@ use toolfit::api::cache::SiteCache;
 use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
 use toolfit::schema::{profile, Options};
 
-const FORMATS: &[&str] = &["auto", "openai-chat", "openai-responses", "anthropic", "ollama", "llama-completion", "mcp-tools"];
+const FORMATS: &[&str] = &["auto", "openai-chat", "openai-responses", "anthropic", "ollama", "llama-completion", "gemini", "cohere", "mcp-tools"];
 
 static CACHE: Mutex<Option<SiteCache>> = Mutex::new(None);
 

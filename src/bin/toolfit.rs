@@ -171,7 +171,7 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
             Ok(v) => v,
             Err(e) => return fail(2, &format!("input is not JSON: {e}")),
         };
-        let out = schema::normalize(&mut v, profile, &opts, Context::Output, "schema");
+        let out = schema::normalize_or_loose(&mut v, profile, &opts, Context::Output, "schema");
         let changed = out.changed || !report.is_empty();
         report.extend(out.report);
         let bytes = if changed { serde_json::to_vec(&v).unwrap_or(input.clone()) } else { input.clone() };

@@ -226,3 +226,21 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
     }
     Outcome { changed: !report.is_empty(), report }
 }
+
+/// [`normalize`] for a profile whose strict attempt may be declined ([`Kind::StrictDeclined`]): the
+/// schema then gets the non-strict profile's rewrite of the original, and the report keeps only the
+/// declined records of the attempt. What the request path does for one schema, for callers without a
+/// request (the CLI's `--schema`, the fuzz targets).
+pub fn normalize_or_loose(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
+    let original = schema.clone();
+    let first = normalize(schema, profile, opts, context, tool);
+    let Some(loose) = profile.modes.map(|m| m.loose).filter(|_| first.report.counters.contains_key(&Kind::StrictDeclined)) else { return first };
+    *schema = original;
+    let mut report = Report::default();
+    for r in first.report.records.into_iter().filter(|r| r.kind == Kind::StrictDeclined) {
+        report.push(r);
+    }
+    let second = normalize(schema, loose, opts, context, tool);
+    report.extend(second.report);
+    Outcome { changed: second.changed, report }
+}

@@ -212,8 +212,10 @@ pub static VLLM: Profile = Profile {
     passes: grammar_passes!(),
 };
 
-/// [`plain_then!`] for a hosted API that refuses a union at a tool's root: the root union is made one
-/// object before unions are distributed (which would copy the root's keywords into every branch).
+/// [`plain_then!`] for a hosted API that refuses a union at a tool's root: a tool's root is an object
+/// before refs are resolved (a `$ref: "#"` copies the root, which must then be the object it becomes),
+/// and a root union is made one object before unions are distributed (which would copy the root's
+/// keywords into every branch).
 macro_rules! hosted_then {
     ($($p:expr),* $(,)?) => {
         &[
@@ -221,6 +223,7 @@ macro_rules! hosted_then {
             gated!(unevaluated),
             pass!(dialect),
             pass!(boolean_schemas),
+            pass!(tool_root),
             pass!(refs),
             pass!(root_union),
             gated!(all_of),
