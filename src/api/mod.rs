@@ -425,6 +425,7 @@ pub fn rewrite_body_cached(
     };
     let mut results: Vec<SiteResult> = Vec::with_capacity(sites.len());
     let mut spent = Spent::default();
+    let mut scopes = Scopes::default();
     for site in &sites {
         let src = site.raw.get();
         let Some(at) = raw::offset(text, src) else { continue };
@@ -446,10 +447,10 @@ pub fn rewrite_body_cached(
         let modes = profile.modes.filter(|_| switch);
         let strict_on = modes.is_some_and(|m| m.force || site.strict.on());
         let first = profile.for_site(strict_on, site.json_field);
-        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut());
+        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut scopes);
         let mut strict = strict_on;
         if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
-            done = declined(done.report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut()));
+            done = declined(done.report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut(), &mut scopes));
             strict = false;
         }
         // the API's limits over the whole request: past them a schema goes non-strict
@@ -457,7 +458,7 @@ pub fn rewrite_body_cached(
             if let Some(why) = spent.add(&limits, done.output.as_deref().unwrap_or(src)) {
                 let mut report = Report::default();
                 report.push(crate::schema::Record { tool: site.tool.clone(), path: String::new(), kind: Kind::StrictDeclined, detail: why });
-                done = declined(report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut()));
+                done = declined(report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut(), &mut scopes));
                 strict = false;
             }
         }
@@ -510,8 +511,8 @@ struct Done {
 }
 
 /// Rewrites one schema with `profile` (from the cache when it was seen before).
-fn rewrite_site(src: &str, site: &Site, profile: &Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>) -> Done {
-    let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
+fn rewrite_site(src: &str, site: &Site, profile: &'static Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>, scopes: &mut Scopes) -> Done {
+    let scope = if cache.is_some() { scopes.of(profile, opts) } else { 0 };
     if let Some(c) = cache.as_deref_mut() {
         if let Some(hit) = c.get(scope, &site.tool, site.context, src) {
             c.hits += 1;
@@ -534,6 +535,21 @@ fn rewrite_site(src: &str, site: &Site, profile: &Profile, opts: &Options, mut c
         c.put(scope, &site.tool, site.context, src, cache::Hit { output: output.clone(), report: report.clone(), counts: cache::Counts::default() });
     }
     Done { output, report, unparsed: None }
+}
+
+/// Each profile's cache scope, taken once per body (a body's sites use one or two profiles).
+#[derive(Default)]
+struct Scopes(Vec<(&'static str, u64)>);
+
+impl Scopes {
+    fn of(&mut self, profile: &'static Profile, opts: &Options) -> u64 {
+        if let Some((_, s)) = self.0.iter().find(|(n, _)| *n == profile.name) {
+            return *s;
+        }
+        let s = cache::scope(profile.name, opts);
+        self.0.push((profile.name, s));
+        s
+    }
 }
 
 /// The non-strict rewrite, reported with why strict mode was declined (the strict attempt's other
@@ -559,8 +575,7 @@ impl Spent {
     /// Counts one more strict schema (`text`), or says which limit it would pass (and counts nothing).
     fn add(&mut self, limits: &crate::schema::target::RequestLimits, text: &str) -> Option<String> {
         let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let (mut optional, mut unions) = (0, 0);
-        crate::schema::target::strict_cost(&v, &mut optional, &mut unions, 0);
+        let crate::schema::target::Properties { optional, unions, .. } = crate::schema::target::Properties::of(&v);
         if self.tools + 1 > limits.tools {
             return Some(format!("more than {} strict tools in one request", limits.tools));
         }

@@ -69,3 +69,12 @@ pub fn is_recursive_ref(m: &Value, defs: &Value) -> bool {
     }
     false
 }
+
+/// Object nodes in a value (data included): what inlining a copy of it adds, for the inlining budget.
+pub fn count_objects(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(count_objects).sum::<usize>(),
+        Value::Array(a) => a.iter().map(count_objects).sum(),
+        _ => 0,
+    }
+}

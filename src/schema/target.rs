@@ -103,7 +103,7 @@ impl StrictTools {
     pub fn refuses(&self, tools: &[(String, Value)]) -> Option<String> {
         let mut fields = 0;
         for (name, s) in tools {
-            fields += count_properties(s, 0);
+            fields += Properties::of(s).all;
             let props = s.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
             let required = s.get("required").and_then(Value::as_array).is_some_and(|r| !r.is_empty());
             if props && !required {
@@ -112,17 +112,6 @@ impl StrictTools {
         }
         (fields > self.max_fields).then(|| format!("{fields} parameters over all tools, more than the {} strict_tools allows", self.max_fields))
     }
-}
-
-/// Properties at every level of a schema.
-fn count_properties(v: &Value, depth: usize) -> usize {
-    let Value::Object(m) = v else { return 0 };
-    if depth > crate::schema::walk::HARD_DEPTH {
-        return 0;
-    }
-    let mut n = m.get("properties").and_then(Value::as_object).map_or(0, Map::len);
-    crate::schema::walk::children(m, |_, c| n += count_properties(c, depth + 1));
-    n
 }
 
 /// How an API reads references.
@@ -173,25 +162,41 @@ pub struct RequestLimits {
     pub unions: usize,
 }
 
-/// What one strict schema uses of [`RequestLimits`]: its optional properties and its properties that
-/// are unions (`anyOf` or a type list), at every level.
-pub fn strict_cost(v: &Value, optional: &mut usize, unions: &mut usize, depth: usize) {
-    let Value::Object(m) = v else { return };
-    if depth > crate::schema::walk::HARD_DEPTH {
-        return;
+/// The properties of a schema at every level, as the per-request limits count them: all of them, the
+/// optional ones, and those that are unions (`anyOf` or a type list).
+#[derive(Debug, Default, PartialEq, Eq, Clone, Copy)]
+pub struct Properties {
+    pub all: usize,
+    pub optional: usize,
+    pub unions: usize,
+}
+
+impl Properties {
+    pub fn of(v: &Value) -> Properties {
+        let mut p = Properties::default();
+        p.add(v, 0);
+        p
     }
-    if let Some(Value::Object(props)) = m.get("properties") {
-        let required: Vec<&str> = m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
-        for (name, p) in props {
-            if !required.contains(&name.as_str()) {
-                *optional += 1;
-            }
-            if p.get("anyOf").is_some() || p.get("type").is_some_and(Value::is_array) {
-                *unions += 1;
+
+    fn add(&mut self, v: &Value, depth: usize) {
+        let Value::Object(m) = v else { return };
+        if depth > crate::schema::walk::HARD_DEPTH {
+            return;
+        }
+        if let Some(Value::Object(props)) = m.get("properties") {
+            let required: Vec<&str> = m.get("required").and_then(Value::as_array).map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+            for (name, p) in props {
+                self.all += 1;
+                if !required.contains(&name.as_str()) {
+                    self.optional += 1;
+                }
+                if p.get("anyOf").is_some() || p.get("type").is_some_and(Value::is_array) {
+                    self.unions += 1;
+                }
             }
         }
+        crate::schema::walk::children(m, |_, c| self.add(c, depth + 1));
     }
-    crate::schema::walk::children(m, |_, c| strict_cost(c, optional, unions, depth + 1));
 }
 
 /// The members a server's tool structs keep.

@@ -140,3 +140,22 @@ pub fn keyword_type(k: &str) -> Option<Types> {
         _ => return None,
     })
 }
+
+/// One schema per type name (in the order given) for a node whose `type` is a list: each branch gets
+/// `type: name` and the node's keywords that apply to that type (see [`keyword_type`]), except those in
+/// `outside`. Exact as an `anyOf`: a keyword constrains only values of its own type.
+pub fn per_type_branches(node: &Map<String, Value>, names: &[&str], outside: &[&str]) -> Vec<Value> {
+    names
+        .iter()
+        .map(|name| {
+            let own = Types::from_name(name).unwrap_or(Types::ALL);
+            let mut b: Map<String, Value> = node
+                .iter()
+                .filter(|(k, _)| k.as_str() != "type" && !outside.contains(&k.as_str()) && keyword_type(k).is_none_or(|kt| !kt.inter(own).is_empty()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            b.insert("type".into(), Value::String((*name).to_string()));
+            Value::Object(b)
+        })
+        .collect()
+}

@@ -7,7 +7,7 @@
 //! it is removed and said in the description (lossy), as is an empty string in an enum.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::types::{keyword_type, Types};
+use crate::schema::types::per_type_branches;
 use crate::schema::walk::{is_annotation, post_order};
 use crate::schema::{compact, say_removed, Cx, Kind};
 use serde_json::{json, Map, Value};
@@ -15,14 +15,7 @@ use serde_json::{json, Map, Value};
 /// Passes that must run before this one in a profile's list: unions with their constraints already in the branches, and no refs.
 pub const AFTER: &[&str] = &["unions", "unroll"];
 
-const ORDER: [(&str, Types); 6] = [
-    ("object", Types::OBJECT),
-    ("array", Types::ARRAY),
-    ("string", Types::STRING),
-    ("integer", Types::INTEGER),
-    ("number", Types::NUMBER),
-    ("boolean", Types::BOOLEAN),
-];
+const ORDER: [&str; 6] = ["object", "array", "string", "integer", "number", "boolean"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     if !cx.target.openapi {
@@ -124,27 +117,8 @@ fn set_nullable(node: &mut Map<String, Value>) {
 
 /// One branch per type, each with the keywords that apply to it; annotations go into every branch.
 fn split(node: &mut Map<String, Value>, types: &[String]) {
-    let old = std::mem::take(node);
-    let mut branches = Vec::new();
-    for (name, t) in ORDER {
-        if !types.iter().any(|x| x == name) {
-            continue;
-        }
-        let mut b = Map::new();
-        b.insert("type".into(), json!(name));
-        for (k, v) in &old {
-            if k == "type" {
-                continue;
-            }
-            let applies = match keyword_type(k) {
-                Some(kt) => !kt.inter(t).is_empty(),
-                None => true,
-            };
-            if applies {
-                b.insert(k.clone(), v.clone());
-            }
-        }
-        branches.push(Value::Object(b));
-    }
+    let names: Vec<&str> = ORDER.iter().copied().filter(|n| types.iter().any(|x| x == n)).collect();
+    let branches = per_type_branches(node, &names, &[]);
+    node.clear();
     node.insert("anyOf".into(), Value::Array(branches));
 }

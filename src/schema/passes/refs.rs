@@ -8,6 +8,7 @@
 //! allows; otherwise the target is kept (or copied) under a root `$defs` entry and the ref points
 //! there, so recursive types keep working. Refs to other documents are never fetched.
 
+use crate::schema::definitions::count_objects;
 use crate::schema::lookup::{Lookup, Take};
 use crate::schema::merge::{intersect, never, never_map, Merged};
 use crate::schema::walk::{children, children_mut, collect_refs, has_ref, is_constraint, push_escaped, HARD_DEPTH};
@@ -326,14 +327,6 @@ fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, Strin
         collect_anchors(c, path, out, depth + 1);
         path.truncate(base);
     });
-}
-
-fn count_objects(v: &Value) -> usize {
-    match v {
-        Value::Object(m) => 1 + m.values().map(count_objects).sum::<usize>(),
-        Value::Array(a) => a.iter().map(count_objects).sum(),
-        _ => 0,
-    }
 }
 
 fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut Cx) {

@@ -87,10 +87,8 @@ fn absorb(node: &mut Map<String, Value>, branch: &Value, all: bool) {
                         rp.insert(k.clone(), v.clone());
                     }
                     Some(old) if old == v => {}
-                    Some(old) if all => {
-                        // both hold: the root's stays, the branch's is said with the rest
-                        let _ = old;
-                    }
+                    // both hold: the root's stays, the branch's is said with the rest
+                    Some(_) if all => {}
                     Some(old) => {
                         let prev = std::mem::take(old);
                         let mut alts = match prev {

@@ -276,19 +276,10 @@ fn single_types(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(Strin
         }
         return;
     }
-    let annotations: Map<String, Value> =
-        node.iter().filter(|(k, _)| matches!(k.as_str(), "description" | "title")).map(|(k, v)| (k.clone(), v.clone())).collect();
-    let branches: Vec<Value> = list
-        .iter()
-        .map(|t| {
-            let own = t.as_str().and_then(Types::from_name).unwrap_or(Types::ALL);
-            let applies = |k: &str| crate::schema::types::keyword_type(k).is_none_or(|kt| !kt.inter(own).is_empty());
-            let mut b: Map<String, Value> =
-                node.iter().filter(|(k, _)| !matches!(k.as_str(), "description" | "title") && applies(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-            b.insert("type".into(), t.clone());
-            Value::Object(b)
-        })
-        .collect();
+    const OUTSIDE: &[&str] = &["description", "title"];
+    let names: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+    let branches = crate::schema::types::per_type_branches(node, &names, OUTSIDE);
+    let annotations: Map<String, Value> = node.iter().filter(|(k, _)| OUTSIDE.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
     *node = annotations;
     node.insert("anyOf".into(), Value::Array(branches));
     recs.push((path.to_string(), Kind::TypesExplicit, "type list as one branch per type".into()));

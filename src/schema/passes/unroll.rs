@@ -4,7 +4,7 @@
 //! description), and the definitions go. Where a recursive ref may stand only inside an optional
 //! property (Gemini's `parametersJsonSchema`), a required property holding one is made optional.
 
-use crate::schema::definitions::{is_recursive_ref, root_defs};
+use crate::schema::definitions::{count_objects, is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::{children_at, collect_refs, has_ref, post_order, HARD_DEPTH};
 use crate::schema::{note, Cx, Kind, Refs};
@@ -59,7 +59,7 @@ impl Unroll<'_> {
         if let Some(r) = m.at("$ref").and_then(Value::as_str).map(String::from) {
             let target = r.strip_prefix('#').and_then(|p| self.defs.pointer(p)).cloned();
             let seen = self.stack.iter().filter(|s| **s == r).count();
-            let size = target.as_ref().map_or(0, count);
+            let size = target.as_ref().map_or(0, count_objects);
             let Some(target) = target.filter(|_| seen < self.times && size <= self.budget) else {
                 // cut: the definition's type, nothing more
                 let t = self.defs.pointer(r.trim_start_matches('#')).and_then(|d| d.get("type")).cloned();
@@ -92,14 +92,6 @@ impl Unroll<'_> {
             return;
         }
         children_at(m, path, |p, _, c| self.walk(c, p, depth + 1));
-    }
-}
-
-fn count(v: &Value) -> usize {
-    match v {
-        Value::Object(m) => 1 + m.values().map(count).sum::<usize>(),
-        Value::Array(a) => a.iter().map(count).sum(),
-        _ => 0,
     }
 }
 
