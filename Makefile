@@ -29,6 +29,7 @@ test: build wasm lint
 	python3 tests/judges/ollama_judges.py
 	python3 tests/judges/hosted_judges.py
 	python3 tests/envoy/e2e.py
+	python3 tests/envoy/responses.py
 	python3 tests/envoy/faults.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
@@ -53,6 +54,7 @@ test-judges: build
 
 test-e2e: build wasm
 	python3 tests/envoy/e2e.py
+	python3 tests/envoy/responses.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
 # ~/.cache/toolfit/server) with tiny generated models (Qwen 2.5 and Llama 3.1 templates), raw and behind

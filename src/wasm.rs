@@ -15,7 +15,8 @@
 
 use crate::api::cache::SiteCache;
 use crate::filter::config::{Config, Framing};
-use crate::filter::request::{self, Headers, LogLimiter, Plan, RouteMeta, Start, Verdict};
+use crate::filter::request::{self, Headers, Line, LogLimiter, Plan, RouteMeta, Start, Verdict};
+use crate::filter::response::{Framing as Events, OnInvalid, Reply, Stream, Tally};
 use crate::filter::stats::{metric_name, Metrics, Stat};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -139,7 +140,7 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), plan: None, buffered: 0 }))
+        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), plan: None, buffered: 0, reply: None, resp: Resp::Off }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -153,6 +154,20 @@ struct Http {
     /// Set while this request's body is being buffered.
     plan: Option<Plan>,
     buffered: usize,
+    /// What the response path needs, once the request declared tools.
+    reply: Option<Reply>,
+    resp: Resp,
+}
+
+/// How the response body is being read.
+enum Resp {
+    /// Not at all: it streams on untouched.
+    Off,
+    /// A JSON body. `hold`: Envoy buffers it until the end (something may change); else chunks go on
+    /// at once and `copy` keeps them for the check at the end.
+    Json { reply: Reply, hold: bool, copy: Vec<u8> },
+    /// SSE or NDJSON: each chunk goes on as soon as the events in it may.
+    Stream(Box<Stream>),
 }
 
 impl Context for Http {}
@@ -237,6 +252,115 @@ impl HttpContext for Http {
         }
         Action::Continue
     }
+
+    fn on_http_response_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
+        let Some(reply) = self.reply.take() else { return Action::Continue };
+        let status = response_header(":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
+        if end_of_stream || !(200..300).contains(&status) {
+            return Action::Continue;
+        }
+        let ct = response_header("content-type").unwrap_or_default().to_ascii_lowercase();
+        let events = if ct.starts_with("text/event-stream") {
+            Some(Events::Sse)
+        } else if ct.contains("ndjson") {
+            Some(Events::Lines)
+        } else if ct.starts_with("application/json") {
+            None
+        } else {
+            return Action::Continue;
+        };
+        if response_header("content-encoding").is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity")) {
+            // compressed by the upstream: not readable here (put Envoy's decompressor in front)
+            if reply.repairs() {
+                let tally = Tally { unrepaired: 1, ..Tally::default() };
+                self.count(&reply, &tally);
+            }
+            return Action::Continue;
+        }
+        let reject = reply.on_invalid == OnInvalid::Reject && events.is_none();
+        let change = reply.repairs() || reject;
+        // a body that may change length loses its Content-Length (the client reads it chunked)
+        if change && hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length").is_err() {
+            let mut shared = self.shared.borrow_mut();
+            shared.metrics.add(&metric_name(&reply.route, reply.profile, Stat::InternalErrors.name()), 1);
+            return Action::Continue;
+        }
+        self.resp = match events {
+            Some(f) => Resp::Stream(Box::new(Stream::new(reply, f))),
+            None => Resp::Json { reply, hold: change, copy: Vec::new() },
+        };
+        // reject answers with another status: the headers wait for the body (framing: exact, checked
+        // at configuration)
+        if reject {
+            Action::Pause
+        } else {
+            Action::Continue
+        }
+    }
+
+    fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        match &mut self.resp {
+            Resp::Off => Action::Continue,
+            Resp::Stream(stream) => {
+                let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
+                let out = stream.feed(&chunk, end_of_stream);
+                if out != chunk && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &out).is_err() {
+                    stream.tally.unrepaired += 1;
+                }
+                if end_of_stream {
+                    self.response_done();
+                }
+                Action::Continue
+            }
+            Resp::Json { reply, hold, copy } => {
+                let max = reply.max_bytes;
+                if *hold {
+                    // Envoy holds the body; body_size is all of it so far
+                    if body_size > max {
+                        let tally = Tally { unrepaired: 1, ..Tally::default() };
+                        let reply = reply.clone();
+                        self.resp = Resp::Off;
+                        self.count(&reply, &tally);
+                        return Action::Continue;
+                    }
+                    if !end_of_stream {
+                        return Action::Pause;
+                    }
+                    let body = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
+                    let Resp::Json { reply, .. } = std::mem::replace(&mut self.resp, Resp::Off) else { return Action::Continue };
+                    self.answer(&reply, &body, body_size);
+                    return Action::Continue;
+                }
+                if copy.len() + body_size <= max {
+                    let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
+                    copy.extend_from_slice(&chunk);
+                } else {
+                    // too large to check: let it go
+                    self.resp = Resp::Off;
+                    return Action::Continue;
+                }
+                if end_of_stream {
+                    self.response_done();
+                }
+                Action::Continue
+            }
+        }
+    }
+
+    fn on_http_response_trailers(&mut self, _n: usize) -> Action {
+        // a stream that ends in trailers: what is still held cannot be added now
+        self.response_done();
+        Action::Continue
+    }
+
+    fn on_log(&mut self) {
+        // a response cut short still counts the calls it carried
+        self.response_done();
+    }
+}
+
+fn response_header(name: &str) -> Option<String> {
+    hostcalls::get_map_value(MapType::HttpResponseHeaders, name).ok().flatten()
 }
 
 fn header_opt(name: &Option<String>) -> Option<String> {
@@ -244,6 +368,70 @@ fn header_opt(name: &Option<String>) -> Option<String> {
 }
 
 impl Http {
+    /// Counts what the response's repair did (once), when its body has ended or stopped.
+    fn response_done(&mut self) {
+        match std::mem::replace(&mut self.resp, Resp::Off) {
+            Resp::Off => {}
+            Resp::Stream(mut stream) => {
+                if stream.holding() {
+                    stream.tally.unrepaired += 1;
+                }
+                self.count(stream.reply(), &stream.tally);
+            }
+            Resp::Json { reply, copy, .. } => {
+                let mut tally = Tally::default();
+                let _ = reply.repair_json(&copy, &mut tally);
+                self.count(&reply, &tally);
+            }
+        }
+    }
+
+    /// A held JSON response, complete: repaired, or replaced by an error when a call is invalid and
+    /// the route rejects those.
+    fn answer(&mut self, reply: &Reply, body: &[u8], size: usize) {
+        let mut tally = Tally::default();
+        let repaired = reply.repair_json(body, &mut tally);
+        let rejected = match (reply.on_invalid, tally.first_invalid()) {
+            (OnInvalid::Reject, Some(call)) => Some(reply.rejection(call)),
+            _ => None,
+        };
+        if let Some(err) = &rejected {
+            tally.rejected = 1;
+            let ok = hostcalls::set_map_value(MapType::HttpResponseHeaders, ":status", Some("502")).is_ok()
+                && hostcalls::set_map_value(MapType::HttpResponseHeaders, "x-toolfit", Some("invalid-tool-call")).is_ok()
+                && hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-type", Some("application/json")).is_ok();
+            if !ok || hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, err).is_err() {
+                tally.rejected = 0;
+                tally.unrepaired += 1;
+            }
+        } else if let Some(new) = &repaired {
+            if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, new).is_err() {
+                tally.unrepaired += 1;
+            }
+        }
+        if reply.on_invalid == OnInvalid::Reject {
+            // the held headers go with the exact length of what is sent
+            let len = match (&rejected, &repaired) {
+                (Some(e), _) if tally.rejected > 0 => e.len(),
+                (_, Some(r)) => r.len(),
+                _ => size,
+            };
+            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-length", Some(&len.to_string()));
+        }
+        self.count(reply, &tally);
+    }
+
+    fn count(&mut self, reply: &Reply, tally: &Tally) {
+        let mut shared = self.shared.borrow_mut();
+        let Shared { metrics, logs, .. } = &mut *shared;
+        metrics.define_all(&reply.route, reply.profile);
+        if let Some(Line { text, .. }) = tally.count(reply, metrics) {
+            if let Some(text) = logs.admit(&reply.route, now_us() / 1_000_000, self.config.log_lines_per_second, text) {
+                log::warn!("toolfit: {text}");
+            }
+        }
+    }
+
     fn finish(&mut self) -> Action {
         let Some(plan) = self.plan.take() else { return Action::Continue };
         let size = self.buffered;
@@ -257,7 +445,8 @@ impl Http {
                 return Action::Continue;
             }
         };
-        let (verdict, line) = request::finish(&self.config, &plan, &body, metrics, &mut now_us, cache.as_mut());
+        let (verdict, line, reply) = request::finish(&self.config, &plan, &body, metrics, &mut now_us, cache.as_mut());
+        self.reply = reply;
         if let Some(line) = line {
             if let Some(text) = logs.admit(&plan.route, now_us() / 1_000_000, self.config.log_lines_per_second, line.text) {
                 if line.warn {

@@ -36,7 +36,7 @@ fn through_filter(body: Vec<u8>) -> (Verdict, HashMap<String, u64>) {
         let mut m = Counts::default();
         let h = Headers { method: "POST", path: "/v1/chat/completions", content_type: Some("application/json"), ..Headers::default() };
         let Start::Buffer(plan) = start(&cfg, &h, Some("chat"), &RouteMeta::default(), &mut m, &mut |_| {}) else { panic!() };
-        let (v, _) = finish(&cfg, &plan, &body, &mut m, &mut || 0, None);
+        let (v, _, _) = finish(&cfg, &plan, &body, &mut m, &mut || 0, None);
         let short: HashMap<String, u64> =
             m.0.into_iter().filter(|(_, n)| *n > 0).map(|(k, n)| (k.trim_start_matches(&metric_name("chat", "llama-cpp", "")).to_string(), n)).collect();
         (v, short)

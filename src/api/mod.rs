@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod convert;
 mod defs;
+pub mod names;
 pub mod raw;
 
 use crate::schema::{self, Context, Kind, Options, Profile, Report};
@@ -384,6 +385,8 @@ pub struct BodyOutcome {
     pub tools: usize,
     pub schemas_changed: usize,
     pub unparsed: Vec<Unparsed>,
+    /// Tools sent under another name (the response path says the originals again).
+    pub names: names::NameMap,
 }
 
 /// Rewrites every schema of `format` in `body`. Bytes outside changed schemas are kept exactly.
@@ -394,6 +397,31 @@ pub fn rewrite_body(body: &[u8], format: Format, profile: &'static Profile, opts
 /// [`rewrite_body`] with a rewrite cache: a schema seen before (same bytes, tool, context, profile and
 /// options) reuses its rewrite and report instead of parsing it again.
 pub fn rewrite_body_cached(
+    body: &[u8],
+    format: Format,
+    profile: &'static Profile,
+    opts: &Options,
+    cache: Option<&mut cache::SiteCache>,
+) -> Result<BodyOutcome, Skip> {
+    let mut out = rewrite_schemas(body, format, profile, opts, cache)?;
+    // names last, over the body as rewritten: schema edits never touch a name, and a body whose
+    // names are all valid costs one scan of its tool list
+    let Some(rule) = profile.target.names else { return Ok(out) };
+    let text = match &out.body {
+        Some(b) => std::str::from_utf8(b).map_err(|_| Skip::NotJson)?,
+        None => std::str::from_utf8(body).map_err(|_| Skip::NotJson)?,
+    };
+    if let Some((edits, map, report)) = names::plan(text, format, &rule) {
+        if !edits.is_empty() {
+            out.body = Some(splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
+        }
+        out.report.extend(report);
+        out.names = map;
+    }
+    Ok(out)
+}
+
+fn rewrite_schemas(
     body: &[u8],
     format: Format,
     profile: &'static Profile,
@@ -500,7 +528,7 @@ pub fn rewrite_body_cached(
         report.extend(r.report);
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
-    Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed })
+    Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default() })
 }
 
 /// One schema's rewrite by one profile.
@@ -698,7 +726,7 @@ fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str
         }
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
-    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new() })
+    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default() })
 }
 
 /// Stores each member as a whole: its rewritten text (its schemas' rewrites spliced in), its report
@@ -727,7 +755,7 @@ fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: 
 
 /// `text` with each byte range replaced; ranges in any order, an overlapping one is skipped (a
 /// duplicate member: the first rewrite wins).
-fn splice(text: &str, mut edits: Vec<(usize, usize, &str)>) -> String {
+pub(crate) fn splice(text: &str, mut edits: Vec<(usize, usize, &str)>) -> String {
     edits.sort_by_key(|e| e.0);
     // the exact size: a rewritten catalog is longer than the original, and letting the string double
     // past it would hold twice the body at the peak

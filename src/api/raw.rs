@@ -196,3 +196,32 @@ pub fn member_span(text: &str, key: &str, at: usize, len: usize) -> Option<(usiz
     let rest = comma.trim_start();
     Some((key_at, end + (after.len() - rest.len())))
 }
+
+/// One step of a path through a JSON document: a member, or every element of an array.
+#[derive(Clone, Copy, Debug)]
+pub enum Step {
+    Key(&'static str),
+    Each,
+}
+
+/// Every value at `path` under `v` (members that are not objects or arrays where the path needs one
+/// are passed over).
+pub fn walk<'a>(v: &'a RawValue, path: &[Step], out: &mut Vec<&'a RawValue>) {
+    match path.split_first() {
+        None => out.push(v),
+        Some((Step::Key(k), rest)) => {
+            if let Some(o) = object(v.get()) {
+                for m in o.all(k) {
+                    walk(m, rest, out);
+                }
+            }
+        }
+        Some((Step::Each, rest)) => {
+            if let Some(a) = array(v.get()) {
+                for m in a.0 {
+                    walk(m, rest, out);
+                }
+            }
+        }
+    }
+}

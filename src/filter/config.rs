@@ -4,6 +4,7 @@
 //! error that names it: the filter refuses to start rather than run on a half-understood config
 //! (Envoy then rejects the listener or NACKs the update, and keeps the previous config).
 
+use super::response::OnInvalid;
 use crate::api::Format;
 use crate::schema::{Limits, LlamaCpp, Options, Profile};
 use serde::Deserialize;
@@ -52,6 +53,9 @@ pub struct Route {
     /// Overrides the plugin's (and the profile's) `open_objects` on this route.
     #[serde(default)]
     pub open_objects: Option<bool>,
+    /// Overrides the plugin's `on_invalid_tool_call` on this route.
+    #[serde(default)]
+    pub on_invalid_tool_call: Option<OnInvalid>,
 }
 
 /// Profiles by model name: `{"qwen*": "vllm", "llama*": "llama-cpp"}`, tried in the order written; the
@@ -104,6 +108,7 @@ impl Route {
             models: None,
             promote_to_description: None,
             open_objects: None,
+            on_invalid_tool_call: None,
         }
     }
 
@@ -188,6 +193,13 @@ pub struct Config {
     /// Most log lines per route per second (the counters still count everything).
     #[serde(deserialize_with = "whole")]
     pub log_lines_per_second: u32,
+    /// Check every tool call in responses against the schema the client sent, and count the invalid
+    /// ones (`tool_calls_invalid`).
+    pub validate_tool_calls: bool,
+    /// What an invalid tool call does to a plain JSON response: `count` (the client gets it) or
+    /// `reject` (the client gets an error naming the tool and the place; needs `framing: exact`, as
+    /// the response headers are held until the body is checked). Streams are counted only.
+    pub on_invalid_tool_call: OnInvalid,
     /// Test only: a request carrying this header traps the VM, to show what Envoy's failure policy
     /// does. Never set it in production.
     pub test_trap_header: Option<String>,
@@ -208,6 +220,8 @@ impl Default for Config {
             limits: LimitsConfig::default(),
             log_lines_per_second: 10,
             cache_bytes: 8 * 1024 * 1024,
+            validate_tool_calls: true,
+            on_invalid_tool_call: OnInvalid::Count,
             test_trap_header: None,
         }
     }
@@ -268,6 +282,10 @@ impl Config {
                 }
                 _ => {}
             }
+        }
+        let rejects = self.on_invalid_tool_call == OnInvalid::Reject || self.routes.iter().any(|r| r.on_invalid_tool_call == Some(OnInvalid::Reject));
+        if rejects && self.framing != Framing::Exact {
+            return Err("configuration rejected: on_invalid_tool_call: reject needs framing: exact (and the plugin's allow_on_headers_stop_iteration: true): the response headers wait for the check".into());
         }
         let l = &self.limits;
         for (name, v) in [("max_depth", l.max_depth), ("max_nodes", l.max_nodes), ("max_branches", l.max_branches)] {

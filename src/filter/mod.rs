@@ -3,4 +3,5 @@
 
 pub mod config;
 pub mod request;
+pub mod response;
 pub mod stats;

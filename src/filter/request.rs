@@ -3,6 +3,7 @@
 //! out what it returns; tests drive it directly.
 
 use super::config::{Config, Models, Route};
+use super::response::{OnInvalid, Reply};
 use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::cache::SiteCache;
 use crate::api::{self, Format, Skip};
@@ -44,6 +45,7 @@ pub struct Plan {
     pub open_objects: Option<bool>,
     /// The model the request path names (Gemini), for the model map when the body names none.
     pub path_model: Option<String>,
+    pub on_invalid: OnInvalid,
 }
 
 impl Plan {
@@ -106,6 +108,7 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
         promote_to_description: route.promote_to_description,
         open_objects: route.open_objects,
         path_model: None,
+        on_invalid: route.on_invalid_tool_call.unwrap_or(cfg.on_invalid_tool_call),
     }
 }
 
@@ -164,7 +167,7 @@ pub fn finish(
     m: &mut dyn Metrics,
     elapsed_us: &mut dyn FnMut() -> u64,
     mut cache: Option<&mut SiteCache>,
-) -> (Verdict, Option<Line>) {
+) -> (Verdict, Option<Line>, Option<Reply>) {
     let t0 = elapsed_us();
     let mapped;
     let plan = match by_model(plan, body) {
@@ -190,7 +193,7 @@ pub fn finish(
         Err(skip) => {
             let s = if skip == Skip::NotJson { Stat::SkippedNotJson } else { Stat::SkippedUnknownShape };
             plan.count(m, s, 1);
-            return (Verdict::Forward, None);
+            return (Verdict::Forward, None, None);
         }
     };
     m.record(&plan.metric(Stat::RewriteUs.name()), took);
@@ -205,23 +208,37 @@ pub fn finish(
             plan.count(m, Stat::RejectedStrict, 1);
             let body = strict_error(&tool, &path, &why);
             let text = format!("route={} profile={} strict: refused tool {tool:?} at {path:?}: {why}", plan.route, plan.profile.name);
-            return (Verdict::Reject(400, body), Some(Line { warn: true, text }));
+            return (Verdict::Reject(400, body), Some(Line { warn: true, text }), None);
         }
     }
     plan.count(m, Stat::BytesIn, body.len() as u64);
     let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed);
+    let reply = reply(cfg, plan, body, &o);
     match o.body {
         Some(new) => {
             plan.count(m, Stat::RequestsRewritten, 1);
             plan.count(m, Stat::BytesOut, new.len() as u64);
-            (Verdict::Replace(new), line)
+            (Verdict::Replace(new), line, reply)
         }
         None => {
             plan.count(m, Stat::RequestsUnchanged, 1);
             plan.count(m, Stat::BytesOut, body.len() as u64);
-            (Verdict::Forward, line)
+            (Verdict::Forward, line, reply)
         }
     }
+}
+
+/// What the response path needs from this request, when it declares tools and the response is worth
+/// reading (repairs to make, or calls to check).
+fn reply(cfg: &Config, plan: &Plan, body: &[u8], o: &api::BodyOutcome) -> Option<Reply> {
+    if o.tools == 0 {
+        return None;
+    }
+    let text = std::str::from_utf8(body).ok()?;
+    let mut r = Reply::of(text, plan.format, &o.names, &o.report, cfg.validate_tool_calls, plan.on_invalid, cfg.max_body_bytes)?;
+    r.route = plan.route.clone();
+    r.profile = plan.profile.name;
+    r.wanted().then_some(r)
 }
 
 fn refusal(r: &Report, unparsed: &[api::Unparsed]) -> Option<(String, String, String)> {
@@ -387,7 +404,7 @@ mod tests {
         let fine = br#"{"model":"m","messages":[],"tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}}}]}"#;
         assert_eq!(finish(&cfg, &p, fine, &mut m, &mut clock, None).0, Verdict::Forward);
         let fixable = br#"{"messages":[], "tools":[{"type":"function","function":{"name":"f","description":"d","parameters":{"type":"object","properties":{"a":{"type":"string","pattern":"^\\d+$"}},"additionalProperties":false}}}]}"#;
-        let (v, line) = finish(&cfg, &p, fixable, &mut m, &mut clock, None);
+        let (v, line, _) = finish(&cfg, &p, fixable, &mut m, &mut clock, None);
         let Verdict::Replace(new) = v else { panic!("{v:?}") };
         assert!(std::str::from_utf8(&new).unwrap().starts_with(r#"{"messages":[], "tools":"#), "bytes outside the schema kept");
         assert!(!line.unwrap().warn);
@@ -436,7 +453,7 @@ mod tests {
         for _ in 0..2 {
             let mut m = Counts::default();
             let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
-            let (v, _) = finish(&cfg, &p, body, &mut m, &mut || 0, Some(&mut cache));
+            let (v, _, _) = finish(&cfg, &p, body, &mut m, &mut || 0, Some(&mut cache));
             runs.push((v, m));
         }
         assert_eq!(runs[0].0, runs[1].0, "a hit gives the same body");
@@ -456,7 +473,7 @@ mod tests {
         let mut m = Counts::default();
         let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
         let body = br#"{"tools":[{"type":"function","function":{"name":"lookup","parameters":{"type":"object","properties":{"k":{"type":"string","pattern":"^(?!x)"}}}}}]}"#;
-        let (v, line) = finish(&cfg, &p, body, &mut m, &mut || 0, None);
+        let (v, line, _) = finish(&cfg, &p, body, &mut m, &mut || 0, None);
         let Verdict::Reject(400, err) = v else { panic!("{v:?}") };
         let e: serde_json::Value = serde_json::from_slice(&err).unwrap();
         assert_eq!(e["error"]["type"], "toolfit_schema_rejected");

@@ -62,6 +62,25 @@ stats! {
     CacheMisses = "cache_misses";
     /// Cache entries dropped to stay within `cache_bytes` (least recently used first).
     CacheEvictions = "cache_evictions";
+    /// Tool names the response had under the name toolfit sent, given back as the client wrote them.
+    NamesRestored = "names_restored";
+    /// `null` members removed from tool-call arguments: ones OpenAI strict's nullable optionals made the
+    /// model write for "absent" (a `null` the client's schema accepts stays).
+    NullsRemoved = "nulls_removed";
+    /// Responses that needed a repair toolfit could not make (an encoded body, a call held past
+    /// `max_body_bytes`, an event in parts toolfit does not take apart): forwarded as they came.
+    ResponsesUnrepaired = "responses_unrepaired";
+    /// Tool calls in responses (plain and streamed) to requests that declared tools.
+    ToolCallsSeen = "tool_calls_seen";
+    /// Tool calls whose arguments the client's own schema (before toolfit's rewrite) refuses, or calls
+    /// to a tool the request did not declare: calls the MCP server would reject. Per tool as
+    /// `tool.<name>.calls_invalid`.
+    ToolCallsInvalid = "tool_calls_invalid";
+    /// The invalid calls whose first violation lies where toolfit made a lossy change to that tool's
+    /// schema: the lossy rewrites that matter in practice.
+    ToolCallsInvalidLossy = "tool_calls_invalid_lossy";
+    /// Responses replaced by an error because a tool call was invalid (`on_invalid_tool_call: reject`).
+    ToolCallsRejected = "tool_calls_rejected";
     /// Histogram: time to rewrite one body, in microseconds.
     RewriteUs = "rewrite_us";
 }

@@ -155,6 +155,11 @@ kinds! {
     /// `key 'description' not found`; routes whose `llama_cpp_since` is before 2026-10). Changes the body,
     /// not the schema.
     DescriptionAdded = "description_added", lossy = false;
+    /// A function name the API refuses (MCP allows `.`, `/` and long names; OpenAI takes
+    /// `[a-zA-Z0-9_-]{1,64}`, Gemini a letter or `_` first) was sent under a valid, unique name,
+    /// everywhere the request names it (tool choice, earlier calls); the response gets the original
+    /// name back (`names_restored`). Changes the body, not the schema.
+    NameMapped = "name_mapped", lossy = false;
     /// An object without `additionalProperties: false` got it, for a strict mode that requires it on
     /// every object (OpenAI, Anthropic). It only narrows what the model may write: every call allowed
     /// is valid for the original schema, as on grammar backends that close objects themselves. Objects

@@ -14,6 +14,7 @@ pub mod profile;
 pub mod report;
 pub mod target;
 pub mod types;
+pub mod validate;
 pub mod walk;
 
 pub use kind::Kind;

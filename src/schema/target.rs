@@ -88,6 +88,48 @@ pub struct Target {
     pub no_strict_member: bool,
     /// The limits of a request-level strict switch (Cohere's `strict_tools`), where the API has one.
     pub strict_tools: Option<StrictTools>,
+    /// The API's rule for function names, where it refuses some names MCP allows (`.`, `/`, long
+    /// names): such a tool is sent under a valid name and the response gets the original back.
+    pub names: Option<Names>,
+}
+
+/// Which function names an API accepts: 1 to `max_len` ASCII letters, digits and `extra` characters,
+/// starting with a letter or `_` where `letter_first`.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct Names {
+    pub max_len: usize,
+    pub extra: &'static str,
+    pub letter_first: bool,
+}
+
+impl Names {
+    /// OpenAI: `^[a-zA-Z0-9_-]{1,64}$`.
+    pub const OPENAI: Names = Names { max_len: 64, extra: "_-", letter_first: false };
+    /// Anthropic: `^[a-zA-Z0-9_-]{1,128}$`.
+    pub const ANTHROPIC: Names = Names { max_len: 128, extra: "_-", letter_first: false };
+    /// Gemini: a letter or `_` first, then `[a-zA-Z0-9_.:-]`; 64 at most (the documented 128 is not
+    /// what every client and model version takes; 64 is).
+    pub const GEMINI: Names = Names { max_len: 64, extra: "_.:-", letter_first: true };
+
+    fn char_ok(&self, c: char) -> bool {
+        c.is_ascii_alphanumeric() || self.extra.contains(c)
+    }
+
+    /// Whether the API takes `name` as it is.
+    pub fn allows(&self, name: &str) -> bool {
+        let first_ok = name.chars().next().is_some_and(|c| !self.letter_first || c.is_ascii_alphabetic() || c == '_');
+        first_ok && name.len() <= self.max_len && name.chars().all(|c| self.char_ok(c))
+    }
+
+    /// `name` with every refused character as `_` (and a `_` in front where the first character may
+    /// not start a name); the length is not cut here.
+    pub fn spell(&self, name: &str) -> String {
+        let mut out: String = name.chars().map(|c| if self.char_ok(c) { c } else { '_' }).collect();
+        if out.is_empty() || (self.letter_first && !out.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')) {
+            out.insert(0, '_');
+        }
+        out
+    }
 }
 
 /// Cohere's `strict_tools: true`: at most `max_fields` parameters over all tools (every level counted),
@@ -459,6 +501,7 @@ impl Target {
         strict: None,
         no_strict_member: false,
         strict_tools: None,
+        names: None,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -558,7 +601,7 @@ impl Target {
     /// OpenAI function tools and structured outputs without `strict` (Chat Completions, Responses):
     /// nothing enforced, but a tool's root must be an object, an array must say `items` and an object
     /// `properties` (400 `invalid_function_parameters` otherwise).
-    pub const OPENAI: Target = Target { spelled_structure: true, ..Target::HOSTED };
+    pub const OPENAI: Target = Target { spelled_structure: true, names: Some(Names::OPENAI), ..Target::HOSTED };
 
     /// OpenAI strict mode (`strict: true` tools, `json_schema` response formats): every object closed
     /// with every property required (optional ones nullable), the documented keywords and formats only,
@@ -572,6 +615,7 @@ impl Target {
         root_union: false,
         spelled_structure: true,
         never: Never::EmptyAnyOf,
+        names: Some(Names::OPENAI),
         strict: Some(Strict {
             all_required: true,
             recursion: true,
@@ -586,7 +630,7 @@ impl Target {
     };
 
     /// Anthropic tools without `strict`: nothing enforced; the root must be an object, not a union.
-    pub const ANTHROPIC: Target = Target { root_union: false, ..Target::HOSTED };
+    pub const ANTHROPIC: Target = Target { root_union: false, names: Some(Names::ANTHROPIC), ..Target::HOSTED };
 
     /// Anthropic strict tool use and JSON outputs: closed objects, the documented keywords and ten
     /// formats, `minItems` 0 or 1, no number or length bounds, no recursion. Optional properties stay
@@ -614,6 +658,7 @@ impl Target {
         ref_siblings: Some(&[]),
         root_union: false,
         never: Never::EmptyAnyOf,
+        names: Some(Names::ANTHROPIC),
         strict: Some(Strict {
             all_required: false,
             recursion: false,
@@ -635,6 +680,7 @@ impl Target {
         keywords: Some(GEMINI_KEYWORDS),
         refs: Refs::Unrolled(3),
         openapi: true,
+        names: Some(Names::GEMINI),
         root_union: false,
         spelled_structure: true,
         ..Target::HOSTED
@@ -648,6 +694,7 @@ impl Target {
         ref_siblings: Some(&["description", "default"]),
         refs: Refs::OptionalCycles,
         root_union: false,
+        names: Some(Names::GEMINI),
         ..Target::HOSTED
     };
 

@@ -186,16 +186,26 @@ class Pair:
         self.behind.stop()
 
 
+LAST_CALLS = {}  # port -> every tool call (name, arguments text) of the last response on it
+
+
 def send(port, path, body):
     """(status, response JSON or None, error text); a dropped connection is status 0."""
+    LAST_CALLS[port] = []
     try:
         status, data = request("127.0.0.1", port, "POST", path, json.dumps(body).encode())
     except (OSError, http.client.HTTPException) as e:
         return 0, None, f"{type(e).__name__}: {e}"
     try:
-        return status, json.loads(data), ""
+        resp = json.loads(data)
     except ValueError:
         return status, None, data[:300].decode(errors="replace")
+    try:
+        if status == 200:
+            LAST_CALLS[port] = [(c["function"]["name"], c["function"]["arguments"]) for c in resp["choices"][0]["message"].get("tool_calls") or []]
+    except (KeyError, IndexError, TypeError):
+        pass
+    return status, resp, ""
 
 
 def ask(server, port, path, body, kind):
@@ -436,15 +446,52 @@ def validated_sample(pair, full, size, key, per_kind):
     return out, sum(1 for entry in picked if entry[4])
 
 
+def lenient(schema):
+    """A validator that judges what toolfit's own (src/schema/validate.rs) does: no `pattern`,
+    `format`, `patternProperties` names or `unevaluated*`, and no `additionalProperties` beside
+    `patternProperties`."""
+    import jsonschema
+    base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    noop = lambda *a: None  # noqa: E731
+    additional = base.VALIDATORS.get("additionalProperties")
+
+    def additional_unless_patterned(v, ap, inst, s):
+        if not s.get("patternProperties") and additional:
+            yield from additional(v, ap, inst, s)
+    skip = {k: noop for k in ("pattern", "format", "patternProperties", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas")}
+    return jsonschema.validators.extend(base, {**skip, "additionalProperties": additional_unless_patterned})(schema)
+
+
+def filter_counts(pair):
+    time.sleep(1.2)  # the counters reach /stats/prometheus at the stats flush
+    p = pair.env.prom()
+    get = lambda n: int((re.search(rf'^toolfit_{n}\{{route="chat",profile="llama-cpp"\}} (\d+)', p, re.M) or [0, 0])[1])  # noqa: E731
+    return get("tool_calls_seen"), get("tool_calls_invalid")
+
+
 def calls(pair, full, table):
-    """One tool per request, several seeds in the full run; arguments validated against the original schema."""
+    """One tool per request, several seeds in the full run; arguments validated against the original schema.
+    toolfit's own validity counters must agree with this test's validation of every call it forwarded."""
     t = Tally()
     picked, n_lossy = validated_sample(pair, full, TOOLS, "inputSchema", 4)
+    seen0, invalid0 = filter_counts(pair)
+    seen = invalid = 0
     for (label, name, schema, description, paths), validator in picked:
+        mine = lenient(schema)
         for seed in range(1, 1 + (SEEDS if full else 1)):
             for side, (outcome, args, detail) in pair.both("/v1/chat/completions", chat([fn(name, schema, description)], pair.opener, seed=seed), "tools").items():
                 t.add(side, outcome, f"{label}: {detail}")
                 t.judge(side, outcome, args, validator, schema, paths, label)
+            for called, text in LAST_CALLS.get(pair.env.port, []):
+                seen += 1
+                try:
+                    bad = called != name or not mine.is_valid(json.loads(text or "{}"))
+                except ValueError:
+                    bad = True
+                invalid += bad
+    seen1, invalid1 = filter_counts(pair)
+    check(f"{pair.tag}: toolfit's tool_calls_seen/invalid agree with the test's validation of every call",
+          (seen1 - seen0, invalid1 - invalid0) == (seen, invalid) and seen > 0, f"toolfit {seen1 - seen0}/{invalid1 - invalid0}, test {seen}/{invalid}")
     report(pair, t, f"tool calls ({len(picked)} tools, {n_lossy} lossy)", table, validated=True)
 
 

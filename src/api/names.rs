@@ -1,0 +1,192 @@
+//! Function names the API refuses, sent under names it takes.
+//!
+//! MCP allows `.`, `/` and 64 characters (and clients prefix server names); OpenAI takes
+//! `[a-zA-Z0-9_-]{1,64}`, Anthropic the same up to 128, Gemini wants a letter or `_` first. A tool
+//! whose name the profile's [`Names`] rule refuses gets a readable, deterministic name: refused
+//! characters become `_`, and where that is too long or taken, a cut with a hash of the original.
+//! Every place the request names the tool is renamed alike (tool choice, earlier calls in the
+//! conversation), and the map goes with the request so the response can say the original again.
+
+use super::raw::{self, Step};
+use super::Format;
+use crate::schema::target::Names;
+use crate::schema::{Kind, Record, Report};
+use serde_json::value::RawValue;
+use std::collections::HashSet;
+
+use Step::{Each, Key};
+
+/// Where each format declares function names.
+fn declared(format: Format) -> &'static [&'static [Step]] {
+    match format {
+        Format::OpenAiChat | Format::Ollama | Format::Cohere => &[&[Key("tools"), Each, Key("function"), Key("name")]],
+        Format::OpenAiResponses | Format::Anthropic => &[&[Key("tools"), Each, Key("name")]],
+        Format::Gemini => {
+            &[&[Key("tools"), Each, Key("functionDeclarations"), Each, Key("name")], &[Key("tools"), Each, Key("function_declarations"), Each, Key("name")]]
+        }
+        Format::LlamaCompletion | Format::McpTools | Format::Auto => &[],
+    }
+}
+
+/// Where each format names a declared function again (only names the map holds are renamed).
+fn mentioned(format: Format) -> &'static [&'static [Step]] {
+    match format {
+        Format::OpenAiChat | Format::Ollama | Format::Cohere => {
+            &[&[Key("tool_choice"), Key("function"), Key("name")], &[Key("messages"), Each, Key("tool_calls"), Each, Key("function"), Key("name")]]
+        }
+        Format::OpenAiResponses => &[&[Key("tool_choice"), Key("name")], &[Key("input"), Each, Key("name")]],
+        Format::Anthropic => &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
+        Format::Gemini => &[
+            &[Key("toolConfig"), Key("functionCallingConfig"), Key("allowedFunctionNames"), Each],
+            &[Key("tool_config"), Key("function_calling_config"), Key("allowed_function_names"), Each],
+            &[Key("contents"), Each, Key("parts"), Each, Key("functionCall"), Key("name")],
+            &[Key("contents"), Each, Key("parts"), Each, Key("functionResponse"), Key("name")],
+            &[Key("contents"), Each, Key("parts"), Each, Key("function_call"), Key("name")],
+            &[Key("contents"), Each, Key("parts"), Each, Key("function_response"), Key("name")],
+        ],
+        Format::LlamaCompletion | Format::McpTools | Format::Auto => &[],
+    }
+}
+
+/// A byte range of the body and the JSON that replaces it.
+pub type Edit = (usize, usize, String);
+
+/// Names sent in place of the originals: `(sent, original)`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NameMap(pub Vec<(String, String)>);
+
+impl NameMap {
+    pub fn original<'s>(&'s self, sent: &str) -> Option<&'s str> {
+        self.0.iter().find(|(s, _)| s == sent).map(|(_, o)| o.as_str())
+    }
+    pub fn sent<'s>(&'s self, original: &str) -> Option<&'s str> {
+        self.0.iter().find(|(_, o)| o == original).map(|(s, _)| s.as_str())
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn values<'a>(top: &'a RawValue, paths: &[&[Step]]) -> Vec<&'a RawValue> {
+    let mut out = Vec::new();
+    for p in paths {
+        raw::walk(top, p, &mut out);
+    }
+    out
+}
+
+fn string(v: &RawValue) -> Option<String> {
+    serde_json::from_str::<String>(v.get()).ok()
+}
+
+/// A valid name for `original`, unique among `taken`: the spelled name when it fits and is free,
+/// else a cut of it and `_` and eight hex digits of the original's hash (then a counter, should
+/// even that be taken).
+fn assign(rule: &Names, original: &str, taken: &HashSet<String>) -> String {
+    let spelled = rule.spell(original);
+    if spelled.len() <= rule.max_len && !taken.contains(&spelled) {
+        return spelled;
+    }
+    let hash = format!("{:08x}", xxhash_rust::xxh3::xxh3_64(original.as_bytes()) as u32);
+    let keep = rule.max_len.saturating_sub(hash.len() + 1);
+    // spelled is ASCII, so any byte index is a character boundary
+    let head = spelled.get(..keep.min(spelled.len())).unwrap_or("");
+    let mut name = format!("{head}_{hash}");
+    let mut n = 0u32;
+    while taken.contains(&name) {
+        n += 1;
+        let tail = format!("_{hash}{n}");
+        let head = spelled.get(..rule.max_len.saturating_sub(tail.len()).min(spelled.len())).unwrap_or("");
+        name = format!("{head}{tail}");
+    }
+    name
+}
+
+/// The renames `text` needs under `rule`: the edits (byte range, new JSON string), the map and one
+/// record per renamed tool. `None` when every declared name is valid (or the text is not JSON).
+pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, NameMap, Report)> {
+    let top: &RawValue = serde_json::from_str(text).ok()?;
+    let decls = values(top, declared(format));
+    let names: Vec<(usize, &RawValue, String)> = decls.iter().filter_map(|v| Some((raw::offset(text, v.get())?, *v, string(v)?))).collect();
+    if names.iter().all(|(_, _, n)| rule.allows(n)) {
+        return None;
+    }
+    let mut taken: HashSet<String> = names.iter().filter(|(_, _, n)| rule.allows(n)).map(|(_, _, n)| n.clone()).collect();
+    let mut map = NameMap::default();
+    let mut report = Report::default();
+    for (_, _, n) in &names {
+        if rule.allows(n) || map.sent(n).is_some() {
+            continue;
+        }
+        let sent = assign(rule, n, &taken);
+        taken.insert(sent.clone());
+        report.push(Record { tool: n.clone(), path: String::new(), kind: Kind::NameMapped, detail: format!("sent as {sent:?}: the API refuses the name") });
+        map.0.push((sent, n.clone()));
+    }
+    let mut edits = Vec::new();
+    let again = values(top, mentioned(format));
+    for v in decls.iter().chain(again.iter()) {
+        let (Some(at), Some(n)) = (raw::offset(text, v.get()), string(v)) else { continue };
+        if let Some(sent) = map.sent(&n) {
+            edits.push((at, at + v.get().len(), serde_json::Value::String(sent.to_string()).to_string()));
+        }
+    }
+    Some((edits, map, report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn apply(text: &str, edits: &[(usize, usize, String)]) -> String {
+        super::super::splice(text, edits.iter().map(|(a, b, s)| (*a, *b, s.as_str())).collect())
+    }
+
+    #[test]
+    fn refused_names_are_mapped_everywhere_the_request_names_them() {
+        let body = r#"{"tools":[{"type":"function","function":{"name":"github.create_issue","parameters":{}}},{"type":"function","function":{"name":"ok_name"}}],
+            "tool_choice":{"type":"function","function":{"name":"github.create_issue"}},
+            "messages":[{"role":"assistant","tool_calls":[{"id":"1","function":{"name":"github.create_issue","arguments":"{}"}}]}]}"#;
+        let (edits, map, report) = plan(body, Format::OpenAiChat, &Names::OPENAI).unwrap();
+        assert_eq!(map.0, vec![("github_create_issue".to_string(), "github.create_issue".to_string())]);
+        assert_eq!(edits.len(), 3);
+        let out = apply(body, &edits);
+        assert!(!out.contains("github.create_issue") && out.matches("github_create_issue").count() == 3, "{out}");
+        assert!(out.contains("\"ok_name\""));
+        assert_eq!(report.records[0].kind, Kind::NameMapped);
+        assert!(plan(&out, Format::OpenAiChat, &Names::OPENAI).is_none(), "the output needs nothing more");
+    }
+
+    #[test]
+    fn names_are_unique_valid_and_deterministic() {
+        let long = "x".repeat(100);
+        let body = serde_json::json!({"tools": [
+            {"name": "a.b"}, {"name": "a_b"}, {"name": "a/b"}, {"name": long}, {"name": format!("{long}y")}, {"name": "ünï"}, {"name": ""}
+        ]})
+        .to_string();
+        for rule in [Names::OPENAI, Names::ANTHROPIC, Names::GEMINI] {
+            let (_, map, _) = plan(&body, Format::Anthropic, &rule).unwrap();
+            let (_, again, _) = plan(&body, Format::Anthropic, &rule).unwrap();
+            assert_eq!(map, again);
+            let mut sent: Vec<&str> = map.0.iter().map(|(s, _)| s.as_str()).collect();
+            sent.push("a_b");
+            assert!(sent.iter().all(|s| rule.allows(s)), "{sent:?}");
+            let unique: HashSet<&&str> = sent.iter().collect();
+            assert_eq!(unique.len(), sent.len(), "{sent:?}");
+        }
+        let (_, map, _) = plan(&body, Format::Anthropic, &Names::ANTHROPIC).unwrap();
+        assert!(map.sent(&long).is_none(), "100 characters fit Anthropic's 128");
+        let (_, map, _) = plan(&body, Format::Anthropic, &Names::OPENAI).unwrap();
+        let sent = map.sent(&long).unwrap();
+        assert!(sent.len() == 64 && sent.starts_with("xxxx"), "{sent}");
+        assert_eq!(map.original(sent), Some(long.as_str()));
+    }
+
+    #[test]
+    fn gemini_names_start_with_a_letter_and_keep_dots() {
+        let body = r#"{"tools":[{"functionDeclarations":[{"name":"9lives"},{"name":"ns:tool.v1"}]}],"contents":[{"parts":[{"functionCall":{"name":"9lives","args":{}}}]}]}"#;
+        let (edits, map, _) = plan(body, Format::Gemini, &Names::GEMINI).unwrap();
+        assert_eq!(map.0, vec![("_9lives".to_string(), "9lives".to_string())]);
+        assert_eq!(edits.len(), 2);
+    }
+}

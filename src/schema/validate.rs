@@ -1,0 +1,475 @@
+//! A small JSON Schema validator for one question on the response path: do a tool call's arguments
+//! satisfy the schema the client sent (before toolfit's rewrite)? And, for OpenAI strict's nullable
+//! optionals, which `null`s did the rewrite make the model write?
+//!
+//! Why not a validator crate: the maintained ones (`jsonschema`) bring two regex engines, IDNA and
+//! HTTP resolution, several times this module's size budget (README, "Tool-call validity"). This
+//! one checks what decides whether an MCP server takes a call: types, `enum`/`const`, objects
+//! (`properties`, `required`, `additionalProperties`, counts, `propertyNames`, `dependentRequired`),
+//! arrays (`items`, `prefixItems`, counts, `uniqueItems`, `contains`), string lengths, number
+//! bounds and `multipleOf`, `allOf`/`anyOf`/`oneOf`/`not`, `if`/`then`/`else` and local `$ref`s.
+//! It does not check `pattern`, `patternProperties` names or `format` (no regex engine in the
+//! module): a call is never called invalid for them. Every call has a step budget; past it the
+//! call counts as valid (unknown), never as invalid.
+
+use serde_json::{Map, Value};
+
+/// The first place an instance fails its schema.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the instance (`/items/0/name`).
+    pub instance: String,
+    /// JSON pointer into the schema, through the definitions refs lead to (`/$defs/Item/required`).
+    pub schema: String,
+    pub reason: String,
+}
+
+/// Nodes visited per validation, at most.
+const STEPS: usize = 200_000;
+/// Refs followed in a row, at most (a recursive schema on a deep instance).
+const DEPTH: usize = 128;
+
+struct Run<'a> {
+    root: &'a Value,
+    steps: usize,
+    /// Set when the budget ran out: the answer is then "valid" (unknown).
+    spent: bool,
+}
+
+/// Checks `instance` against `schema` (a whole schema document: refs resolve in it).
+pub fn validate(schema: &Value, instance: &Value) -> Result<(), Violation> {
+    let mut run = Run { root: schema, steps: 0, spent: false };
+    match run.check(schema, instance, "", "", 0) {
+        Some(v) if !run.spent => Err(v),
+        _ => Ok(()),
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('~', "~0").replace('/', "~1")
+}
+
+fn num_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(a, b)| num_eq(a, b)),
+        (Value::Object(x), Value::Object(y)) => x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| num_eq(v, w))),
+        _ => a == b,
+    }
+}
+
+fn type_ok(t: &str, i: &Value) -> bool {
+    match t {
+        "null" => i.is_null(),
+        "boolean" => i.is_boolean(),
+        "object" => i.is_object(),
+        "array" => i.is_array(),
+        "string" => i.is_string(),
+        "number" => i.is_number(),
+        "integer" => i.as_f64().is_some_and(|f| f.fract() == 0.0),
+        _ => true, // an unknown type name: not ours to judge
+    }
+}
+
+/// The value a local `$ref` points to (`#`, `#/$defs/X`, `#/definitions/X`, any JSON pointer).
+pub fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
+    let pointer = r.strip_prefix('#')?;
+    let decoded = percent_encoding::percent_decode_str(pointer).decode_utf8().ok()?;
+    root.pointer(&decoded)
+}
+
+impl<'a> Run<'a> {
+    fn fail(&self, ip: &str, sp: &str, key: &str, reason: String) -> Option<Violation> {
+        Some(Violation { instance: if ip.is_empty() { "/".into() } else { ip.into() }, schema: format!("{sp}/{key}"), reason })
+    }
+
+    fn check(&mut self, s: &'a Value, i: &Value, ip: &str, sp: &str, depth: usize) -> Option<Violation> {
+        self.steps += 1;
+        if self.steps > STEPS || depth > DEPTH {
+            self.spent = true;
+            return None;
+        }
+        let o = match s {
+            Value::Bool(true) => return None,
+            Value::Bool(false) => return self.fail(ip, sp, "false", "no value is allowed here".into()),
+            Value::Object(o) => o,
+            _ => return None,
+        };
+        if let Some(r) = o.get("$ref").and_then(Value::as_str) {
+            if let Some(target) = resolve(self.root, r) {
+                let at = r.trim_start_matches('#').to_string();
+                if let Some(v) = self.check(target, i, ip, &at, depth + 1) {
+                    return Some(v);
+                }
+            }
+        }
+        if let Some(t) = o.get("type") {
+            let ok = match t {
+                Value::String(t) => type_ok(t, i),
+                Value::Array(ts) => ts.iter().filter_map(Value::as_str).any(|t| type_ok(t, i)),
+                _ => true,
+            };
+            if !ok {
+                return self.fail(ip, sp, "type", format!("expected {t}, got {}", kind_of(i)));
+            }
+        }
+        if let Some(e) = o.get("enum").and_then(Value::as_array) {
+            if !e.iter().any(|v| num_eq(v, i)) {
+                return self.fail(ip, sp, "enum", format!("{} is not one of the {} allowed values", short(i), e.len()));
+            }
+        }
+        if let Some(c) = o.get("const") {
+            if !num_eq(c, i) {
+                return self.fail(ip, sp, "const", format!("{} is not {}", short(i), short(c)));
+            }
+        }
+        let v = match i {
+            Value::Object(m) => self.object(o, m, ip, sp, depth),
+            Value::Array(a) => self.array(o, a, ip, sp, depth),
+            Value::String(t) => self.string(o, t, ip, sp),
+            Value::Number(_) => self.number(o, i, ip, sp),
+            _ => None,
+        };
+        if v.is_some() {
+            return v;
+        }
+        self.combinators(o, i, ip, sp, depth)
+    }
+
+    fn combinators(&mut self, o: &'a Map<String, Value>, i: &Value, ip: &str, sp: &str, depth: usize) -> Option<Violation> {
+        if let Some(all) = o.get("allOf").and_then(Value::as_array) {
+            for (n, b) in all.iter().enumerate() {
+                if let Some(v) = self.check(b, i, ip, &format!("{sp}/allOf/{n}"), depth + 1) {
+                    return Some(v);
+                }
+            }
+        }
+        if let Some(any) = o.get("anyOf").and_then(Value::as_array) {
+            let mut first = None;
+            let mut matched = false;
+            for (n, b) in any.iter().enumerate() {
+                match self.check(b, i, ip, &format!("{sp}/anyOf/{n}"), depth + 1) {
+                    None => {
+                        matched = true;
+                        break;
+                    }
+                    Some(v) => first = first.or(Some(v)),
+                }
+            }
+            if !matched {
+                let why = first.map(|v| format!(" (first: {} at {})", v.reason, v.instance)).unwrap_or_default();
+                return self.fail(ip, sp, "anyOf", format!("matches none of the {} alternatives{why}", any.len()));
+            }
+        }
+        if let Some(one) = o.get("oneOf").and_then(Value::as_array) {
+            let n = one.iter().enumerate().filter(|(n, b)| self.check(b, i, ip, &format!("{sp}/oneOf/{n}"), depth + 1).is_none()).count();
+            if n != 1 {
+                return self.fail(ip, sp, "oneOf", format!("matches {n} of the alternatives, not exactly one"));
+            }
+        }
+        if let Some(not) = o.get("not") {
+            if self.check(not, i, ip, &format!("{sp}/not"), depth + 1).is_none() {
+                return self.fail(ip, sp, "not", "matches the schema under not".into());
+            }
+        }
+        if let Some(cond) = o.get("if") {
+            let (branch, key) =
+                if self.check(cond, i, ip, &format!("{sp}/if"), depth + 1).is_none() { (o.get("then"), "then") } else { (o.get("else"), "else") };
+            if let Some(b) = branch {
+                return self.check(b, i, ip, &format!("{sp}/{key}"), depth + 1);
+            }
+        }
+        None
+    }
+
+    fn object(&mut self, o: &'a Map<String, Value>, m: &Map<String, Value>, ip: &str, sp: &str, depth: usize) -> Option<Violation> {
+        if let Some(req) = o.get("required").and_then(Value::as_array) {
+            if let Some(missing) = req.iter().filter_map(Value::as_str).find(|k| !m.contains_key(*k)) {
+                return self.fail(ip, sp, "required", format!("required property {missing:?} is missing"));
+            }
+        }
+        let props = o.get("properties").and_then(Value::as_object);
+        let patterned = o.get("patternProperties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+        for (k, v) in m {
+            let at = format!("{ip}/{}", esc(k));
+            if let Some(ps) = props.and_then(|p| p.get(k)) {
+                if let Some(x) = self.check(ps, v, &at, &format!("{sp}/properties/{}", esc(k)), depth + 1) {
+                    return Some(x);
+                }
+            } else if !patterned {
+                // a name patternProperties might match is not judged (no regex engine)
+                if let Some(ap) = o.get("additionalProperties") {
+                    if ap == &Value::Bool(false) {
+                        return self.fail(&at, sp, "additionalProperties", format!("property {k:?} is not allowed"));
+                    }
+                    if let Some(x) = self.check(ap, v, &at, &format!("{sp}/additionalProperties"), depth + 1) {
+                        return Some(x);
+                    }
+                }
+            }
+            if let Some(pn) = o.get("propertyNames") {
+                if let Some(x) = self.check(pn, &Value::String(k.clone()), &at, &format!("{sp}/propertyNames"), depth + 1) {
+                    return Some(x);
+                }
+            }
+        }
+        let n = m.len() as u64;
+        if o.get("minProperties").and_then(Value::as_u64).is_some_and(|min| n < min) {
+            return self.fail(ip, sp, "minProperties", format!("{n} properties, fewer than allowed"));
+        }
+        if o.get("maxProperties").and_then(Value::as_u64).is_some_and(|max| n > max) {
+            return self.fail(ip, sp, "maxProperties", format!("{n} properties, more than allowed"));
+        }
+        for key in ["dependentRequired", "dependencies"] {
+            for (k, deps) in o.get(key).and_then(Value::as_object).into_iter().flatten() {
+                if !m.contains_key(k) {
+                    continue;
+                }
+                if let Some(d) = deps.as_array().and_then(|d| d.iter().filter_map(Value::as_str).find(|d| !m.contains_key(*d))) {
+                    return self.fail(ip, sp, key, format!("{k:?} is present, so {d:?} is required"));
+                }
+            }
+        }
+        None
+    }
+
+    fn array(&mut self, o: &'a Map<String, Value>, a: &[Value], ip: &str, sp: &str, depth: usize) -> Option<Violation> {
+        let n = a.len() as u64;
+        if o.get("minItems").and_then(Value::as_u64).is_some_and(|min| n < min) {
+            return self.fail(ip, sp, "minItems", format!("{n} items, fewer than allowed"));
+        }
+        if o.get("maxItems").and_then(Value::as_u64).is_some_and(|max| n > max) {
+            return self.fail(ip, sp, "maxItems", format!("{n} items, more than allowed"));
+        }
+        // 2020-12 prefixItems + items, or draft-07 items as a list + additionalItems
+        let (prefix, prefix_key, rest, rest_key) = match (o.get("prefixItems").and_then(Value::as_array), o.get("items")) {
+            (Some(p), items) => (p.as_slice(), "prefixItems", items, "items"),
+            (None, Some(Value::Array(p))) => (p.as_slice(), "items", o.get("additionalItems"), "additionalItems"),
+            (None, items) => (&[][..], "", items, "items"),
+        };
+        for (n, v) in a.iter().enumerate() {
+            let at = format!("{ip}/{n}");
+            let (s, key) = match prefix.get(n) {
+                Some(s) => (Some(s), format!("{sp}/{prefix_key}/{n}")),
+                None => (rest, format!("{sp}/{rest_key}")),
+            };
+            if let Some(s) = s {
+                if let Some(x) = self.check(s, v, &at, &key, depth + 1) {
+                    return Some(x);
+                }
+            }
+        }
+        if o.get("uniqueItems") == Some(&Value::Bool(true)) {
+            for (x, v) in a.iter().enumerate() {
+                if a.iter().skip(x + 1).any(|w| num_eq(v, w)) {
+                    return self.fail(ip, sp, "uniqueItems", format!("{} appears twice", short(v)));
+                }
+                self.steps += a.len();
+            }
+        }
+        if let Some(c) = o.get("contains") {
+            let hits = a.iter().filter(|v| self.check(c, v, ip, &format!("{sp}/contains"), depth + 1).is_none()).count() as u64;
+            let min = o.get("minContains").and_then(Value::as_u64).unwrap_or(1);
+            let max = o.get("maxContains").and_then(Value::as_u64).unwrap_or(u64::MAX);
+            if hits < min || hits > max {
+                return self.fail(ip, sp, "contains", format!("{hits} items match contains"));
+            }
+        }
+        None
+    }
+
+    fn string(&self, o: &Map<String, Value>, t: &str, ip: &str, sp: &str) -> Option<Violation> {
+        let n = t.chars().count() as u64;
+        if o.get("minLength").and_then(Value::as_u64).is_some_and(|min| n < min) {
+            return self.fail(ip, sp, "minLength", format!("{n} characters, fewer than allowed"));
+        }
+        if o.get("maxLength").and_then(Value::as_u64).is_some_and(|max| n > max) {
+            return self.fail(ip, sp, "maxLength", format!("{n} characters, more than allowed"));
+        }
+        None
+    }
+
+    fn number(&self, o: &Map<String, Value>, i: &Value, ip: &str, sp: &str) -> Option<Violation> {
+        let x = i.as_f64()?;
+        let get = |k: &str| o.get(k).and_then(Value::as_f64);
+        // draft-04 spells exclusive bounds as booleans beside minimum/maximum
+        let ex_min = o.get("exclusiveMinimum") == Some(&Value::Bool(true));
+        let ex_max = o.get("exclusiveMaximum") == Some(&Value::Bool(true));
+        let checks = [
+            ("minimum", get("minimum").is_some_and(|m| if ex_min { x <= m } else { x < m })),
+            ("maximum", get("maximum").is_some_and(|m| if ex_max { x >= m } else { x > m })),
+            ("exclusiveMinimum", get("exclusiveMinimum").is_some_and(|m| x <= m)),
+            ("exclusiveMaximum", get("exclusiveMaximum").is_some_and(|m| x >= m)),
+            ("multipleOf", get("multipleOf").is_some_and(|m| m > 0.0 && ((x / m) - (x / m).round()).abs() > 1e-9)),
+        ];
+        let (key, _) = checks.iter().find(|(_, bad)| *bad)?;
+        self.fail(ip, sp, key, format!("{x} is outside {key}"))
+    }
+}
+
+fn kind_of(i: &Value) -> &'static str {
+    match i {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A value for a log line: at most 40 characters.
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(40) {
+        Some((at, _)) => format!("{}...", s.get(..at).unwrap_or("")),
+        None => s,
+    }
+}
+
+/// Removes from `instance` every `null` a strict rewrite made the model write: a member whose
+/// property the original `schema` does not require and whose own schema does not accept `null`
+/// (the rewrite listed it in `required` and added `null` to it). A `null` the original accepts stays.
+/// Returns how many members were removed.
+pub fn strip_injected_nulls(schema: &Value, instance: &mut Value) -> usize {
+    let mut budget = STEPS;
+    strip(schema, schema, instance, &mut budget, 0)
+}
+
+/// The properties and required names an object schema states: its own, its `allOf` members' and its
+/// ref's, and the union branches' properties (which branch applies is the validator's business; a
+/// property any branch declares optional and null-refusing is taken as one the rewrite made nullable).
+fn view<'a>(root: &'a Value, s: &'a Value, props: &mut Vec<(&'a str, &'a Value)>, required: &mut Vec<&'a str>, own: bool, depth: usize) {
+    let Some(o) = s.as_object() else { return };
+    if depth > 16 {
+        return;
+    }
+    if let Some(p) = o.get("properties").and_then(Value::as_object) {
+        props.extend(p.iter().map(|(k, v)| (k.as_str(), v)));
+    }
+    if own {
+        required.extend(o.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str));
+    }
+    if let Some(t) = o.get("$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
+        view(root, t, props, required, own, depth + 1);
+    }
+    for b in o.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+        view(root, b, props, required, own, depth + 1);
+    }
+    for key in ["anyOf", "oneOf"] {
+        for b in o.get(key).and_then(Value::as_array).into_iter().flatten() {
+            view(root, b, props, required, false, depth + 1);
+        }
+    }
+}
+
+fn strip(root: &Value, s: &Value, i: &mut Value, budget: &mut usize, depth: usize) -> usize {
+    if *budget == 0 || depth > DEPTH {
+        return 0;
+    }
+    *budget -= 1;
+    let mut props = Vec::new();
+    let mut required = Vec::new();
+    view(root, s, &mut props, &mut required, true, 0);
+    let item = s.as_object().and_then(|o| o.get("items")).filter(|v| v.is_object());
+    let mut removed = 0;
+    match i {
+        Value::Object(m) => {
+            let nulls: Vec<String> = m
+                .iter()
+                .filter(|(k, v)| {
+                    v.is_null() && !required.contains(&k.as_str()) && props.iter().any(|(p, ps)| p == k && validate_in(root, ps, &Value::Null).is_err())
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in nulls {
+                m.shift_remove(&k);
+                removed += 1;
+            }
+            for (k, v) in m.iter_mut() {
+                if let Some((_, ps)) = props.iter().find(|(p, _)| p == k) {
+                    removed += strip(root, ps, v, budget, depth + 1);
+                }
+            }
+        }
+        Value::Array(a) => {
+            if let Some(is) = item {
+                for v in a.iter_mut() {
+                    removed += strip(root, is, v, budget, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+    removed
+}
+
+/// [`validate`] of a subschema of `root` (its refs resolve in `root`).
+fn validate_in(root: &Value, s: &Value, i: &Value) -> Result<(), Violation> {
+    let mut run = Run { root, steps: 0, spent: false };
+    match run.check(s, i, "", "", 0) {
+        Some(v) if !run.spent => Err(v),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(s: Value, i: Value) -> Violation {
+        match validate(&s, &i) {
+            Err(v) => v,
+            Ok(()) => panic!("{i} should fail {s}"),
+        }
+    }
+
+    #[test]
+    fn core_keywords() {
+        let s = json!({"type": "object", "properties": {
+            "n": {"type": "integer", "minimum": 1, "maximum": 5},
+            "s": {"type": "string", "maxLength": 3, "enum": ["a", "bb", "ccc", "dddd"]},
+            "a": {"type": "array", "items": {"$ref": "#/$defs/Item"}, "maxItems": 2, "uniqueItems": true},
+            "u": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+            "o": {"oneOf": [{"type": "integer"}, {"type": "number", "multipleOf": 0.5}]}
+        }, "required": ["n"], "additionalProperties": false,
+        "$defs": {"Item": {"type": "object", "properties": {"id": {"const": 1}}, "required": ["id"]}}});
+        assert!(validate(&s, &json!({"n": 3, "s": "bb", "a": [{"id": 1}], "u": null, "o": 1.5})).is_ok());
+        assert!(validate(&s, &json!({"n": 3.0})).is_ok(), "3.0 is an integer");
+        assert_eq!(err(s.clone(), json!({})).schema, "/required");
+        assert_eq!(err(s.clone(), json!({"n": 0})).instance, "/n");
+        assert_eq!(err(s.clone(), json!({"n": 1, "x": 1})).schema, "/additionalProperties");
+        assert_eq!(err(s.clone(), json!({"n": 1, "s": "dddd"})).schema, "/properties/s/maxLength");
+        let v = err(s.clone(), json!({"n": 1, "a": [{"id": 2}]}));
+        assert_eq!((v.instance.as_str(), v.schema.as_str()), ("/a/0/id", "/$defs/Item/properties/id/const"));
+        assert_eq!(err(s.clone(), json!({"n": 1, "a": [{"id": 1}, {"id": 1}]})).schema, "/properties/a/uniqueItems");
+        assert_eq!(err(s.clone(), json!({"n": 1, "u": 3})).schema, "/properties/u/anyOf");
+        assert_eq!(err(s.clone(), json!({"n": 1, "o": 2})).schema, "/properties/o/oneOf", "2 is both: not exactly one");
+        assert_eq!(err(json!(false), json!(1)).schema, "/false");
+    }
+
+    #[test]
+    fn recursion_is_bounded_and_never_called_invalid_past_the_budget() {
+        let s = json!({"$ref": "#"});
+        assert!(validate(&s, &json!(1)).is_ok());
+        let tree = json!({"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#"}}}});
+        let mut deep = json!({});
+        for _ in 0..300 {
+            deep = json!({"kids": [deep]});
+        }
+        assert!(validate(&tree, &deep).is_ok());
+    }
+
+    #[test]
+    fn only_injected_nulls_are_stripped() {
+        let s = json!({"type": "object", "properties": {
+            "a": {"type": "string"}, "b": {"type": ["string", "null"]}, "c": {"type": "string"},
+            "d": {"type": "object", "properties": {"e": {"enum": ["x"]}}},
+            "l": {"type": "array", "items": {"$ref": "#/$defs/I"}}
+        }, "required": ["c"], "$defs": {"I": {"type": "object", "properties": {"k": {"type": "integer"}}}}});
+        let mut i = json!({"a": null, "b": null, "c": null, "d": {"e": null}, "l": [{"k": null}, {"k": 1}]});
+        assert_eq!(strip_injected_nulls(&s, &mut i), 3);
+        assert_eq!(i, json!({"b": null, "c": null, "d": {}, "l": [{}, {"k": 1}]}));
+    }
+}

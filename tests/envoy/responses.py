@@ -1,0 +1,342 @@
+#!/usr/bin/env python3
+"""End-to-end, the response path: the built dist/toolfit.wasm in a real Envoy in front of a scripted
+upstream that answers in each API's format, plain and streamed (its chunks cut where the test says, so
+a name or an argument string is split at every position). The client must get the original tool names
+and none of the nulls toolfit's strict rewrite made the model write, every other byte as the upstream
+sent it; a response to a request that needs no repair must reach the client before the upstream has
+finished it; invalid calls are counted against the schema the client sent. Prints one line per check
+and 'N passed, M failed'."""
+import http.client, json, os, re, socket, subprocess, sys, threading, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e  # noqa: E402
+from e2e import ROOT, WASM, Envoy, check, free_port, results  # noqa: E402
+
+
+class Script:
+    """What the upstream answers next: (content type, list of chunks); each chunk is written and
+    flushed on its own, `gap` seconds apart, so Envoy sees it as its own piece of the body."""
+    def __init__(self):
+        self.ctype, self.chunks, self.gap, self.requests = "application/json", [b"{}"], 0.0, []
+        self.wait = None  # a threading.Event the upstream waits on after the first chunk
+
+
+SCRIPT = Script()
+
+
+class Upstream(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    break
+                body += self.rfile.read(size)
+                self.rfile.readline()
+        else:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        SCRIPT.requests.append(body)
+        self.send_response(200)
+        self.send_header("content-type", SCRIPT.ctype)
+        if SCRIPT.ctype == "application/json" and len(SCRIPT.chunks) == 1:
+            self.send_header("content-length", str(len(SCRIPT.chunks[0])))
+            self.end_headers()
+            self.wfile.write(SCRIPT.chunks[0])
+            return
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for n, c in enumerate(SCRIPT.chunks):
+            if c:
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
+                self.wfile.flush()
+            if n == 0 and SCRIPT.wait is not None:
+                SCRIPT.wait.wait(10)
+            time.sleep(SCRIPT.gap)
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def answer(ctype, chunks, gap=0.0):
+    SCRIPT.ctype, SCRIPT.chunks, SCRIPT.gap, SCRIPT.wait = ctype, [c.encode() if isinstance(c, str) else c for c in chunks], gap, None
+
+
+def post(e, path, body, headers=None):
+    c = http.client.HTTPConnection("127.0.0.1", e.port, timeout=30)
+    c.request("POST", path, body=json.dumps(body).encode(), headers={"content-type": "application/json", **(headers or {})})
+    r = c.getresponse()
+    return r.status, r.read(), {k.lower(): v for k, v in r.getheaders()}
+
+
+def counter(prom, name, route, profile):
+    m = re.search(rf'^toolfit_{name}\{{route="{route}",profile="{profile}"\}} (\d+)', prom, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def tool_counter(prom, name, route, profile, tool):
+    m = re.search(rf'^toolfit_{name}\{{route="{route}",profile="{profile}",tool="{tool}"\}} (\d+)', prom, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def stats(e):
+    time.sleep(1.2)  # stats_flush_interval
+    return e.prom()
+
+
+# A tool an MCP server publishes: a name OpenAI and Anthropic refuse, and an optional property that
+# OpenAI strict makes required-and-nullable.
+SCHEMA = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer", "minimum": 1}}, "required": ["q"]}
+ROUTES = [
+    {"path": "/v1/chat/completions", "format": "openai-chat", "profile": "openai-strict"},
+    {"path": "/v1/responses", "format": "openai-responses", "profile": "openai-strict"},
+    {"path": "/v1/messages", "format": "anthropic", "profile": "anthropic"},
+    {"prefix": "/v1beta/models/", "format": "gemini", "profile": "gemini"},
+    {"path": "/api/chat", "format": "ollama", "profile": "ollama"},
+    {"path": "/llama/v1/chat/completions", "format": "openai-chat", "profile": "llama-cpp"},
+]
+
+
+def sse(events, named=False):
+    out = []
+    for ev in events:
+        data = ev if isinstance(ev, str) else json.dumps(ev, separators=(",", ":"))
+        head = f"event: {ev['type']}\n" if named and isinstance(ev, dict) else ""
+        out.append(f"{head}data: {data}\n\n")
+    return "".join(out)
+
+
+def cuts(text, needle):
+    """Every two-chunk cut of `text` at each position of `needle` in it (and around it)."""
+    at = text.index(needle)
+    return [[text[:k], text[k:]] for k in range(max(at - 1, 1), at + len(needle) + 2)]
+
+
+def chat_stream(name_parts, arg_parts):
+    ev = [{"id": "c1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"role": "assistant", "content": "héllo"}, "finish_reason": None}]}]
+    for i, n in enumerate(name_parts):
+        f = {"name": n, "arguments": ""}
+        tc = {"index": 0, "function": f} if i else {"index": 0, "id": "call_1", "type": "function", "function": f}
+        ev.append({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [tc]}, "finish_reason": None}]})
+    for a in arg_parts:
+        ev.append({"id": "c1", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": a}}]}, "finish_reason": None}]})
+    ev.append({"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    return sse(ev + ["[DONE]"])
+
+
+def assemble_chat(text):
+    name, args, others = "", "", []
+    for block in text.split("\n\n"):
+        if not block.startswith("data: ") or block == "data: [DONE]":
+            others.append(block)
+            continue
+        v = json.loads(block[6:])
+        tcs = v["choices"][0]["delta"].get("tool_calls")
+        if not tcs:
+            others.append(block)
+            continue
+        f = tcs[0].get("function", {})
+        name += f.get("name") or ""
+        args += f.get("arguments") or ""
+    return name, args, others
+
+
+def openai(e):
+    req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "find"},
+                                           {"role": "assistant", "tool_calls": [{"id": "old", "type": "function", "function": {"name": "gh.search", "arguments": "{}"}}]},
+                                           {"role": "tool", "tool_call_id": "old", "content": "[]"}],
+           "tools": [{"type": "function", "function": {"name": "gh.search", "description": "search", "parameters": SCHEMA}}],
+           "tool_choice": {"type": "function", "function": {"name": "gh.search"}}}
+    plain = {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "gh_search", "arguments": "{\"q\":\"a\",\"n\":null}"}}]}, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 3}}
+    up = json.dumps(plain, indent=1)
+    answer("application/json", [up])
+    status, body, headers = post(e, "/v1/chat/completions", req)
+    sent = json.loads(SCRIPT.requests[-1])
+    check("openai: the upstream sees a valid name in tools, tool_choice and earlier calls",
+          sent["tools"][0]["function"]["name"] == "gh_search" and sent["tool_choice"]["function"]["name"] == "gh_search"
+          and sent["messages"][1]["tool_calls"][0]["function"]["name"] == "gh_search" and "gh.search" not in SCRIPT.requests[-1].decode(), SCRIPT.requests[-1][:300])
+    want = up.replace('"gh_search"', '"gh.search"').replace('{\\"q\\":\\"a\\",\\"n\\":null}', '{\\"q\\":\\"a\\"}')
+    check("openai plain: original name, injected null gone, every other byte as sent", status == 200 and body.decode() == want, body[:400])
+    check("openai plain: a body that changed length has no stale Content-Length", headers.get("content-length") in (None, str(len(body))), headers)
+
+    # streamed: the name split over two deltas, the arguments over three; then every cut of the chunk
+    # that carries the name and of the one that carries the null
+    text = chat_stream(["gh_", "search"], ["{\"q\":", "\"a\",\"n\"", ":null}"])
+    bad = []
+    for chunks in [[text]] + cuts(text, '"gh_"') + cuts(text, '"search"') + cuts(text, ':null}'):
+        answer("text/event-stream", chunks, gap=0.02)
+        status, body, _ = post(e, "/v1/chat/completions", {**req, "stream": True})
+        name, args, others = assemble_chat(body.decode())
+        _, _, want_others = assemble_chat(text)
+        if not (status == 200 and name == "gh.search" and json.loads(args) == {"q": "a"} and others == want_others):
+            bad.append((len(chunks[0]), name, args, body.decode()[:200]))
+    check("openai stream: name and arguments repaired at every cut, other events byte for byte", not bad, bad[:2])
+    p = stats(e)
+    check("openai: names_restored and nulls_removed counted", counter(p, "names_restored", "chat", "openai-strict") >= 2
+          and counter(p, "nulls_removed", "chat", "openai-strict") >= 2, [l for l in p.splitlines() if "restored" in l or "nulls" in l][:4])
+
+
+def responses(e):
+    req = {"model": "gpt-4o", "input": "find", "tools": [{"type": "function", "name": "gh.search", "parameters": SCHEMA}]}
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "gh_search", "arguments": "{\"q\":\"a\",\"n\":null}", "status": "completed"}
+    up = json.dumps({"id": "r", "object": "response", "output": [{"type": "message", "content": []}, item]})
+    answer("application/json", [up])
+    status, body, _ = post(e, "/v1/responses", req)
+    out = json.loads(body)["output"][1] if status == 200 else {}
+    check("responses plain: function_call item repaired", out.get("name") == "gh.search" and json.loads(out.get("arguments", "null")) == {"q": "a"}, body[:300])
+    events = [
+        {"type": "response.output_item.added", "output_index": 1, "item": {**item, "arguments": "", "status": "in_progress"}},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": "{\"q\":\"a\","},
+        {"type": "response.function_call_arguments.delta", "output_index": 1, "item_id": "fc_1", "delta": "\"n\":null}"},
+        {"type": "response.function_call_arguments.done", "output_index": 1, "item_id": "fc_1", "arguments": item["arguments"]},
+        {"type": "response.output_item.done", "output_index": 1, "item": item},
+        {"type": "response.completed", "response": {"id": "r", "output": [item]}},
+    ]
+    text = sse(events, named=True)
+    answer("text/event-stream", [text[:90], text[90:400], text[400:]], gap=0.02)
+    status, body, _ = post(e, "/v1/responses", {**req, "stream": True})
+    evs = [json.loads(b.split("data: ", 1)[1]) for b in body.decode().split("\n\n") if "data: " in b]
+    deltas = "".join(x.get("delta", "") for x in evs if x["type"].endswith("arguments.delta"))
+    done = [x for x in evs if x["type"] == "response.output_item.done"]
+    check("responses stream: deltas, done events and the summary all say the original name, no null",
+          len(evs) == len(events) and json.loads(deltas) == {"q": "a"} and "gh_search" not in body.decode() and "null" not in body.decode()
+          and done and done[0]["item"]["name"] == "gh.search", body[:500])
+
+
+def anthropic(e):
+    req = {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"name": "gh.search", "input_schema": SCHEMA}], "tool_choice": {"type": "tool", "name": "gh.search"}}
+    up = json.dumps({"id": "m", "type": "message", "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "t", "name": "gh_search", "input": {"q": "a"}}]})
+    answer("application/json", [up])
+    status, body, _ = post(e, "/v1/messages", req)
+    sent = json.loads(SCRIPT.requests[-1])
+    check("anthropic: request names mapped (tools, tool_choice), response name restored",
+          sent["tools"][0]["name"] == "gh_search" and sent["tool_choice"]["name"] == "gh_search" and body.decode() == up.replace("gh_search", "gh.search"), body[:300])
+    events = [{"type": "message_start", "message": {"id": "m"}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "t", "name": "gh_search", "input": {}}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"q\": \"a\"}"}},
+              {"type": "content_block_stop", "index": 0}, {"type": "message_stop"}]
+    text = sse(events, named=True)
+    bad = []
+    for chunks in cuts(text, '"gh_search"'):
+        answer("text/event-stream", chunks, gap=0.02)
+        status, body, _ = post(e, "/v1/messages", {**req, "stream": True})
+        if body.decode() != text.replace('"gh_search"', '"gh.search"'):
+            bad.append((len(chunks[0]), body[:200]))
+    check("anthropic stream: tool_use name restored at every cut of it, the rest byte for byte", not bad, bad[:2])
+
+
+def gemini(e):
+    req = {"contents": [{"role": "user", "parts": [{"text": "x"}]}], "tools": [{"functionDeclarations": [{"name": "9lives.search", "parameters": SCHEMA}]}]}
+    part = {"functionCall": {"name": "_9lives.search", "args": {"q": "a", "n": 0}}}
+    up = json.dumps({"candidates": [{"content": {"role": "model", "parts": [part]}}]})
+    answer("application/json", [up])
+    status, body, _ = post(e, "/v1beta/models/gemini-2.5-flash:generateContent", req)
+    sent = json.loads(SCRIPT.requests[-1])
+    check("gemini: a name that starts with a digit sent with '_' in front, restored in the response",
+          sent["tools"][0]["functionDeclarations"][0]["name"] == "_9lives.search" and body.decode() == up.replace("_9lives", "9lives"), body[:300])
+    text = sse([{"candidates": [{"content": {"role": "model", "parts": [part]}}]}])
+    answer("text/event-stream", cuts(text, '"_9lives.search"')[3], gap=0.02)
+    status, body, _ = post(e, "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse", req)
+    check("gemini stream: restored", body.decode() == text.replace("_9lives", "9lives"), body[:300])
+    p = stats(e)
+    check("gemini: the call with n=0 counted invalid against the client's schema (minimum 1), per tool",
+          counter(p, "tool_calls_invalid", "gemini", "gemini") >= 2 and tool_counter(p, "calls_invalid", "gemini", "gemini", "9lives_search") >= 2,
+          [l for l in p.splitlines() if "invalid" in l and "gemini" in l][:6])
+
+
+def ollama_and_untouched(e):
+    req = {"model": "qwen", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": SCHEMA}}]}
+    lines = [json.dumps({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "search", "arguments": {"n": 2}}}]}, "done": False}) + "\n",
+             json.dumps({"done": True}) + "\n"]
+    answer("application/x-ndjson", lines, gap=0.02)
+    status, body, _ = post(e, "/api/chat", req)
+    check("ollama NDJSON: passes byte for byte", body.decode() == "".join(lines), body[:200])
+    p = stats(e)
+    check("ollama: the call without the required q counted invalid", counter(p, "tool_calls_invalid", "ollama", "ollama") == 1
+          and counter(p, "tool_calls_seen", "ollama", "ollama") == 1, [l for l in p.splitlines() if "tool_calls" in l and "ollama" in l])
+    logs = e.logs()
+    check("ollama: a log line names the tool and the place", re.search(r'invalid tool call: tool "search" at /: required property "q" is missing', logs) is not None, logs[-600:])
+
+    # a request that needs no repair: its stream reaches the client while the upstream is still writing
+    text = chat_stream(["search"], ["{\"q\":\"a\"}"])
+    first, rest = text[:text.index("\n\n") + 2], text[text.index("\n\n") + 2:]
+    answer("text/event-stream", [first, rest])
+    SCRIPT.wait = threading.Event()
+    c = http.client.HTTPConnection("127.0.0.1", e.port, timeout=30)
+    c.request("POST", "/llama/v1/chat/completions", body=json.dumps({**req, "stream": True}).encode(), headers={"content-type": "application/json"})
+    r = c.getresponse()
+    got = b""
+    t0 = time.time()
+    while not got.endswith(b"\n\n") and time.time() - t0 < 8:
+        got += r.read1(65536)
+    early = got.decode() == first and not SCRIPT.wait.is_set()
+    SCRIPT.wait.set()
+    got += r.read()
+    check("a response to a request that needs no repair is not held: the first event arrives before the upstream goes on",
+          early and got.decode() == text, got[:200])
+
+
+def reject():
+    port = free_port()
+    srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    routes = [{**ROUTES[0], "on_invalid_tool_call": "reject"}]
+    e = Envoy({"profile": "openai-strict", "framing": "exact", "routes": routes}, port, test_routes=False)
+    try:
+        req = {"model": "gpt-4o", "messages": [], "tools": [{"type": "function", "function": {"name": "gh.search", "description": "s", "parameters": SCHEMA}}]}
+        ok = json.dumps({"choices": [{"index": 0, "message": {"tool_calls": [{"id": "1", "type": "function", "function": {"name": "gh_search", "arguments": "{\"q\":\"a\",\"n\":null}"}}]}}]})
+        answer("application/json", [ok])
+        status, body, _ = post(e, "/v1/chat/completions", req)
+        check("reject: a valid call passes repaired (200)", status == 200 and json.loads(body)["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == "{\"q\":\"a\"}", (status, body[:200]))
+        answer("application/json", [ok.replace('\\"q\\":\\"a\\",', "")])
+        status, body, headers = post(e, "/v1/chat/completions", req)
+        err = json.loads(body).get("error", {}) if body.startswith(b"{") else {}
+        check("reject: an invalid call answers 502 with the tool and the place", status == 502 and err.get("tool") == "gh.search"
+              and err.get("type") == "toolfit_invalid_tool_call" and headers.get("x-toolfit") == "invalid-tool-call", (status, body[:300]))
+        p = stats(e)
+        check("reject: tool_calls_rejected counted", counter(p, "tool_calls_rejected", "chat", "openai-strict") == 1)
+    finally:
+        e.stop()
+        srv.shutdown()
+
+
+def main():
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    if not os.path.exists(WASM):
+        sys.exit(f"missing {WASM}: run make wasm")
+    port = free_port()
+    srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    e = Envoy({"profile": "llama-cpp", "routes": ROUTES}, port, test_routes=False)
+    check("envoy starts with the response-path routes", e.ready, e.logs()[-1500:])
+    if not e.ready:
+        return
+    try:
+        for part in (openai, responses, anthropic, gemini, ollama_and_untouched):
+            try:
+                part(e)
+            except Exception as x:  # one broken part must not hide the others' results
+                check(f"{part.__name__} ran", False, repr(x))
+    finally:
+        e.stop()
+        srv.shutdown()
+    reject()
+
+
+if __name__ == "__main__":
+    main()
+    passed = sum(results)
+    print(f"responses: {passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
