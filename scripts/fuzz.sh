@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the cargo-fuzz targets (engine, body) for SECONDS each (default 30), seeded from tests/corpus.
+# Runs the cargo-fuzz targets (engine, body, response) for SECONDS each (default 30), seeded from tests/corpus.
 # Needs cargo-fuzz (installed here if missing). cargo-fuzz wants nightly flags; the stable toolchain
 # accepts them with RUSTC_BOOTSTRAP=1. Findings land in fuzz/artifacts/<target>/ and fail the run.
 set -euo pipefail
@@ -10,8 +10,11 @@ export RUSTC_BOOTSTRAP=1
 python3 - <<'PY'
 import json, os, glob
 root = "fuzz/corpus"
-for t in ("engine", "body"):
+for t in ("engine", "body", "response"):
     os.makedirs(f"{root}/{t}", exist_ok=True)
+# responses: the shapes tests/envoy/responses.py sends, with a cut byte in front
+for i, f in enumerate(sorted(glob.glob("tests/corpus/responses/*"))):
+    open(f"{root}/response/{os.path.basename(f)}", "wb").write(bytes([i * 37 % 256]) + open(f, "rb").read())
 n = 0
 for f in sorted(glob.glob("tests/corpus/servers/*.json")):
     raw = open(f, "rb").read()
@@ -26,7 +29,7 @@ for i, line in enumerate(open("tests/corpus/jsts-2020-12.jsonl")):
     open(f"{root}/engine/jsts.{i}.json", "w").write(json.dumps(json.loads(line)["schema"]))
 PY
 rm -rf fuzz/artifacts
-for t in engine body; do
+for t in engine body response; do
   echo "fuzzing $t for ${secs}s" >&2
   cargo fuzz run --release "$t" -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==|SUMMARY|.*panicked|.*Test unit written)" >&2 || true
   if [ -n "$(find "fuzz/artifacts/$t" -type f 2>/dev/null)" ]; then
@@ -34,4 +37,4 @@ for t in engine body; do
     exit 1
   fi
 done
-echo "fuzz: engine and body ran ${secs}s each, no failures" >&2
+echo "fuzz: engine, body and response ran ${secs}s each, no failures" >&2

@@ -41,6 +41,8 @@ struct HostMetrics {
     ids: HashMap<String, u32>,
     /// Route/profile pairs whose counters are all defined.
     defined: std::collections::HashSet<(String, &'static str)>,
+    /// Per-tool metrics defined so far.
+    tool_metrics: usize,
 }
 
 impl HostMetrics {
@@ -67,11 +69,29 @@ impl HostMetrics {
     }
 }
 
+/// Per-tool metrics per VM, at most: tool names come from requests (and a model may call a name no
+/// request declared), and Envoy keeps every stat it was given, so past this the rest count as
+/// `tool.other`.
+const TOOL_METRICS: usize = 3000;
+
 impl Metrics for HostMetrics {
     fn prepare(&mut self, route: &str, profile: &'static str) {
         self.define_all(route, profile);
     }
     fn add(&mut self, name: &str, n: u64) {
+        let other;
+        let mut name = name;
+        if let Some((head, rest)) = name.split_once(".tool.") {
+            if !self.ids.contains_key(name) {
+                if self.tool_metrics >= TOOL_METRICS {
+                    let counter = rest.rsplit('.').next().unwrap_or(rest);
+                    other = format!("{head}.tool.other.{counter}");
+                    name = &other;
+                } else {
+                    self.tool_metrics += 1;
+                }
+            }
+        }
         if let Some(id) = self.id(MetricType::Counter, name) {
             let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
         }

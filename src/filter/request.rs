@@ -484,6 +484,38 @@ mod tests {
     }
 
     #[test]
+    fn the_reply_carries_names_nulls_and_route_only_when_tools_are_declared() {
+        let cfg = Config::parse(br#"{"profile": "openai-strict"}"#).unwrap();
+        let mut m = Counts::default();
+        let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+        let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}}}]}"#;
+        let (v, _, reply) = finish(&cfg, &p, body, &mut m, &mut || 0, None);
+        let Verdict::Replace(new) = v else { panic!("{v:?}") };
+        assert!(std::str::from_utf8(&new).unwrap().contains(r#""name":"gh_search""#));
+        let r = reply.expect("tools declared");
+        assert_eq!((r.route.as_str(), r.profile), ("chat", "openai-strict"));
+        assert_eq!((r.tools[0].sent.as_str(), r.tools[0].name.as_str(), r.tools[0].nulls), ("gh_search", "gh.search", true));
+        assert!(r.tools[0].schema.contains(r#""required":["q"]"#), "the schema as the client sent it");
+        assert_eq!(m.get("chat", "openai-strict", "name_mapped"), 1);
+        let (_, _, none) = finish(&cfg, &p, br#"{"messages":[]}"#, &mut m, &mut || 0, None);
+        assert!(none.is_none(), "no tools: the response is not read");
+        let off = Config { validate_tool_calls: false, ..Config::default() };
+        let p = planned(&off, &post("/v1/chat/completions"), &RouteMeta::default(), &mut m).unwrap();
+        let plain = br#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}"#;
+        assert!(finish(&off, &p, plain, &mut m, &mut || 0, None).2.is_none(), "nothing to repair, nothing to check");
+    }
+
+    #[test]
+    fn reject_needs_exact_framing() {
+        let e = Config::parse(br#"{"on_invalid_tool_call": "reject"}"#).unwrap_err();
+        assert!(e.contains("framing: exact"), "{e}");
+        assert!(Config::parse(br#"{"on_invalid_tool_call": "reject", "framing": "exact"}"#).is_ok());
+        let e = Config::parse(br#"{"routes": [{"path": "/x", "format": "openai-chat", "on_invalid_tool_call": "reject"}]}"#).unwrap_err();
+        assert!(e.contains("framing: exact"), "{e}");
+        assert!(Config::parse(br#"{"on_invalid_tool_call": "drop"}"#).is_err());
+    }
+
+    #[test]
     fn too_large_stops_buffering() {
         let cfg = Config { max_body_bytes: 10, ..Config::default() };
         let mut m = Counts::default();

@@ -897,6 +897,30 @@ mod tests {
         assert!(Reply::of(r#"{"messages":[]}"#, Format::OpenAiChat, &names, &Report::default(), true, OnInvalid::Count, 100).is_none());
     }
 
+    #[derive(Default)]
+    struct Counts(std::collections::HashMap<String, u64>);
+    impl Metrics for Counts {
+        fn add(&mut self, name: &str, n: u64) {
+            *self.0.entry(name.to_string()).or_default() += n;
+        }
+        fn record(&mut self, _: &str, _: u64) {}
+    }
+
+    #[test]
+    fn counts_go_to_the_route_and_each_tool() {
+        let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
+        r.tools[0].lossy = vec!["/properties/n".into()];
+        let body = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"gh_search","arguments":"{\"q\":\"a\",\"n\":\"x\"}"}},{"function":{"name":"gh_search","arguments":"{\"q\":\"a\"}"}}]}}]}"#;
+        let mut t = Tally::default();
+        assert!(r.repair_json(body.as_bytes(), &mut t).is_some());
+        let mut m = Counts::default();
+        let line = t.count(&r, &mut m).unwrap();
+        let get = |c: &str| m.0.get(&metric_name("r", "p", c)).copied().unwrap_or(0);
+        assert_eq!((get("tool_calls_seen"), get("tool_calls_invalid"), get("tool_calls_invalid_lossy"), get("names_restored")), (2, 1, 1, 2));
+        assert_eq!((get("tool.gh_search.calls_seen"), get("tool.gh_search.calls_invalid"), get("tool.gh_search.calls_invalid_lossy")), (2, 1, 1));
+        assert!(line.text.contains(r#"tool "gh.search" at /n: expected "integer""#) && line.text.contains("lossy"), "{}", line.text);
+    }
+
     #[test]
     fn a_held_call_past_the_limit_goes_on_as_it_came() {
         let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);

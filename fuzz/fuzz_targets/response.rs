@@ -1,0 +1,51 @@
+//! Arbitrary bytes as a model server's response, in every format, plain and streamed. Invariants: no
+//! panic; a stream fed in two pieces (cut where the first byte says) gives exactly what it gives
+//! whole, and the same counts; a response to a request that needs no repair comes out byte for byte;
+//! what comes out stays within a bound of what went in; a repaired plain body of JSON is JSON.
+#![no_main]
+use libfuzzer_sys::fuzz_target;
+use toolfit::api::Format;
+use toolfit::filter::response::{Framing, OnInvalid, Reply, Stream, Tally, Tool};
+
+const FORMATS: &[Format] = &[Format::OpenAiChat, Format::OpenAiResponses, Format::Anthropic, Format::Gemini, Format::Cohere, Format::Ollama];
+
+fn reply(format: Format, repairs: bool) -> Reply {
+    let schema = r##"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer"]},"o":{"$ref":"#"}},"required":["q"]}"##;
+    let tool = |sent: &str, name: &str| Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: vec![String::new()] };
+    let tools = if repairs { vec![tool("gh_search", "gh.search"), tool("s", "s")] } else { vec![tool("s", "s")] };
+    Reply { format, tools, validate: true, on_invalid: OnInvalid::Count, max_bytes: 4096, route: "r".into(), profile: "p" }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&first, body)) = data.split_first() else { return };
+    let cut = usize::from(first) * body.len() / 256;
+    for format in FORMATS {
+        for repairs in [false, true] {
+            let r = reply(*format, repairs);
+            let mut t = Tally::default();
+            if let Some(new) = r.repair_json(body, &mut t) {
+                assert!(repairs || t.names_restored == 0);
+                assert!(new.len() <= 2 * body.len() + 1024);
+                if serde_json::from_slice::<serde_json::Value>(body).is_ok() {
+                    assert!(serde_json::from_slice::<serde_json::Value>(&new).is_ok(), "repaired JSON is not JSON");
+                }
+            }
+            for framing in [Framing::Sse, Framing::Lines] {
+                let mut whole = Stream::new(r.clone(), framing);
+                let all = whole.feed(body, true);
+                let mut split = Stream::new(r.clone(), framing);
+                let (a, b) = body.split_at(cut.min(body.len()));
+                let mut got = split.feed(a, false);
+                got.extend(split.feed(b, true));
+                if whole.tally.unrepaired == 0 && split.tally.unrepaired == 0 {
+                    assert_eq!(all, got, "a cut changed the output ({format:?}, {framing:?})");
+                    assert_eq!(whole.tally, split.tally);
+                }
+                if !repairs {
+                    assert_eq!(all, body, "a response needing no repair changed");
+                }
+                assert!(all.len() <= 2 * body.len() + 1024);
+            }
+        }
+    }
+});
