@@ -275,6 +275,25 @@ fn s15_mcp_names_pass_through_convert() {
     assert_eq!(out[1]["name"], "ns:tool");
 }
 
+/// S15's other half: a 200-character name is not sent to OpenAI as it is (limit 64), nor a dotted one
+/// to Anthropic; Gemini keeps `ns:tool` and dots, which it takes.
+#[test]
+fn s15_names_the_api_refuses_are_mapped_not_passed() {
+    let long = "t".repeat(200);
+    let out = tools(
+        To::OpenAi,
+        false,
+        json!([{"name": long, "inputSchema": {"type": "object"}}, {"name": "github.create_issue", "inputSchema": {"type": "object"}}]),
+    );
+    let n0 = out[0]["function"]["name"].as_str().unwrap();
+    assert!(n0.len() <= 64 && n0.starts_with("ttt"), "{n0}");
+    assert_eq!(out[1]["function"]["name"], "github_create_issue");
+    let out = tools(To::Anthropic, false, json!([{"name": "github.create_issue", "inputSchema": {"type": "object"}}]));
+    assert_eq!(out[0]["name"], "github_create_issue");
+    let out = tools(To::Gemini, false, json!([{"name": "ns:tool.v1", "inputSchema": {"type": "object"}}]));
+    assert_eq!(out[0]["functionDeclarations"][0]["name"], "ns:tool.v1");
+}
+
 #[test]
 fn s16_ollama_tools_are_function_tools() {
     let out = tools(To::Ollama, false, json!([{"name": "f", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}]));

@@ -13,6 +13,13 @@ WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
 results = []
 
 
+def summary(what):
+    """Prints 'what: N passed, M failed' and exits non-zero on any failure."""
+    passed = sum(results)
+    print(f"{what}: {passed} passed, {len(results) - passed} failed")
+    sys.exit(0 if passed == len(results) else 1)
+
+
 def check(name, ok, detail=""):
     results.append(bool(ok))
     print(("ok    " if ok else "FAIL  ") + name + ("" if ok or not detail else f": {detail}"), flush=True)
@@ -444,6 +451,4 @@ def bad_config():
 
 if __name__ == "__main__":
     main()
-    passed = sum(results)
-    print(f"e2e: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    summary("e2e")

@@ -226,6 +226,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    passed = sum(results)
-    print(f"faults: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    e2e.summary("faults")

@@ -7,10 +7,11 @@ sent it; a response to a request that needs no repair must reach the client befo
 finished it; invalid calls are counted against the schema the client sent. Prints one line per check
 and 'N passed, M failed'."""
 import http.client, json, os, re, socket, subprocess, sys, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402
+import echo_upstream  # noqa: E402  (e2e put envoy/ on the path)
 from e2e import ROOT, WASM, Envoy, check, free_port, results  # noqa: E402
 
 
@@ -25,24 +26,11 @@ class Script:
 SCRIPT = Script()
 
 
-class Upstream(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *a):
-        pass
+class Upstream(echo_upstream.Recorder):
+    """Reads a request as the recording upstream does, then answers what SCRIPT says."""
 
     def do_POST(self):
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            body = b""
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                body += self.rfile.read(size)
-                self.rfile.readline()
-        else:
-            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+        body, _ = self.read_body()
         SCRIPT.requests.append(body)
         self.send_response(200)
         self.send_header("content-type", SCRIPT.ctype)
@@ -337,6 +325,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    passed = sum(results)
-    print(f"responses: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    e2e.summary("responses")

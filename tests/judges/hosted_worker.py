@@ -284,4 +284,17 @@ for line in sys.stdin:
                 errors.append(f"{f['name']}: a strict member (422, §2.7)")
             errors += [f"{f['name']}: {e}" for e in cohere_tool(f["name"], f["parameters"])]
             loose += 1
+    # function names: each API's pattern (§2.1 tool name, §2.3 tool name, §2.5 function name), unique
+    names = {"openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "openai-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
+             "anthropic": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"), "anthropic-strict": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"),
+             "gemini": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"), "gemini-json": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name")}
+    if api in names:
+        pattern, rule = names[api]
+        if api.startswith("gemini"):
+            declared = [d["name"] for d in body["tools"][0]["functionDeclarations"]]
+        else:
+            declared = [t["function"]["name"] if "function" in t else t["name"] for t in body["tools"]]
+        errors += [f"{n!r}: name the API refuses ({rule})" for n in declared if not re.fullmatch(pattern, n)]
+        if len(set(declared)) != len(declared):
+            errors.append(f"tool names not unique ({rule})")
     print(json.dumps({"errors": errors, "strict": strict, "loose": loose}), flush=True)
