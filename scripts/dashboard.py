@@ -38,6 +38,15 @@ panel("Rewrite time", [(f"histogram_quantile({q}, sum by (le) (rate(toolfit_rewr
       unit="µs", desc="Time to rewrite one body inside the Wasm VM.")
 panel("Body bytes", [(f"sum(rate(toolfit_bytes_in{{{sel}}}[$__rate_interval]))", "in"), (f"sum(rate(toolfit_bytes_out{{{sel}}}[$__rate_interval]))", "out")], unit="Bps")
 panel("Tools seen", [(f"sum(rate(toolfit_tools_seen{{{sel}}}[$__rate_interval]))", "tools"), (f"sum(rate(toolfit_schemas_unparsed{{{sel}}}[$__rate_interval]))", "unparsed schemas")], unit="ops")
+panel("Tool calls in responses", [(f"sum(rate(toolfit_tool_calls_seen{{{sel}}}[$__rate_interval]))", "seen"),
+                                  (f"sum(rate(toolfit_tool_calls_invalid{{{sel}}}[$__rate_interval]))", "invalid (the MCP server would refuse)"),
+                                  (f"sum(rate(toolfit_tool_calls_invalid_lossy{{{sel}}}[$__rate_interval]))", "invalid where toolfit was lossy")], unit="ops",
+      desc="Every tool call checked against the schema the client sent. Invalid where lossy: the lossy rewrites that matter in practice.")
+panel("Invalid tool calls by tool", [(f"topk(10, sum by (tool) (rate(toolfit_calls_invalid{{{sel}}}[$__rate_interval])))", "{{tool}}")], unit="ops",
+      desc="Which MCP server's tools the models get wrong most (toolfit_calls_invalid{tool=...}).")
+panel("Response repairs", [(f"sum(rate(toolfit_{s}{{{sel}}}[$__rate_interval]))", s) for s in
+                           ("names_restored", "nulls_removed", "responses_unrepaired", "tool_calls_rejected")], unit="ops",
+      desc="Names given back, injected nulls removed, responses forwarded unrepaired, responses rejected for an invalid call.")
 panel("Wasm VM memory", [("max by (pod) (toolfit_vm_memory_bytes)", "{{pod}}")], unit="bytes", desc="Linear memory of toolfit's VMs (it only grows: a high-water mark).")
 
 dash = {

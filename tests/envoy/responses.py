@@ -317,6 +317,11 @@ def main():
                 part(e)
             except Exception as x:  # one broken part must not hide the others' results
                 check(f"{part.__name__} ran", False, repr(x))
+        # the per-tool metric names join what e2e.py saved for the deploy/ tests' dashboard check
+        f = os.path.join(ROOT, "target", "e2e-metric-names.txt")
+        names = set(open(f).read().split()) if os.path.exists(f) else set()
+        names |= set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
+        open(f, "w").write("\n".join(sorted(names)) + "\n")
     finally:
         e.stop()
         srv.shutdown()
