@@ -332,43 +332,29 @@ impl HttpContext for Http {
                 }
                 Action::Continue
             }
-            Resp::Json { reply, hold, copy } => {
-                let max = reply.max_bytes;
-                if *hold {
-                    // Envoy holds the body; body_size is all of it so far
-                    if body_size > max {
-                        let tally = Tally { unrepaired: 1, ..Tally::default() };
-                        let reply = reply.clone();
-                        self.resp = Resp::Off;
-                        self.count(&reply, &tally);
-                        return Action::Continue;
-                    }
-                    if !end_of_stream {
-                        return Action::Pause;
-                    }
-                    let body = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
-                    let Resp::Json { reply, .. } = std::mem::replace(&mut self.resp, Resp::Off) else { return Action::Continue };
-                    self.answer(&reply, &body, body_size);
-                    return Action::Continue;
-                }
-                if copy.len() + body_size <= max {
-                    let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
-                    copy.extend_from_slice(&chunk);
-                } else {
-                    // too large to check: let it go
-                    self.resp = Resp::Off;
-                    return Action::Continue;
-                }
-                if end_of_stream {
-                    self.response_done();
-                }
-                Action::Continue
+            Resp::Json { .. } => {
+                let Resp::Json { reply, hold, copy } = std::mem::replace(&mut self.resp, Resp::Off) else { return Action::Continue };
+                self.json_body(reply, hold, copy, body_size, end_of_stream)
             }
         }
     }
 
     fn on_http_response_trailers(&mut self, _n: usize) -> Action {
-        // a stream that ends in trailers: what is still held cannot be added now
+        // a body that ends in trailers: what toolfit still holds goes out now, as the end of the body
+        let held = match &mut self.resp {
+            Resp::Stream(stream) => stream.feed(&[], true),
+            Resp::Json { hold: true, copy, .. } => std::mem::take(copy),
+            _ => Vec::new(),
+        };
+        if !held.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &held).is_err() {
+            if let Resp::Stream(s) = &self.resp {
+                let reply = s.reply().clone();
+                self.internal_error(&reply);
+            } else if let Resp::Json { reply, .. } = &self.resp {
+                let reply = reply.clone();
+                self.internal_error(&reply);
+            }
+        }
         self.response_done();
         Action::Continue
     }
@@ -406,39 +392,91 @@ impl Http {
         }
     }
 
-    /// A held JSON response, complete: repaired, or replaced by an error when a call is invalid and
-    /// the route rejects those.
+    /// A chunk of a JSON response; `self.resp` is put back while more is to come.
+    fn json_body(&mut self, reply: Reply, hold: bool, mut copy: Vec<u8>, body_size: usize, end: bool) -> Action {
+        let Ok(chunk) = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).map(Option::unwrap_or_default) else {
+            // unreadable: this chunk goes on as it is, and what was taken before it in front of it
+            if hold && !copy.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &copy).is_err() {
+                self.internal_error(&reply);
+            }
+            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
+            return Action::Continue;
+        };
+        if !hold {
+            // only read: every chunk goes on at once, a copy is kept for the check (not past max_bytes)
+            if copy.len() + chunk.len() <= reply.max_bytes {
+                copy.extend_from_slice(&chunk);
+                self.resp = Resp::Json { reply, hold, copy };
+                if end {
+                    self.response_done();
+                }
+            }
+            return Action::Continue;
+        }
+        // held: toolfit keeps the bytes itself (each chunk taken out of Envoy's buffer), so a large
+        // response never meets Envoy's buffer limit (a 500 or a reset); past max_bytes what was taken
+        // goes back out, unrepaired
+        copy.extend_from_slice(&chunk);
+        if copy.len() > reply.max_bytes {
+            if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &copy).is_err() {
+                self.internal_error(&reply);
+            }
+            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
+            return Action::Continue;
+        }
+        if end {
+            self.answer(&reply, &copy, body_size);
+            return Action::Continue;
+        }
+        if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &[]).is_err() {
+            // the chunk stays where it is, so what was taken before it cannot come back in order
+            self.internal_error(&reply);
+            return Action::Continue;
+        }
+        // with reject the headers wait: the (empty) body waits with them
+        let wait = reply.on_invalid == OnInvalid::Reject;
+        self.resp = Resp::Json { reply, hold, copy };
+        if wait {
+            Action::Pause
+        } else {
+            Action::Continue
+        }
+    }
+
+    /// A held JSON response, complete (`body`: all of it, which toolfit took out of Envoy's buffer;
+    /// the buffer holds the last `size` bytes): repaired, or replaced by an error when a call is
+    /// invalid and the route rejects those, or put back as it came.
     fn answer(&mut self, reply: &Reply, body: &[u8], size: usize) {
         let mut tally = Tally::default();
         let repaired = reply.repair_json(body, &mut tally);
-        let rejected = match (reply.on_invalid, tally.first_invalid()) {
+        let mut out: &[u8] = repaired.as_deref().unwrap_or(body);
+        let err = match (reply.on_invalid, tally.first_invalid()) {
             (OnInvalid::Reject, Some(call)) => Some(reply.rejection(call)),
             _ => None,
         };
-        if let Some(err) = &rejected {
-            tally.rejected = 1;
-            let ok = hostcalls::set_map_value(MapType::HttpResponseHeaders, ":status", Some("502")).is_ok()
-                && hostcalls::set_map_value(MapType::HttpResponseHeaders, "x-toolfit", Some("invalid-tool-call")).is_ok()
-                && hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-type", Some("application/json")).is_ok();
-            if !ok || hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, err).is_err() {
-                tally.rejected = 0;
-                tally.unrepaired += 1;
-            }
-        } else if let Some(new) = &repaired {
-            if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, new).is_err() {
+        if let Some(err) = &err {
+            let headers = [(":status", "502"), ("x-toolfit", "invalid-tool-call"), ("content-type", "application/json")];
+            if headers.iter().all(|(k, v)| hostcalls::set_map_value(MapType::HttpResponseHeaders, k, Some(v)).is_ok()) {
+                tally.rejected = 1;
+                out = err;
+            } else {
                 tally.unrepaired += 1;
             }
         }
         if reply.on_invalid == OnInvalid::Reject {
             // the held headers go with the exact length of what is sent
-            let len = match (&rejected, &repaired) {
-                (Some(e), _) if tally.rejected > 0 => e.len(),
-                (_, Some(r)) => r.len(),
-                _ => size,
-            };
-            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-length", Some(&len.to_string()));
+            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-length", Some(&out.len().to_string()));
+        }
+        if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, out).is_err() {
+            tally.rejected = 0;
+            self.internal_error(reply);
         }
         self.count(reply, &tally);
+    }
+
+    fn internal_error(&mut self, reply: &Reply) {
+        let mut shared = self.shared.borrow_mut();
+        shared.metrics.add(&metric_name(&reply.route, reply.profile, Stat::InternalErrors.name()), 1);
     }
 
     fn count(&mut self, reply: &Reply, tally: &Tally) {

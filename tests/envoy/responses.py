@@ -87,6 +87,7 @@ ROUTES = [
     {"path": "/v1/messages", "format": "anthropic", "profile": "anthropic"},
     {"prefix": "/v1beta/models/", "format": "gemini", "profile": "gemini"},
     {"path": "/api/chat", "format": "ollama", "profile": "ollama"},
+    {"path": "/v2/chat", "format": "cohere", "profile": "cohere"},
     {"path": "/llama/v1/chat/completions", "format": "openai-chat", "profile": "llama-cpp"},
 ]
 
@@ -154,6 +155,11 @@ def openai(e):
     want = up.replace('"gh_search"', '"gh.search"').replace('{\\"q\\":\\"a\\",\\"n\\":null}', '{\\"q\\":\\"a\\"}')
     check("openai plain: original name, injected null gone, every other byte as sent", status == 200 and body.decode() == want, body[:400])
     check("openai plain: a body that changed length has no stale Content-Length", headers.get("content-length") in (None, str(len(body))), headers)
+    # 3 MiB in 64 KiB chunks, past Envoy's default 1 MiB buffer limit: toolfit holds it itself, no 500
+    big = up[:-1] + ', "pad": "' + "z" * (3 << 20) + '"}'
+    answer("application/json", [big[i:i + 65536] for i in range(0, len(big), 65536)])
+    status, body, _ = post(e, "/v1/chat/completions", req)
+    check("openai plain: a 3 MiB response held for repair arrives whole and repaired", status == 200 and body.decode() == want[:-1] + big[len(up) - 1:], (status, len(body)))
 
     # streamed: the name split over two deltas, the arguments over three; then every cut of the chunk
     # that carries the name and of the one that carries the null
@@ -241,6 +247,24 @@ def gemini(e):
           [l for l in p.splitlines() if "invalid" in l and "gemini" in l][:6])
 
 
+def cohere(e):
+    req = {"model": "command-a", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": SCHEMA}}]}
+    up = json.dumps({"id": "x", "message": {"role": "assistant", "tool_calls": [{"id": "1", "type": "function", "function": {"name": "search", "arguments": "{\"q\":\"a\"}"}}]}, "finish_reason": "TOOL_CALL"})
+    answer("application/json", [up])
+    status, body, _ = post(e, "/v2/chat", req)
+    events = [{"type": "message-start", "id": "x"},
+              {"type": "tool-call-start", "index": 0, "delta": {"message": {"tool_calls": {"id": "1", "type": "function", "function": {"name": "search", "arguments": ""}}}}},
+              {"type": "tool-call-delta", "index": 0, "delta": {"message": {"tool_calls": {"function": {"arguments": "{\"n\": 5}"}}}}},
+              {"type": "tool-call-end", "index": 0}, {"type": "message-end", "delta": {"finish_reason": "TOOL_CALL"}}]
+    text = sse(events, named=True)
+    answer("text/event-stream", [text[:200], text[200:]], gap=0.02)
+    status2, body2, _ = post(e, "/v2/chat", {**req, "stream": True})
+    p = stats(e)
+    check("cohere: plain and streamed calls pass byte for byte; the streamed one without q counted invalid",
+          body.decode() == up and body2.decode() == text and counter(p, "tool_calls_seen", "cohere", "cohere") == 2
+          and counter(p, "tool_calls_invalid", "cohere", "cohere") == 1, [l for l in p.splitlines() if "tool_calls" in l and "cohere" in l])
+
+
 def ollama_and_untouched(e):
     req = {"model": "qwen", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "search", "description": "d", "parameters": SCHEMA}}]}
     lines = [json.dumps({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "search", "arguments": {"n": 2}}}]}, "done": False}) + "\n",
@@ -312,7 +336,7 @@ def main():
     if not e.ready:
         return
     try:
-        for part in (openai, responses, anthropic, gemini, ollama_and_untouched):
+        for part in (openai, responses, anthropic, gemini, cohere, ollama_and_untouched):
             try:
                 part(e)
             except Exception as x:  # one broken part must not hide the others' results
