@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm lint load fuzz test test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy
+.PHONY: build wasm lint load fuzz test test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
 
 build:
 	cargo build --release
@@ -78,6 +78,11 @@ kinds: build
 # Engine throughput per catalog beside serde_json and mcp-schema-normalize (prints a table; no assertions).
 bench-engine:
 	python3 bench/bench_engine.py
+
+# Response-path throughput: reading a stream for the validity counters and repairing it, beside
+# serde_json parsing every event (prints a table; no assertions).
+bench-response:
+	cargo bench --bench response
 
 # Latency Envoy adds with the filter vs without, same run, interleaved (prints a table; no assertions).
 bench-envoy: wasm

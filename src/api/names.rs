@@ -12,7 +12,7 @@ use super::Format;
 use crate::schema::target::Names;
 use crate::schema::{Kind, Record, Report};
 use serde_json::value::RawValue;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use Step::{Each, Key};
 
@@ -113,21 +113,23 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
     }
     let mut taken: HashSet<String> = names.iter().filter(|(_, _, n)| rule.allows(n)).map(|(_, _, n)| n.clone()).collect();
     let mut map = NameMap::default();
+    let mut by_original: HashMap<String, String> = HashMap::new();
     let mut report = Report::default();
     for (_, _, n) in &names {
-        if rule.allows(n) || map.sent(n).is_some() {
+        if rule.allows(n) || by_original.contains_key(n) {
             continue;
         }
         let sent = assign(rule, n, &taken);
         taken.insert(sent.clone());
         report.push(Record { tool: n.clone(), path: String::new(), kind: Kind::NameMapped, detail: format!("sent as {sent:?}: the API refuses the name") });
+        by_original.insert(n.clone(), sent.clone());
         map.0.push((sent, n.clone()));
     }
     let mut edits = Vec::new();
     let again = values(top, mentioned(format));
     for v in decls.iter().chain(again.iter()) {
         let (Some(at), Some(n)) = (raw::offset(text, v.get()), string(v)) else { continue };
-        if let Some(sent) = map.sent(&n) {
+        if let Some(sent) = by_original.get(&n) {
             edits.push((at, at + v.get().len(), serde_json::Value::String(sent.to_string()).to_string()));
         }
     }

@@ -162,15 +162,31 @@ impl Reply {
         max_bytes: usize,
     ) -> Option<Reply> {
         let sites = api::locate(text, format)?;
+        // a report past its record cap may not name every tool made nullable: then every tool is taken
+        // as one (only nulls the client's schema refuses for an optional property are removed, and
+        // those the MCP server would refuse anyway)
+        let nullable = crate::schema::Kind::OptionalNullable;
+        let unsure = report.dropped_records > 0 && report.counters.contains_key(&nullable);
+        let sent: std::collections::HashMap<&str, &str> = names.0.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
+        let mut made_nullable = std::collections::HashSet::new();
+        let mut lossy: std::collections::HashMap<&str, Vec<String>> = std::collections::HashMap::new();
+        for r in &report.records {
+            if r.kind == nullable {
+                made_nullable.insert(r.tool.as_str());
+            }
+            if r.kind.lossy() {
+                lossy.entry(r.tool.as_str()).or_default().push(r.path.clone());
+            }
+        }
         let tools: Vec<Tool> = sites
             .iter()
             .filter(|s| s.context == crate::schema::Context::Tool)
             .map(|s| Tool {
-                sent: names.sent(&s.tool).unwrap_or(&s.tool).to_string(),
+                sent: sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool).to_string(),
                 name: s.tool.clone(),
                 schema: s.raw.get().to_string(),
-                nulls: report.records.iter().any(|r| r.tool == s.tool && r.kind == crate::schema::Kind::OptionalNullable),
-                lossy: report.records.iter().filter(|r| r.tool == s.tool && r.kind.lossy()).map(|r| r.path.clone()).collect(),
+                nulls: unsure || made_nullable.contains(s.tool.as_str()),
+                lossy: lossy.get(s.tool.as_str()).cloned().unwrap_or_default(),
             })
             .collect();
         (!tools.is_empty()).then_some(Reply { format, tools, validate, on_invalid, max_bytes, route: String::new(), profile: "" })
