@@ -7,7 +7,6 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::time::{Duration, Instant};
 use toolfit::api::cache::SiteCache;
 use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
 use toolfit::schema::profile::LLAMA_CPP;
@@ -40,16 +39,8 @@ fn peak_during(f: impl FnOnce()) -> usize {
     PEAK.load(Relaxed).saturating_sub(base)
 }
 
-fn best_of(mut f: impl FnMut()) -> f64 {
-    let (mut best, mut n, start) = (Duration::MAX, 0u32, Instant::now());
-    while n < 5 || start.elapsed() < Duration::from_millis(300) {
-        let t = Instant::now();
-        f();
-        best = best.min(t.elapsed());
-        n += 1;
-    }
-    best.as_secs_f64()
-}
+mod common;
+use common::best_of;
 
 fn main() {
     let opts = LLAMA_CPP.default_options();

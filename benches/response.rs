@@ -5,20 +5,11 @@
 //! the stream, serde_json parsing every event; then the ratios against that floor. Best of repeated runs.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant};
 use toolfit::api::Format;
 use toolfit::filter::response::{Framing, OnInvalid, Reply, Stream, Tally, Tool};
 
-fn best_of(mut f: impl FnMut()) -> f64 {
-    let (mut best, mut n, start) = (Duration::MAX, 0u32, Instant::now());
-    while n < 5 || start.elapsed() < Duration::from_millis(500) {
-        let t = Instant::now();
-        f();
-        best = best.min(t.elapsed());
-        n += 1;
-    }
-    best.as_secs_f64()
-}
+mod common;
+use common::best_of;
 
 fn reply(repairs: bool) -> Reply {
     let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"n":{"type":"integer"}},"required":["q","tags"]}"#;
