@@ -15,7 +15,7 @@ fn reply(repairs: bool) -> Reply {
     let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"n":{"type":"integer"}},"required":["q","tags"]}"#;
     let (sent, name) = if repairs { ("gh_search", "gh.search") } else { ("gh_search", "gh_search") };
     let tool = Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: Vec::new() };
-    Reply { format: Format::OpenAiChat, tools: vec![tool], validate: true, on_invalid: OnInvalid::Count, max_bytes: 16 << 20, route: "b".into(), profile: "p" }
+    Reply::with_tools(Format::OpenAiChat, vec![tool], true, OnInvalid::Count, 16 << 20)
 }
 
 fn event(v: serde_json::Value) -> String {

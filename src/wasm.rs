@@ -16,7 +16,7 @@
 use crate::api::cache::SiteCache;
 use crate::filter::config::{Config, Framing};
 use crate::filter::request::{self, Headers, Line, LogLimiter, Plan, RouteMeta, Start, Verdict};
-use crate::filter::response::{Framing as Events, OnInvalid, Reply, Stream, Tally};
+use crate::filter::response::{self, Begin, OnInvalid, Reply, Stream, Tally};
 use crate::filter::stats::{metric_name, Metrics, Stat};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -183,8 +183,8 @@ struct Http {
 enum Resp {
     /// Not at all: it streams on untouched.
     Off,
-    /// A JSON body. `hold`: Envoy buffers it until the end (something may change); else chunks go on
-    /// at once and `copy` keeps them for the check at the end.
+    /// A JSON body. `hold`: toolfit keeps it (in `copy`, out of Envoy's buffer) until the end, as it may
+    /// change; else chunks go on at once and `copy` keeps them for the check at the end.
     Json { reply: Reply, hold: bool, copy: Vec<u8> },
     /// SSE or NDJSON: each chunk goes on as soon as the events in it may.
     Stream(Box<Stream>),
@@ -276,45 +276,31 @@ impl HttpContext for Http {
     fn on_http_response_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
         let Some(reply) = self.reply.take() else { return Action::Continue };
         let status = response_header(":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-        if end_of_stream || !(200..300).contains(&status) {
-            return Action::Continue;
+        let how = response::begin(&reply, status, end_of_stream, response_header("content-type").as_deref(), response_header("content-encoding").as_deref());
+        if how == Begin::Encoded && reply.repairs() {
+            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
         }
-        let ct = response_header("content-type").unwrap_or_default().to_ascii_lowercase();
-        let events = if ct.starts_with("text/event-stream") {
-            Some(Events::Sse)
-        } else if ct.contains("ndjson") {
-            Some(Events::Lines)
-        } else if ct.starts_with("application/json") {
-            None
-        } else {
-            return Action::Continue;
-        };
-        if response_header("content-encoding").is_some_and(|e| !e.trim().is_empty() && !e.trim().eq_ignore_ascii_case("identity")) {
-            // compressed by the upstream: not readable here (put Envoy's decompressor in front)
-            if reply.repairs() {
-                let tally = Tally { unrepaired: 1, ..Tally::default() };
-                self.count(&reply, &tally);
-            }
-            return Action::Continue;
-        }
-        let reject = reply.on_invalid == OnInvalid::Reject && events.is_none();
-        let change = reply.repairs() || reject;
         // a body that may change length loses its Content-Length (the client reads it chunked)
-        if change && hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length").is_err() {
-            let mut shared = self.shared.borrow_mut();
-            shared.metrics.add(&metric_name(&reply.route, reply.profile, Stat::InternalErrors.name()), 1);
+        if how.changes(&reply) && hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length").is_err() {
+            self.internal_error(&reply);
             return Action::Continue;
         }
-        self.resp = match events {
-            Some(f) => Resp::Stream(Box::new(Stream::new(reply, f))),
-            None => Resp::Json { reply, hold: change, copy: Vec::new() },
-        };
-        // reject answers with another status: the headers wait for the body (framing: exact, checked
-        // at configuration)
-        if reject {
-            Action::Pause
-        } else {
-            Action::Continue
+        match how {
+            Begin::Skip | Begin::Encoded => Action::Continue,
+            Begin::Stream(f) => {
+                self.resp = Resp::Stream(Box::new(Stream::new(reply, f)));
+                Action::Continue
+            }
+            Begin::Json { hold, wait } => {
+                self.resp = Resp::Json { reply, hold, copy: Vec::new() };
+                // reject answers with another status: the headers wait for the body (framing: exact,
+                // checked at configuration)
+                if wait {
+                    Action::Pause
+                } else {
+                    Action::Continue
+                }
+            }
         }
     }
 
@@ -341,22 +327,15 @@ impl HttpContext for Http {
 
     fn on_http_response_trailers(&mut self, _n: usize) -> Action {
         // a body that ends in trailers: what toolfit still holds goes out now, as the end of the body
-        let held = match &mut self.resp {
-            Resp::Stream(stream) => stream.feed(&[], true),
-            Resp::Json { hold: true, copy, .. } => std::mem::take(copy),
-            _ => Vec::new(),
+        let (held, reply) = match &mut self.resp {
+            Resp::Stream(stream) => (stream.feed(&[], true), stream.reply().clone()),
+            Resp::Json { reply, hold: true, copy } => (std::mem::take(copy), reply.clone()),
+            _ => return self.trailers_done(),
         };
         if !held.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &held).is_err() {
-            if let Resp::Stream(s) = &self.resp {
-                let reply = s.reply().clone();
-                self.internal_error(&reply);
-            } else if let Resp::Json { reply, .. } = &self.resp {
-                let reply = reply.clone();
-                self.internal_error(&reply);
-            }
+            self.internal_error(&reply);
         }
-        self.response_done();
-        Action::Continue
+        self.trailers_done()
     }
 
     fn on_log(&mut self) {
@@ -374,6 +353,11 @@ fn header_opt(name: &Option<String>) -> Option<String> {
 }
 
 impl Http {
+    fn trailers_done(&mut self) -> Action {
+        self.response_done();
+        Action::Continue
+    }
+
     /// Counts what the response's repair did (once), when its body has ended or stopped.
     fn response_done(&mut self) {
         match std::mem::replace(&mut self.resp, Resp::Off) {

@@ -13,7 +13,7 @@ fn reply(format: Format, repairs: bool) -> Reply {
     let schema = r##"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer"]},"o":{"$ref":"#"}},"required":["q"]}"##;
     let tool = |sent: &str, name: &str| Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: vec![String::new()] };
     let tools = if repairs { vec![tool("gh_search", "gh.search"), tool("s", "s")] } else { vec![tool("s", "s")] };
-    Reply { format, tools, validate: true, on_invalid: OnInvalid::Count, max_bytes: 4096, route: "r".into(), profile: "p" }
+    Reply::with_tools(format, tools, true, OnInvalid::Count, 4096)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -387,6 +387,20 @@ pub struct BodyOutcome {
     pub unparsed: Vec<Unparsed>,
     /// Tools sent under another name (the response path says the originals again).
     pub names: names::NameMap,
+    /// Byte ranges of the request's top-level `tools` values, as the client sent them: all the response
+    /// path keeps of the request (see [`BodyOutcome::tool_lists_of`]).
+    pub tool_lists: Vec<(usize, usize)>,
+}
+
+impl BodyOutcome {
+    /// The request's tool lists copied out of `body` (the bytes this outcome came from) as a JSON
+    /// object `{"tools": [...], ...}`: what [`locate`] reads tool schemas from, without the rest of the
+    /// body (messages can be megabytes).
+    pub fn tool_lists_of(&self, body: &[u8]) -> String {
+        let lists: Vec<String> =
+            self.tool_lists.iter().filter_map(|(a, b)| body.get(*a..*b)).map(|v| format!("\"tools\":{}", String::from_utf8_lossy(v))).collect();
+        format!("{{{}}}", lists.join(","))
+    }
 }
 
 /// Rewrites every schema of `format` in `body`. Bytes outside changed schemas are kept exactly.
@@ -439,9 +453,13 @@ fn rewrite_schemas(
         (Some(_), Some(Top::Array(_))) => vec![("", text)],
         _ => Vec::new(),
     };
+    let tool_lists = match &parsed {
+        Some(Top::Object(o)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
+        _ => Vec::new(),
+    };
     if let (Some(c), false) = (cache.as_deref_mut(), members.is_empty()) {
         if let Some(done) = from_members(c, scope, format, text, &members) {
-            return Ok(done);
+            return Ok(BodyOutcome { tool_lists, ..done });
         }
     }
     let mut undescribed = Vec::new();
@@ -528,7 +546,7 @@ fn rewrite_schemas(
         report.extend(r.report);
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
-    Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default() })
+    Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default(), tool_lists })
 }
 
 /// One schema's rewrite by one profile.
@@ -726,7 +744,7 @@ fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str
         }
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
-    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default() })
+    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default(), tool_lists: Vec::new() })
 }
 
 /// Stores each member as a whole: its rewritten text (its schemas' rewrites spliced in), its report

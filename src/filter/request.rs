@@ -83,7 +83,7 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
     let mut plan = plan(cfg, route, route_name, meta, warn);
     plan.path_model = api::model_in_path(h.path);
     plan.count(m, Stat::RequestsSeen, 1);
-    if h.content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity") && !e.trim().is_empty()) {
+    if encoded(h.content_encoding) {
         plan.count(m, Stat::SkippedEncoded, 1);
         return Start::PassThrough;
     }
@@ -112,8 +112,13 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
     }
 }
 
+/// Whether a `Content-Encoding` says the body is encoded (not absent, empty or `identity`).
+pub(crate) fn encoded(content_encoding: Option<&str>) -> bool {
+    content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity") && !e.trim().is_empty())
+}
+
 /// `application/json`, `application/vnd.x+json`, with or without parameters.
-fn is_json(content_type: &str) -> bool {
+pub(crate) fn is_json(content_type: &str) -> bool {
     let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
     mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
 }
@@ -234,8 +239,7 @@ fn reply(cfg: &Config, plan: &Plan, body: &[u8], o: &api::BodyOutcome) -> Option
     if o.tools == 0 {
         return None;
     }
-    let text = std::str::from_utf8(body).ok()?;
-    let mut r = Reply::of(text, plan.format, &o.names, &o.report, cfg.validate_tool_calls, plan.on_invalid, cfg.max_body_bytes)?;
+    let mut r = Reply::of(o.tool_lists_of(body), plan.format, o.names.clone(), &o.report, cfg.validate_tool_calls, plan.on_invalid, cfg.max_body_bytes);
     r.route = plan.route.clone();
     r.profile = plan.profile.name;
     r.wanted().then_some(r)
@@ -494,8 +498,8 @@ mod tests {
         assert!(std::str::from_utf8(&new).unwrap().contains(r#""name":"gh_search""#));
         let r = reply.expect("tools declared");
         assert_eq!((r.route.as_str(), r.profile), ("chat", "openai-strict"));
-        assert_eq!((r.tools[0].sent.as_str(), r.tools[0].name.as_str(), r.tools[0].nulls), ("gh_search", "gh.search", true));
-        assert!(r.tools[0].schema.contains(r#""required":["q"]"#), "the schema as the client sent it");
+        assert_eq!((r.tools()[0].sent.as_str(), r.tools()[0].name.as_str(), r.tools()[0].nulls), ("gh_search", "gh.search", true));
+        assert!(r.tools()[0].schema.contains(r#""required":["q"]"#), "the schema as the client sent it");
         assert_eq!(m.get("chat", "openai-strict", "name_mapped"), 1);
         let (_, _, none) = finish(&cfg, &p, br#"{"messages":[]}"#, &mut m, &mut || 0, None);
         assert!(none.is_none(), "no tools: the response is not read");

@@ -15,15 +15,17 @@
 //! the later fragments empty. Everything else goes on as it came, byte for byte. A response to a
 //! request that needs no repair is never held: its calls are only read, for the validity counters.
 
-use super::request::Line;
+use super::request::{encoded, is_json, Line};
 use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::names::NameMap;
 use crate::api::raw::{self, Step};
 use crate::api::{self, Format};
 use crate::schema::validate::{self, Violation};
+use crate::schema::{Context, Kind, Report};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
+use std::collections::{HashMap, HashSet};
 
 use Step::{Each, Key};
 
@@ -58,7 +60,6 @@ pub struct Tool {
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub format: Format,
-    pub tools: Vec<Tool>,
     pub validate: bool,
     pub on_invalid: OnInvalid,
     /// The most bytes held at once (a stream event, a plain body); past it the rest goes on unrepaired.
@@ -66,6 +67,41 @@ pub struct Reply {
     /// Route label and profile of the request's counters.
     pub route: String,
     pub profile: &'static str,
+    /// Whether the request's rewrite mapped a name or made a null the response must undo.
+    repairs: bool,
+    /// The declared tools, read from `source` when a response first carries a call: most responses
+    /// carry none, and the request path does not pay for reading them.
+    tools: std::cell::OnceCell<Vec<Tool>>,
+    source: Option<Source>,
+}
+
+/// What the tools are read from.
+#[derive(Debug, Clone)]
+struct Source {
+    /// The request's tool lists, as the client sent them (`{"tools": [...]}`).
+    lists: String,
+    names: NameMap,
+    /// The tools whose rewrite made nulls (`None`: all may have, the report lost count).
+    nullable: Option<HashSet<String>>,
+    lossy: HashMap<String, Vec<String>>,
+}
+
+impl Source {
+    fn read(&self, format: Format) -> Vec<Tool> {
+        let sent: HashMap<&str, &str> = self.names.0.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
+        let sites = api::locate(&self.lists, format).unwrap_or_default();
+        sites
+            .iter()
+            .filter(|s| s.context == Context::Tool)
+            .map(|s| Tool {
+                sent: sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool).to_string(),
+                name: s.tool.clone(),
+                schema: s.raw.get().to_string(),
+                nulls: self.nullable.as_ref().is_none_or(|n| n.contains(&s.tool)),
+                lossy: self.lossy.get(&s.tool).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
 }
 
 /// One tool call, checked.
@@ -150,51 +186,43 @@ fn under(path: &str, lossy: &[String]) -> bool {
 }
 
 impl Reply {
-    /// The reply for a request: the tools of `text` (the request as the client sent it), the names
-    /// the rewrite changed and its report. `None` when the request declares no tools.
-    pub fn of(
-        text: &str,
-        format: Format,
-        names: &NameMap,
-        report: &crate::schema::Report,
-        validate: bool,
-        on_invalid: OnInvalid,
-        max_bytes: usize,
-    ) -> Option<Reply> {
-        let sites = api::locate(text, format)?;
+    /// The reply for a request: its tool lists as the client sent them (see
+    /// [`api::BodyOutcome::tool_lists_of`]), the names the rewrite changed and its report.
+    pub fn of(lists: String, format: Format, names: NameMap, report: &Report, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
         // a report past its record cap may not name every tool made nullable: then every tool is taken
         // as one (only nulls the client's schema refuses for an optional property are removed, and
         // those the MCP server would refuse anyway)
-        let nullable = crate::schema::Kind::OptionalNullable;
-        let unsure = report.dropped_records > 0 && report.counters.contains_key(&nullable);
-        let sent: std::collections::HashMap<&str, &str> = names.0.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
-        let mut made_nullable = std::collections::HashSet::new();
-        let mut lossy: std::collections::HashMap<&str, Vec<String>> = std::collections::HashMap::new();
+        let made = report.counters.contains_key(&Kind::OptionalNullable);
+        let mut nullable = HashSet::new();
+        let mut lossy: HashMap<String, Vec<String>> = HashMap::new();
         for r in &report.records {
-            if r.kind == nullable {
-                made_nullable.insert(r.tool.as_str());
+            if r.kind == Kind::OptionalNullable {
+                nullable.insert(r.tool.clone());
             }
             if r.kind.lossy() {
-                lossy.entry(r.tool.as_str()).or_default().push(r.path.clone());
+                lossy.entry(r.tool.clone()).or_default().push(r.path.clone());
             }
         }
-        let tools: Vec<Tool> = sites
-            .iter()
-            .filter(|s| s.context == crate::schema::Context::Tool)
-            .map(|s| Tool {
-                sent: sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool).to_string(),
-                name: s.tool.clone(),
-                schema: s.raw.get().to_string(),
-                nulls: unsure || made_nullable.contains(s.tool.as_str()),
-                lossy: lossy.get(s.tool.as_str()).cloned().unwrap_or_default(),
-            })
-            .collect();
-        (!tools.is_empty()).then_some(Reply { format, tools, validate, on_invalid, max_bytes, route: String::new(), profile: "" })
+        let nullable = (!made || report.dropped_records == 0).then_some(nullable);
+        let repairs = made || !names.is_empty();
+        let source = Source { lists, names, nullable, lossy };
+        Reply { format, validate, on_invalid, max_bytes, route: String::new(), profile: "", repairs, tools: Default::default(), source: Some(source) }
+    }
+
+    /// A reply for tools known already (tests, benchmarks).
+    pub fn with_tools(format: Format, tools: Vec<Tool>, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
+        let repairs = tools.iter().any(|t| t.sent != t.name || t.nulls);
+        Reply { format, validate, on_invalid, max_bytes, route: String::new(), profile: "", repairs, tools: tools.into(), source: None }
+    }
+
+    /// The tools the request declared.
+    pub fn tools(&self) -> &[Tool] {
+        self.tools.get_or_init(|| self.source.as_ref().map(|s| s.read(self.format)).unwrap_or_default())
     }
 
     /// Whether a response may need changing (else it is only read).
     pub fn repairs(&self) -> bool {
-        self.tools.iter().any(|t| t.sent != t.name || t.nulls)
+        self.repairs
     }
 
     /// Whether the response is worth reading at all.
@@ -203,7 +231,7 @@ impl Reply {
     }
 
     fn tool(&self, sent: &str) -> Option<&Tool> {
-        self.tools.iter().find(|t| t.sent == sent)
+        self.tools().iter().find(|t| t.sent == sent)
     }
 
     /// Repairs and checks one call: `name` as the model wrote it, `args` the arguments' JSON text.
@@ -351,6 +379,54 @@ impl Tally {
         }
         (!text.is_empty()).then_some(Line { warn: true, text })
     }
+}
+
+/// How to read a response, from its headers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Begin {
+    /// Leave it alone: not a success, no body, or not a format that carries calls.
+    Skip,
+    /// Compressed by the upstream: unreadable here, forwarded as it is (`responses_unrepaired` when a
+    /// repair was due).
+    Encoded,
+    /// A JSON body. `hold`: toolfit keeps it until the end (it may change); else it is only read.
+    /// `wait`: the headers wait for it too (`on_invalid_tool_call: reject` may answer 502).
+    Json { hold: bool, wait: bool },
+    /// SSE or NDJSON, read (and repaired, if `reply.repairs()`) event by event.
+    Stream(Framing),
+}
+
+impl Begin {
+    /// Whether the body may change length, so `Content-Length` must go.
+    pub fn changes(self, reply: &Reply) -> bool {
+        match self {
+            Begin::Json { hold, .. } => hold,
+            Begin::Stream(_) => reply.repairs(),
+            Begin::Skip | Begin::Encoded => false,
+        }
+    }
+}
+
+/// How to read the response to `reply`'s request, from its status and headers.
+pub fn begin(reply: &Reply, status: u16, end_of_stream: bool, content_type: Option<&str>, content_encoding: Option<&str>) -> Begin {
+    if end_of_stream || !(200..300).contains(&status) {
+        return Begin::Skip;
+    }
+    let ct = content_type.unwrap_or("").to_ascii_lowercase();
+    let kind = if ct.starts_with("text/event-stream") {
+        Begin::Stream(Framing::Sse)
+    } else if ct.contains("ndjson") {
+        Begin::Stream(Framing::Lines)
+    } else if is_json(&ct) {
+        let reject = reply.on_invalid == OnInvalid::Reject;
+        Begin::Json { hold: reply.repairs() || reject, wait: reject }
+    } else {
+        return Begin::Skip;
+    };
+    if encoded(content_encoding) {
+        return Begin::Encoded;
+    }
+    kind
 }
 
 /// The kind of streamed body.
@@ -577,6 +653,16 @@ impl Stream {
         !self.held.is_empty() || (!self.pending.is_empty() && self.reply.repairs())
     }
 
+    /// Whether the event is the Responses API's closing summary (`response.completed` and its kin),
+    /// which says every call again, whole. Read only on that format, by its `type`.
+    fn summary(&self, json: &str) -> bool {
+        self.reply.format == Format::OpenAiResponses
+            && json.contains("\"response.")
+            && raw::object(json)
+                .and_then(|o| o.str("type"))
+                .is_some_and(|t| matches!(t.as_str(), "response.completed" | "response.incomplete" | "response.failed"))
+    }
+
     /// Whether events of this format carry whole calls (each is repaired on its own).
     fn whole_calls(&self) -> bool {
         matches!(self.reply.format, Format::Gemini | Format::Ollama)
@@ -631,7 +717,7 @@ impl Stream {
             self.pass(text.into_bytes(), out);
             return;
         };
-        if self.whole_calls() || json.contains("\"response.completed\"") {
+        if self.whole_calls() || self.summary(json) {
             // whole calls in one event: repaired (and, but for Responses' closing summary, counted) here
             let count = self.whole_calls();
             let paths: &[CallPath] = if count { plain_paths(self.reply.format) } else { RESPONSES_DONE };
@@ -770,13 +856,15 @@ const RESPONSES_DONE: &[CallPath] = &[path(&[Key("response"), Key("output"), Eac
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::Report;
 
     fn reply(format: Format, names: &[(&str, &str)], nulls: bool) -> Reply {
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}"#;
         let tools =
             names.iter().map(|(sent, name)| Tool { sent: sent.to_string(), name: name.to_string(), schema: schema.into(), nulls, lossy: Vec::new() }).collect();
-        Reply { format, tools, validate: true, on_invalid: OnInvalid::Count, max_bytes: 1 << 20, route: "r".into(), profile: "p" }
+        let mut r = Reply::with_tools(format, tools, true, OnInvalid::Count, 1 << 20);
+        r.route = "r".into();
+        r.profile = "p";
+        r
     }
 
     #[test]
@@ -905,12 +993,15 @@ mod tests {
 
     #[test]
     fn reply_reads_the_request_as_sent() {
-        let req = r#"{"tools":[{"type":"function","function":{"name":"a.b","parameters":{"type":"object"}}}]}"#;
-        let names = NameMap(vec![("a_b".into(), "a.b".into())]);
-        let r = Reply::of(req, Format::OpenAiChat, &names, &Report::default(), true, OnInvalid::Count, 100).unwrap();
-        assert_eq!((r.tools[0].sent.as_str(), r.tools[0].name.as_str(), r.tools[0].schema.as_str()), ("a_b", "a.b", r#"{"type":"object"}"#));
-        assert!(r.repairs());
-        assert!(Reply::of(r#"{"messages":[]}"#, Format::OpenAiChat, &names, &Report::default(), true, OnInvalid::Count, 100).is_none());
+        let body = br#"{"messages":[{"role":"user","content":"long"}],"tools":[{"type":"function","function":{"name":"a.b","parameters":{"type":"object"}}}]}"#;
+        let out = api::rewrite_body(body, Format::OpenAiChat, &crate::schema::profile::OPENAI, &Default::default()).unwrap();
+        let lists = out.tool_lists_of(body);
+        assert!(!lists.contains("messages"), "only the tool lists are kept: {lists}");
+        let r = Reply::of(lists, Format::OpenAiChat, out.names, &out.report, true, OnInvalid::Count, 100);
+        assert!(r.repairs(), "a name was mapped");
+        assert_eq!((r.tools()[0].sent.as_str(), r.tools()[0].name.as_str(), r.tools()[0].schema.as_str()), ("a_b", "a.b", r#"{"type":"object"}"#));
+        let r = Reply::of(r#"{"messages":[]}"#.into(), Format::OpenAiChat, NameMap::default(), &Report::default(), true, OnInvalid::Count, 100);
+        assert!(r.tools().is_empty() && !r.repairs());
     }
 
     #[derive(Default)]
@@ -925,7 +1016,10 @@ mod tests {
     #[test]
     fn counts_go_to_the_route_and_each_tool() {
         let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
-        r.tools[0].lossy = vec!["/properties/n".into()];
+        let mut tools = r.tools().to_vec();
+        tools[0].lossy = vec!["/properties/n".into()];
+        r = Reply { route: r.route.clone(), ..Reply::with_tools(r.format, tools, true, OnInvalid::Count, r.max_bytes) };
+        r.profile = "p";
         let body = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"gh_search","arguments":"{\"q\":\"a\",\"n\":\"x\"}"}},{"function":{"name":"gh_search","arguments":"{\"q\":\"a\"}"}}]}}]}"#;
         let mut t = Tally::default();
         assert!(r.repair_json(body.as_bytes(), &mut t).is_some());
@@ -935,6 +1029,38 @@ mod tests {
         assert_eq!((get("tool_calls_seen"), get("tool_calls_invalid"), get("tool_calls_invalid_lossy"), get("names_restored")), (2, 1, 1, 2));
         assert_eq!((get("tool.gh_search.calls_seen"), get("tool.gh_search.calls_invalid"), get("tool.gh_search.calls_invalid_lossy")), (2, 1, 1));
         assert!(line.text.contains(r#"tool "gh.search" at /n: expected "integer""#) && line.text.contains("lossy"), "{}", line.text);
+    }
+
+    #[test]
+    fn a_chat_event_that_mentions_the_responses_summary_is_only_chat() {
+        let r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
+        let body = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"gh_\",\"arguments\":\"\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"response.completed\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"search\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        );
+        let (out, t) = every_split(&r, Framing::Sse, body);
+        assert_eq!((t.calls.len(), t.names_restored), (1, 1), "{out}");
+        assert!(out.contains("gh.search"), "{out}");
+    }
+
+    #[test]
+    fn begin_reads_status_type_and_encoding() {
+        let plain = reply(Format::OpenAiChat, &[("s", "s")], false);
+        let mapped = reply(Format::OpenAiChat, &[("a_b", "a.b")], false);
+        let json = Some("application/json; charset=utf-8");
+        assert_eq!(begin(&plain, 200, false, json, None), Begin::Json { hold: false, wait: false });
+        assert_eq!(begin(&mapped, 200, false, json, None), Begin::Json { hold: true, wait: false });
+        assert_eq!(begin(&mapped, 500, false, json, None), Begin::Skip);
+        assert_eq!(begin(&mapped, 200, true, json, None), Begin::Skip);
+        assert_eq!(begin(&mapped, 200, false, Some("text/html"), None), Begin::Skip);
+        assert_eq!(begin(&mapped, 200, false, json, Some("gzip")), Begin::Encoded);
+        assert_eq!(begin(&mapped, 200, false, Some("text/event-stream"), Some("identity")), Begin::Stream(Framing::Sse));
+        assert_eq!(begin(&plain, 200, false, Some("application/x-ndjson"), None), Begin::Stream(Framing::Lines));
+        assert!(!Begin::Stream(Framing::Sse).changes(&plain) && Begin::Stream(Framing::Sse).changes(&mapped));
+        let mut rejecting = plain.clone();
+        rejecting.on_invalid = OnInvalid::Reject;
+        assert_eq!(begin(&rejecting, 200, false, json, None), Begin::Json { hold: true, wait: true });
     }
 
     #[test]
