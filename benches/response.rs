@@ -6,6 +6,7 @@
 
 use std::hint::black_box;
 use toolfit::api::Format;
+use toolfit::filter::encoding::Coding;
 use toolfit::filter::response::{Framing, OnInvalid, Reply, Stream, Tally, Tool};
 
 mod common;
@@ -52,7 +53,7 @@ fn main() {
     });
     let run = |repairs: bool| {
         best_of(|| {
-            let mut st = Stream::new(reply(repairs), Framing::Sse);
+            let mut st = Stream::new(reply(repairs), Framing::Sse, Coding::Identity);
             let mut out = 0;
             for c in bytes.chunks(1024) {
                 out += st.feed(c, false).len();

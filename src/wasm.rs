@@ -15,6 +15,7 @@
 
 use crate::api::cache::SiteCache;
 use crate::filter::config::{Config, Framing};
+use crate::filter::encoding::Decoder;
 use crate::filter::request::{self, Headers, Line, LogLimiter, Plan, RouteMeta, Start, Verdict};
 use crate::filter::response::{self, Begin, OnInvalid, Reply, Stream, Tally};
 use crate::filter::stats::{metric_name, Metrics, Stat};
@@ -184,8 +185,12 @@ enum Resp {
     /// Not at all: it streams on untouched.
     Off,
     /// A JSON body. `hold`: toolfit keeps it (in `copy`, out of Envoy's buffer) until the end, as it may
-    /// change; else chunks go on at once and `copy` keeps them for the check at the end.
-    Json { reply: Reply, hold: bool, copy: Vec<u8> },
+    /// change; else chunks go on at once and `copy` keeps them for the check at the end. `decoder`:
+    /// the upstream compressed it; `copy` holds it decoded.
+    Json { reply: Reply, hold: bool, copy: Vec<u8>, decoder: Option<Decoder> },
+    /// A compressed body whose headers already said identity, held past `max_body_bytes`: the rest
+    /// goes on decoded, unread.
+    Decoding(Decoder),
     /// SSE or NDJSON: each chunk goes on as soon as the events in it may.
     Stream(Box<Stream>),
 }
@@ -222,19 +227,32 @@ fn now_us() -> u64 {
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
         let (method, path) = (header(":method").unwrap_or_default(), header(":path").unwrap_or_default());
-        let (ct, ce) = (header("content-type"), header("content-encoding"));
+        let (ct, ce, ae) = (header("content-type"), header("content-encoding"), header("accept-encoding"));
         if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
             // test-only (see Config::test_trap_header): shows what Envoy's failure policy does
             log::warn!("toolfit: trapping on request header {h} (test_trap_header is set)");
             core::arch::wasm32::unreachable();
         }
-        let h = Headers { method: &method, path: &path, content_type: ct.as_deref(), content_encoding: ce.as_deref(), end_of_stream };
+        let h = Headers {
+            method: &method,
+            path: &path,
+            content_type: ct.as_deref(),
+            content_encoding: ce.as_deref(),
+            accept_encoding: ae.as_deref(),
+            end_of_stream,
+        };
         let route = property(vec!["xds", "route_name"]);
         let meta = route_meta();
         let mut shared = self.shared.borrow_mut();
         let start = request::start(&self.config, &h, route.as_deref(), &meta, &mut shared.metrics, &mut |w| log::warn!("toolfit: {w}"));
         let Start::Buffer(plan) = start else { return Action::Continue };
         shared.metrics.define_all(&plan.route, plan.profile.name);
+        if let Some(ae) = &plan.accept_encoding {
+            // the upstream may compress only in codings toolfit reads (else its answer goes on unrepaired)
+            if hostcalls::set_map_value(MapType::HttpRequestHeaders, "accept-encoding", Some(ae)).is_err() {
+                plan.count(&mut shared.metrics, Stat::InternalErrors, 1);
+            }
+        }
         match self.config.framing {
             Framing::Chunked => {
                 if hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length").is_err() {
@@ -285,14 +303,21 @@ impl HttpContext for Http {
             self.internal_error(&reply);
             return Action::Continue;
         }
+        // one that goes on decoded loses its Content-Encoding; if that fails it goes on as it came
+        if how.decodes(&reply) && hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-encoding").is_err() {
+            self.internal_error(&reply);
+            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
+            return Action::Continue;
+        }
         match how {
             Begin::Skip | Begin::Encoded => Action::Continue,
-            Begin::Stream(f) => {
-                self.resp = Resp::Stream(Box::new(Stream::new(reply, f)));
+            Begin::Stream(f, coding) => {
+                self.resp = Resp::Stream(Box::new(Stream::new(reply, f, coding)));
                 Action::Continue
             }
-            Begin::Json { hold, wait } => {
-                self.resp = Resp::Json { reply, hold, copy: Vec::new() };
+            Begin::Json { hold, wait, coding } => {
+                let decoder = Decoder::new(coding, response::decode_limit(&reply));
+                self.resp = Resp::Json { reply, hold, copy: Vec::new(), decoder };
                 // reject answers with another status: the headers wait for the body (framing: exact,
                 // checked at configuration)
                 if wait {
@@ -319,8 +344,18 @@ impl HttpContext for Http {
                 Action::Continue
             }
             Resp::Json { .. } => {
-                let Resp::Json { reply, hold, copy } = std::mem::replace(&mut self.resp, Resp::Off) else { return Action::Continue };
-                self.json_body(reply, hold, copy, body_size, end_of_stream)
+                let Resp::Json { reply, hold, copy, decoder } = std::mem::replace(&mut self.resp, Resp::Off) else { return Action::Continue };
+                self.json_body(reply, hold, copy, decoder, body_size, end_of_stream)
+            }
+            Resp::Decoding(decoder) => {
+                let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
+                // a chunk that does not decode goes on as it came (the body is corrupt either way)
+                if let Ok(out) = decoder.feed(&chunk, end_of_stream) {
+                    let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &out);
+                } else {
+                    self.resp = Resp::Off;
+                }
+                Action::Continue
             }
         }
     }
@@ -329,7 +364,29 @@ impl HttpContext for Http {
         // a body that ends in trailers: what toolfit still holds goes out now, as the end of the body
         let (held, reply) = match &mut self.resp {
             Resp::Stream(stream) => (stream.feed(&[], true), stream.reply().clone()),
-            Resp::Json { reply, hold: true, copy } => (std::mem::take(copy), reply.clone()),
+            Resp::Json { hold: true, .. } => {
+                let Resp::Json { reply, copy, decoder, .. } = std::mem::replace(&mut self.resp, Resp::Off) else { return self.trailers_done() };
+                match decoder.map_or(Ok(Vec::new()), |mut d| d.feed(&[], true)) {
+                    Ok(rest) => {
+                        let body = [copy, rest].concat();
+                        self.answer(&reply, &body, 0);
+                    }
+                    Err(_) => {
+                        self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
+                        if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &copy).is_err() {
+                            self.internal_error(&reply);
+                        }
+                    }
+                }
+                return Action::Continue;
+            }
+            Resp::Decoding(decoder) => {
+                let rest = decoder.feed(&[], true).unwrap_or_default();
+                if !rest.is_empty() {
+                    let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &rest);
+                }
+                return self.trailers_done();
+            }
             _ => return self.trailers_done(),
         };
         if !held.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &held).is_err() {
@@ -361,7 +418,7 @@ impl Http {
     /// Counts what the response's repair did (once), when its body has ended or stopped.
     fn response_done(&mut self) {
         match std::mem::replace(&mut self.resp, Resp::Off) {
-            Resp::Off => {}
+            Resp::Off | Resp::Decoding(_) => {}
             Resp::Stream(mut stream) => {
                 if stream.holding() {
                     stream.tally.unrepaired += 1;
@@ -376,8 +433,9 @@ impl Http {
         }
     }
 
-    /// A chunk of a JSON response; `self.resp` is put back while more is to come.
-    fn json_body(&mut self, reply: Reply, hold: bool, mut copy: Vec<u8>, body_size: usize, end: bool) -> Action {
+    /// A chunk of a JSON response; `self.resp` is put back while more is to come. A compressed body
+    /// is read decoded: `copy` holds decoded bytes.
+    fn json_body(&mut self, reply: Reply, hold: bool, mut copy: Vec<u8>, mut decoder: Option<Decoder>, body_size: usize, end: bool) -> Action {
         let Ok(chunk) = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).map(Option::unwrap_or_default) else {
             // unreadable: this chunk goes on as it is, and what was taken before it in front of it
             if hold && !copy.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &copy).is_err() {
@@ -386,26 +444,49 @@ impl Http {
             self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
             return Action::Continue;
         };
+        let text = match &mut decoder {
+            Some(d) => d.feed(&chunk, end),
+            None => Ok(chunk),
+        };
         if !hold {
-            // only read: every chunk goes on at once, a copy is kept for the check (not past max_bytes)
-            if copy.len() + chunk.len() <= reply.max_bytes {
-                copy.extend_from_slice(&chunk);
-                self.resp = Resp::Json { reply, hold, copy };
-                if end {
-                    self.response_done();
+            // only read: every chunk goes on at once (compressed as it came), a decoded copy is kept
+            // for the check (not past max_bytes, nor once it does not decode)
+            if let Ok(text) = text.as_deref() {
+                if copy.len() + text.len() <= reply.max_bytes {
+                    copy.extend_from_slice(text);
+                    self.resp = Resp::Json { reply, hold, copy, decoder };
+                    if end {
+                        self.response_done();
+                    }
                 }
             }
             return Action::Continue;
         }
         // held: toolfit keeps the bytes itself (each chunk taken out of Envoy's buffer), so a large
         // response never meets Envoy's buffer limit (a 500 or a reset); past max_bytes what was taken
-        // goes back out, unrepaired
-        copy.extend_from_slice(&chunk);
+        // goes back out, unrepaired (and the rest decoded, since the headers already said identity)
+        let text = match text {
+            Ok(t) => t,
+            Err(_) => {
+                // not decodable: what was taken goes back, then the chunk as it came (corrupt either way)
+                let raw = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
+                copy.extend_from_slice(&raw);
+                if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &copy).is_err() {
+                    self.internal_error(&reply);
+                }
+                self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
+                return Action::Continue;
+            }
+        };
+        copy.extend_from_slice(&text);
         if copy.len() > reply.max_bytes {
             if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &copy).is_err() {
                 self.internal_error(&reply);
             }
             self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
+            if let (Some(d), false) = (decoder, end) {
+                self.resp = Resp::Decoding(d);
+            }
             return Action::Continue;
         }
         if end {
@@ -419,7 +500,7 @@ impl Http {
         }
         // with reject the headers wait: the (empty) body waits with them
         let wait = reply.on_invalid == OnInvalid::Reject;
-        self.resp = Resp::Json { reply, hold, copy };
+        self.resp = Resp::Json { reply, hold, copy, decoder };
         if wait {
             Action::Pause
         } else {

@@ -2,6 +2,7 @@
 //! with a body, counters and log lines. `crate::wasm` is the thin proxy-wasm shim around it.
 
 pub mod config;
+pub mod encoding;
 pub mod request;
 pub mod response;
 pub mod stats;

@@ -3,6 +3,7 @@
 //! out what it returns; tests drive it directly.
 
 use super::config::{Config, Models, Route};
+use super::encoding::{narrow_accept, Coding};
 use super::response::{OnInvalid, Reply};
 use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::cache::SiteCache;
@@ -16,6 +17,8 @@ pub struct Headers<'a> {
     pub path: &'a str,
     pub content_type: Option<&'a str>,
     pub content_encoding: Option<&'a str>,
+    /// The client's `Accept-Encoding`.
+    pub accept_encoding: Option<&'a str>,
     /// The request has no body (end of stream with the headers).
     pub end_of_stream: bool,
 }
@@ -46,6 +49,10 @@ pub struct Plan {
     /// The model the request path names (Gemini), for the model map when the body names none.
     pub path_model: Option<String>,
     pub on_invalid: OnInvalid,
+    /// The `Accept-Encoding` to send upstream instead of the client's (`None`: leave it): only the
+    /// codings toolfit reads, so every response to a request it buffered can be read and repaired.
+    /// Decided at the headers, because they go upstream before the body has been read.
+    pub accept_encoding: Option<String>,
 }
 
 impl Plan {
@@ -83,10 +90,11 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
     let mut plan = plan(cfg, route, route_name, meta, warn);
     plan.path_model = api::model_in_path(h.path);
     plan.count(m, Stat::RequestsSeen, 1);
-    if encoded(h.content_encoding) {
+    if Coding::of(h.content_encoding) != Coding::Identity {
         plan.count(m, Stat::SkippedEncoded, 1);
         return Start::PassThrough;
     }
+    plan.accept_encoding = narrow_accept(h.accept_encoding);
     Start::Buffer(plan)
 }
 
@@ -108,13 +116,9 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
         promote_to_description: route.promote_to_description,
         open_objects: route.open_objects,
         path_model: None,
+        accept_encoding: None,
         on_invalid: route.on_invalid_tool_call.unwrap_or(cfg.on_invalid_tool_call),
     }
-}
-
-/// Whether a `Content-Encoding` says the body is encoded (not absent, empty or `identity`).
-pub(crate) fn encoded(content_encoding: Option<&str>) -> bool {
-    content_encoding.is_some_and(|e| !e.trim().eq_ignore_ascii_case("identity") && !e.trim().is_empty())
 }
 
 /// `application/json`, `application/vnd.x+json`, with or without parameters.
@@ -376,6 +380,17 @@ mod tests {
         let disabled = RouteMeta { disabled: true, ..RouteMeta::default() };
         assert!(planned(&cfg, &post("/v1/chat/completions"), &disabled, &mut m).is_none());
         assert_eq!(m.get("chat", "llama-cpp", "requests_seen"), 2);
+    }
+
+    #[test]
+    fn buffered_requests_ask_upstream_only_for_codings_toolfit_reads() {
+        let mut m = Counts::default();
+        let cases = [(None, None), (Some("gzip, deflate"), None), (Some("gzip, deflate, br, zstd"), Some("gzip, deflate")), (Some("br"), Some("identity"))];
+        for (sent, want) in cases {
+            let h = Headers { accept_encoding: sent, ..post("/v1/chat/completions") };
+            let Start::Buffer(p) = start(&Config::default(), &h, Some("chat"), &RouteMeta::default(), &mut m, &mut |_| {}) else { panic!("not buffered") };
+            assert_eq!(p.accept_encoding.as_deref(), want, "{sent:?}");
+        }
     }
 
     #[test]

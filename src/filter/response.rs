@@ -15,7 +15,8 @@
 //! the later fragments empty. Everything else goes on as it came, byte for byte. A response to a
 //! request that needs no repair is never held: its calls are only read, for the validity counters.
 
-use super::request::{encoded, is_json, Line};
+use super::encoding::{Coding, Decoder};
+use super::request::{is_json, Line};
 use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::names::NameMap;
 use crate::api::raw::{self, Step};
@@ -375,7 +376,7 @@ impl Tally {
             if text.is_empty() {
                 text = format!("route={} profile={}", reply.route, reply.profile);
             }
-            text.push_str(" response forwarded unrepaired (encoded, or a call held past max_body_bytes)");
+            text.push_str(" response forwarded unrepaired (an encoding toolfit cannot read, a body that does not decode, or a call held past max_body_bytes)");
         }
         (!text.is_empty()).then_some(Line { warn: true, text })
     }
@@ -386,14 +387,16 @@ impl Tally {
 pub enum Begin {
     /// Leave it alone: not a success, no body, or not a format that carries calls.
     Skip,
-    /// Compressed by the upstream: unreadable here, forwarded as it is (`responses_unrepaired` when a
-    /// repair was due).
+    /// In a coding toolfit cannot read (`br`, `zstd`, stacked codings; the request asked only for
+    /// readable ones, so an upstream sent it unasked): forwarded as it is (`responses_unrepaired`
+    /// when a repair was due).
     Encoded,
     /// A JSON body. `hold`: toolfit keeps it until the end (it may change); else it is only read.
     /// `wait`: the headers wait for it too (`on_invalid_tool_call: reject` may answer 502).
-    Json { hold: bool, wait: bool },
+    /// `coding`: how the upstream compressed it (decoded as it comes).
+    Json { hold: bool, wait: bool, coding: Coding },
     /// SSE or NDJSON, read (and repaired, if `reply.repairs()`) event by event.
-    Stream(Framing),
+    Stream(Framing, Coding),
 }
 
 impl Begin {
@@ -401,9 +404,20 @@ impl Begin {
     pub fn changes(self, reply: &Reply) -> bool {
         match self {
             Begin::Json { hold, .. } => hold,
-            Begin::Stream(_) => reply.repairs(),
+            Begin::Stream(..) => reply.repairs(),
             Begin::Skip | Begin::Encoded => false,
         }
+    }
+
+    /// Whether the body goes on decoded, so `Content-Encoding` must go too. A body that is only read
+    /// goes on compressed, byte for byte; one that may change goes on as identity (Envoy's
+    /// compressor, placed after toolfit on the response path, compresses it again for the client).
+    pub fn decodes(self, reply: &Reply) -> bool {
+        let coding = match self {
+            Begin::Json { coding, .. } | Begin::Stream(_, coding) => coding,
+            Begin::Skip | Begin::Encoded => return false,
+        };
+        coding != Coding::Identity && self.changes(reply)
     }
 }
 
@@ -414,19 +428,28 @@ pub fn begin(reply: &Reply, status: u16, end_of_stream: bool, content_type: Opti
     }
     let ct = content_type.unwrap_or("").to_ascii_lowercase();
     let kind = if ct.starts_with("text/event-stream") {
-        Begin::Stream(Framing::Sse)
+        Begin::Stream(Framing::Sse, Coding::Identity)
     } else if ct.contains("ndjson") {
-        Begin::Stream(Framing::Lines)
+        Begin::Stream(Framing::Lines, Coding::Identity)
     } else if is_json(&ct) {
         let reject = reply.on_invalid == OnInvalid::Reject;
-        Begin::Json { hold: reply.repairs() || reject, wait: reject }
+        Begin::Json { hold: reply.repairs() || reject, wait: reject, coding: Coding::Identity }
     } else {
         return Begin::Skip;
     };
-    if encoded(content_encoding) {
-        return Begin::Encoded;
+    let coding = Coding::of(content_encoding);
+    match kind {
+        _ if !coding.readable() => Begin::Encoded,
+        Begin::Json { hold, wait, .. } => Begin::Json { hold, wait, coding },
+        Begin::Stream(f, _) => Begin::Stream(f, coding),
+        other => other,
     }
-    kind
+}
+
+/// The most one compressed chunk may decode to: the body limit, and never less than 1 MiB (a
+/// chunk of a long stream is small, but compresses well).
+pub fn decode_limit(reply: &Reply) -> usize {
+    reply.max_bytes.max(1 << 20)
 }
 
 /// The kind of streamed body.
@@ -482,6 +505,8 @@ pub struct Stream {
     done: Vec<(CallKey, Fixed)>,
     /// Set after a limit was hit: the rest goes on as it comes.
     given_up: bool,
+    /// The upstream's coding, read as it comes (`None`: identity, or given up on).
+    decoder: Option<Decoder>,
     pub tally: Tally,
 }
 
@@ -640,8 +665,9 @@ fn frags(format: Format, json: &str) -> Vec<Frag> {
 }
 
 impl Stream {
-    pub fn new(reply: Reply, framing: Framing) -> Stream {
-        Stream { reply, framing, pending: Vec::new(), held: Vec::new(), open: Vec::new(), done: Vec::new(), given_up: false, tally: Tally::default() }
+    pub fn new(reply: Reply, framing: Framing, coding: Coding) -> Stream {
+        let decoder = Decoder::new(coding, decode_limit(&reply));
+        Stream { reply, framing, pending: Vec::new(), held: Vec::new(), open: Vec::new(), done: Vec::new(), given_up: false, decoder, tally: Tally::default() }
     }
 
     pub fn reply(&self) -> &Reply {
@@ -673,8 +699,46 @@ impl Stream {
     }
 
     /// Takes the next bytes of the body; returns the bytes to send on now (maybe none). At the end
-    /// of the body everything held goes out.
+    /// of the body everything held goes out. A compressed stream is read decoded; it goes on as it
+    /// came when nothing in it may change, else decoded (`Begin::decodes`).
     pub fn feed(&mut self, chunk: &[u8], end: bool) -> Vec<u8> {
+        let Some(decoder) = &mut self.decoder else { return self.feed_plain(chunk, end) };
+        match decoder.feed(chunk, end) {
+            Ok(plain) => {
+                let out = self.feed_plain(&plain, end);
+                if self.reply.repairs() {
+                    out
+                } else {
+                    chunk.to_vec()
+                }
+            }
+            Err(_) => {
+                // not readable after all (corrupt, or a bomb): what is held goes on, then the rest as
+                // it comes; the client meets the same fault it would have met without toolfit
+                self.decoder = None;
+                let mut out = Vec::new();
+                if self.reply.repairs() {
+                    self.give_up(&mut out);
+                } else {
+                    self.given_up = true;
+                }
+                out.extend_from_slice(chunk);
+                out
+            }
+        }
+    }
+
+    /// Sends on whatever is held and reads no further: the rest of the body goes on as it comes.
+    fn give_up(&mut self, out: &mut Vec<u8>) {
+        self.tally.unrepaired += 1;
+        self.given_up = true;
+        for h in std::mem::take(&mut self.held) {
+            out.extend_from_slice(h.text.as_bytes());
+        }
+        out.append(&mut self.pending);
+    }
+
+    fn feed_plain(&mut self, chunk: &[u8], end: bool) -> Vec<u8> {
         let mut out = Vec::with_capacity(chunk.len());
         if self.given_up {
             out.extend_from_slice(chunk);
@@ -695,12 +759,7 @@ impl Stream {
         }
         if self.held_bytes() > self.reply.max_bytes {
             // a call longer than anything worth holding: send it on as it came
-            self.tally.unrepaired += 1;
-            self.given_up = true;
-            for h in std::mem::take(&mut self.held) {
-                out.extend_from_slice(h.text.as_bytes());
-            }
-            out.append(&mut self.pending);
+            self.give_up(&mut out);
         }
         out
     }
@@ -892,10 +951,10 @@ mod tests {
 
     /// Every way of cutting `body` in two gives the same output as the whole.
     fn every_split(r: &Reply, framing: Framing, body: &str) -> (String, Tally) {
-        let mut whole = Stream::new(r.clone(), framing);
+        let mut whole = Stream::new(r.clone(), framing, Coding::Identity);
         let expect = whole.feed(body.as_bytes(), true);
         for at in 0..=body.len() {
-            let mut s = Stream::new(r.clone(), framing);
+            let mut s = Stream::new(r.clone(), framing, Coding::Identity);
             let (a, b) = body.as_bytes().split_at(at);
             let mut got = s.feed(a, false);
             got.extend(s.feed(b, true));
@@ -941,7 +1000,7 @@ mod tests {
         let r = reply(Format::OpenAiChat, &[("s", "s")], false);
         let e1 =
             "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"s\",\"arguments\":\"{\\\"n\\\":\"}}]}}]}\n\n";
-        let mut s = Stream::new(r, Framing::Sse);
+        let mut s = Stream::new(r, Framing::Sse, Coding::Identity);
         assert_eq!(s.feed(e1.as_bytes(), false), e1.as_bytes());
         let e2: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"1}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n";
         assert_eq!(s.feed(e2, true), e2);
@@ -1044,23 +1103,82 @@ mod tests {
         assert!(out.contains("gh.search"), "{out}");
     }
 
+    fn gzip(b: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(b).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn chat_call_stream() -> String {
+        let ev = |j: &str| format!("data: {j}\n\n");
+        [
+            ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"gh_search","arguments":"{\"q\":"}}]},"finish_reason":null}]}"#),
+            ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a\",\"n\":null}"}}]},"finish_reason":null}]}"#),
+            ev(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#),
+            "data: [DONE]\n\n".to_string(),
+        ]
+        .concat()
+    }
+
+    #[test]
+    fn gzip_streams_are_repaired_decoded_or_passed_compressed() {
+        let body = chat_call_stream();
+        let z = gzip(body.as_bytes());
+        let mapped = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+        for cut in [1, 10, z.len() / 2, z.len() - 1] {
+            // repairs due: what goes on is the decoded stream, repaired
+            let mut s = Stream::new(mapped.clone(), Framing::Sse, Coding::Gzip);
+            let mut out = s.feed(&z[..cut], false);
+            out.extend(s.feed(&z[cut..], true));
+            let out = String::from_utf8(out).unwrap();
+            assert!(out.contains("gh.search") && !out.contains(r#"\"n\""#) && out.ends_with("data: [DONE]\n\n"), "{out}");
+            assert_eq!((s.tally.names_restored, s.tally.nulls_removed, s.tally.unrepaired), (1, 1, 0));
+            // only read (nothing to repair): the compressed bytes go on as they came, still counted
+            let read_only = reply(Format::OpenAiChat, &[("gh_search", "gh_search")], false);
+            let mut s = Stream::new(read_only, Framing::Sse, Coding::Gzip);
+            let mut out = s.feed(&z[..cut], false);
+            out.extend(s.feed(&z[cut..], true));
+            assert_eq!(out, z);
+            assert_eq!(s.tally.calls.len(), 1);
+        }
+    }
+
+    #[test]
+    fn a_stream_that_does_not_decode_goes_on_as_it_came() {
+        let mapped = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+        let mut s = Stream::new(mapped, Framing::Sse, Coding::Gzip);
+        let junk = b"this is not gzip at all, but the upstream said so".to_vec();
+        let mut out = s.feed(&junk[..10], false);
+        out.extend(s.feed(&junk[10..], true));
+        assert_eq!(out, junk);
+        assert_eq!(s.tally.unrepaired, 1);
+    }
+
     #[test]
     fn begin_reads_status_type_and_encoding() {
         let plain = reply(Format::OpenAiChat, &[("s", "s")], false);
         let mapped = reply(Format::OpenAiChat, &[("a_b", "a.b")], false);
         let json = Some("application/json; charset=utf-8");
-        assert_eq!(begin(&plain, 200, false, json, None), Begin::Json { hold: false, wait: false });
-        assert_eq!(begin(&mapped, 200, false, json, None), Begin::Json { hold: true, wait: false });
+        assert_eq!(begin(&plain, 200, false, json, None), Begin::Json { hold: false, wait: false, coding: Coding::Identity });
+        assert_eq!(begin(&mapped, 200, false, json, None), Begin::Json { hold: true, wait: false, coding: Coding::Identity });
         assert_eq!(begin(&mapped, 500, false, json, None), Begin::Skip);
         assert_eq!(begin(&mapped, 200, true, json, None), Begin::Skip);
         assert_eq!(begin(&mapped, 200, false, Some("text/html"), None), Begin::Skip);
-        assert_eq!(begin(&mapped, 200, false, json, Some("gzip")), Begin::Encoded);
-        assert_eq!(begin(&mapped, 200, false, Some("text/event-stream"), Some("identity")), Begin::Stream(Framing::Sse));
-        assert_eq!(begin(&plain, 200, false, Some("application/x-ndjson"), None), Begin::Stream(Framing::Lines));
-        assert!(!Begin::Stream(Framing::Sse).changes(&plain) && Begin::Stream(Framing::Sse).changes(&mapped));
+        assert_eq!(begin(&mapped, 200, false, json, Some("gzip")), Begin::Json { hold: true, wait: false, coding: Coding::Gzip });
+        assert_eq!(begin(&mapped, 200, false, json, Some("br")), Begin::Encoded);
+        assert_eq!(begin(&plain, 200, false, Some("text/event-stream"), Some("zstd")), Begin::Encoded);
+        // decoded on the way out only when the body may change
+        assert!(begin(&mapped, 200, false, json, Some("gzip")).decodes(&mapped));
+        assert!(!begin(&plain, 200, false, json, Some("gzip")).decodes(&plain));
+        assert!(!begin(&mapped, 200, false, json, None).decodes(&mapped));
+        assert!(Begin::Stream(Framing::Sse, Coding::Deflate).decodes(&mapped) && !Begin::Stream(Framing::Sse, Coding::Deflate).decodes(&plain));
+        assert_eq!(begin(&mapped, 200, false, Some("text/event-stream"), Some("identity")), Begin::Stream(Framing::Sse, Coding::Identity));
+        assert_eq!(begin(&plain, 200, false, Some("application/x-ndjson"), None), Begin::Stream(Framing::Lines, Coding::Identity));
+        assert!(!Begin::Stream(Framing::Sse, Coding::Identity).changes(&plain) && Begin::Stream(Framing::Sse, Coding::Identity).changes(&mapped));
         let mut rejecting = plain.clone();
         rejecting.on_invalid = OnInvalid::Reject;
-        assert_eq!(begin(&rejecting, 200, false, json, None), Begin::Json { hold: true, wait: true });
+        assert_eq!(begin(&rejecting, 200, false, json, None), Begin::Json { hold: true, wait: true, coding: Coding::Identity });
     }
 
     #[test]
@@ -1068,7 +1186,7 @@ mod tests {
         let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
         r.max_bytes = 50;
         let e = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"gh_search\",\"arguments\":\"\"}}]}}]}\n\n";
-        let mut s = Stream::new(r, Framing::Sse);
+        let mut s = Stream::new(r, Framing::Sse, Coding::Identity);
         assert_eq!(s.feed(e.as_bytes(), false), e.as_bytes());
         assert_eq!(s.tally.unrepaired, 1);
     }

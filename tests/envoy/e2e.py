@@ -52,7 +52,7 @@ TEST_ROUTES = """              - name: chat-mcp
 
 
 class Envoy:
-    def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None):
+    def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None, routes=None):
         self.port, self.admin = free_port(), free_port()
         text = open(os.path.join(ROOT, "envoy", "envoy.yaml")).read()
         text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
@@ -64,8 +64,8 @@ class Envoy:
             text = text.replace("fail_open: true", policy)
         if root_id:
             text = text.replace("root_id: toolfit", f"root_id: {root_id}")
-        if test_routes:
-            text = text.replace("              - name: chat\n", TEST_ROUTES + "              - name: chat\n", 1)
+        if test_routes or routes:
+            text = text.replace("              - name: chat\n", (routes or TEST_ROUTES) + "              - name: chat\n", 1)
         text = "stats_flush_interval: 1s\n" + text
         self.dir = tempfile.mkdtemp(prefix="toolfit-e2e-")
         self.cfg = os.path.join(self.dir, "envoy.yaml")
