@@ -4,9 +4,11 @@
 build:
 	cargo build --release
 
-# dist/toolfit.wasm: wasm32-wasip1, size profile, wasm-opt -Oz (installs the target and binaryen if missing)
+# dist/toolfit.wasm: wasm32-wasip1, size profile, wasm-opt -Oz (installs the target and binaryen if missing);
+# dist/toolfit-test.wasm: the same with the test-trap feature, for the e2e failure-policy test only
 wasm:
 	scripts/wasm.sh
+	scripts/wasm.sh --test
 
 # Envoy 1.40 with the filter in front of an echo upstream; LLAMA=local: a real llama-server (built from the
 # llama-cpp-python sdist, cached) with a tiny generated model; LLAMA_URL=http://host:port: your llama-server
@@ -44,6 +46,7 @@ lint:
 	cargo clippy --release --all-targets -- -D warnings
 	rustup target add wasm32-wasip1 >/dev/null 2>&1 || true
 	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features -- -D warnings
+	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features --features test-trap --target-dir target/test-trap -- -D warnings
 
 test-unit:
 	cargo test --release

@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # Builds dist/toolfit.wasm: the filter for wasm32-wasip1, size-tuned (profile `wasm`), then wasm-opt -Oz.
 # Installs what it needs: the Rust target (rustup) and binaryen's wasm-opt (Debian package).
+# --test: dist/toolfit-test.wasm instead, with the test-trap feature (the e2e test of Envoy's failure
+# policy; its own target dir, so neither build undoes the other).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+out=dist/toolfit.wasm features=() tdir=target
+if [[ ${1:-} == --test ]]; then
+  out=dist/toolfit-test.wasm features=(--features test-trap) tdir=target/test-trap
+fi
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
   rustup target add wasm32-wasip1 >&2
 fi
 # cdylib only here: the native build keeps an rlib, so the CLI binary and the library never collide
-cargo rustc --quiet --profile wasm --target wasm32-wasip1 --lib --no-default-features --crate-type cdylib
-raw=target/wasm32-wasip1/wasm/toolfit.wasm
+cargo rustc --quiet --profile wasm --target wasm32-wasip1 --lib --no-default-features "${features[@]}" --target-dir "$tdir" --crate-type cdylib
+raw=$tdir/wasm32-wasip1/wasm/toolfit.wasm
 mkdir -p dist
 if ! command -v wasm-opt >/dev/null; then
   if [[ $(id -u) == 0 ]]; then apt-get install -y -qq binaryen >/dev/null 2>&1 || true
@@ -19,9 +25,9 @@ if command -v wasm-opt >/dev/null; then
   # stripped modules lose their target_features section: name the features rustc emits
   wasm-opt -Oz --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
     --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue \
-    "$raw" -o dist/toolfit.wasm
+    "$raw" -o "$out"
 else
-  echo "wasm-opt not available: dist/toolfit.wasm is not size-optimised" >&2
-  cp "$raw" dist/toolfit.wasm
+  echo "wasm-opt not available: $out is not size-optimised" >&2
+  cp "$raw" "$out"
 fi
-echo "dist/toolfit.wasm: $(stat -c %s dist/toolfit.wasm) bytes (before wasm-opt: $(stat -c %s "$raw"))" >&2
+echo "$out: $(stat -c %s "$out") bytes (before wasm-opt: $(stat -c %s "$raw"))" >&2

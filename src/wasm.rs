@@ -228,8 +228,9 @@ impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
         let (method, path) = (header(":method").unwrap_or_default(), header(":path").unwrap_or_default());
         let (ct, ce, ae) = (header("content-type"), header("content-encoding"), header("accept-encoding"));
+        #[cfg(feature = "test-trap")]
         if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
-            // test-only (see Config::test_trap_header): shows what Envoy's failure policy does
+            // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
             log::warn!("toolfit: trapping on request header {h} (test_trap_header is set)");
             core::arch::wasm32::unreachable();
         }
@@ -405,6 +406,7 @@ fn response_header(name: &str) -> Option<String> {
     hostcalls::get_map_value(MapType::HttpResponseHeaders, name).ok().flatten()
 }
 
+#[cfg(feature = "test-trap")]
 fn header_opt(name: &Option<String>) -> Option<String> {
     name.as_deref().and_then(header)
 }

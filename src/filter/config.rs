@@ -201,7 +201,9 @@ pub struct Config {
     /// the response headers are held until the body is checked). Streams are counted only.
     pub on_invalid_tool_call: OnInvalid,
     /// Test only: a request carrying this header traps the VM, to show what Envoy's failure policy
-    /// does. Never set it in production.
+    /// does. Only a module built with the `test-trap` cargo feature (the e2e tests' build) accepts
+    /// it: a release module refuses the key, since one mistake would disable toolfit for good under
+    /// `fail_open`.
     pub test_trap_header: Option<String>,
 }
 
@@ -272,6 +274,9 @@ impl Config {
     fn validate(&self) -> Result<(), String> {
         if self.max_body_bytes == 0 {
             return Err("configuration rejected: max_body_bytes must be positive".into());
+        }
+        if self.test_trap_header.is_some() && !cfg!(feature = "test-trap") {
+            return Err("configuration rejected: test_trap_header is for tests only; this is a release build (the key is accepted only by a module built with the test-trap feature)".into());
         }
         for (i, r) in self.routes.iter().enumerate() {
             match (&r.path, &r.prefix) {
@@ -412,6 +417,16 @@ mod tests {
         assert_eq!(c.routes, default_routes());
         assert_eq!(Config::parse(b"").unwrap(), Config::default());
         assert_eq!(Config::parse(b"  ").unwrap().max_body_bytes, 16 << 20);
+    }
+
+    #[test]
+    fn only_a_test_build_takes_the_trap_header() {
+        let r = Config::parse(br#"{"test_trap_header": "x-trap"}"#);
+        if cfg!(feature = "test-trap") {
+            assert_eq!(r.map(|c| c.test_trap_header), Ok(Some("x-trap".to_string())));
+        } else {
+            assert!(r.is_err_and(|e| e.contains("test_trap_header is for tests only")));
+        }
     }
 
     #[test]

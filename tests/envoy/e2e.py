@@ -10,6 +10,8 @@ import echo_upstream  # noqa: E402
 
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
 WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
+# the same filter with the test-trap feature (test_trap_header): for the failure-policy test only
+TEST_WASM = os.path.join(ROOT, "dist", "toolfit-test.wasm")
 results = []
 
 
@@ -52,11 +54,11 @@ TEST_ROUTES = """              - name: chat-mcp
 
 
 class Envoy:
-    def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None, routes=None):
+    def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None, routes=None, wasm=None):
         self.port, self.admin = free_port(), free_port()
         text = open(os.path.join(ROOT, "envoy", "envoy.yaml")).read()
         text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
-        text = text.replace("port_value: 8080", f"port_value: {upstream_port}").replace("filename: dist/toolfit.wasm", f"filename: {WASM}")
+        text = text.replace("port_value: 8080", f"port_value: {upstream_port}").replace("filename: dist/toolfit.wasm", f"filename: {wasm or WASM}")
         text = re.sub(r'(value: \|\n\s+)\{.*\}', lambda m: m.group(1) + json.dumps(plugin), text)
         if not allow_stop:
             text = text.replace("allow_on_headers_stop_iteration: true", "allow_on_headers_stop_iteration: false")
@@ -419,7 +421,7 @@ def trap_policy():
     """A VM trap under the shipped policy (fail_open: true): the request still passes unchanged."""
     port = free_port()
     _, rec = echo_upstream.serve(port)
-    e = Envoy({"profile": "llama-cpp", "framing": "exact", "test_trap_header": "x-toolfit-test-trap"}, port)
+    e = Envoy({"profile": "llama-cpp", "framing": "exact", "test_trap_header": "x-toolfit-test-trap"}, port, wasm=TEST_WASM)
     try:
         body = chat_body(NEEDS_FIX)
         status, _, _ = e.request("POST", "/v1/chat/completions", body, {"x-toolfit-test-trap": "1"})
@@ -445,6 +447,13 @@ def bad_config():
         started = e.ready
         logs = e.logs()
         check("unknown config key: filter refuses to start, log names the key", not started and "max_body_byts" in logs, logs[-800:])
+    finally:
+        e.stop()
+    # the release module refuses the test-only trap key: one mistake must not disable toolfit for good
+    e = Envoy({"profile": "llama-cpp", "test_trap_header": "x-trap"}, port, test_routes=False)
+    try:
+        logs = e.logs()
+        check("release module: test_trap_header refused at configuration, with the reason", not e.ready and "test_trap_header is for tests only" in logs, logs[-800:])
     finally:
         e.stop()
 
