@@ -8,11 +8,16 @@
 //! (`properties`, `required`, `additionalProperties`, counts, `propertyNames`, `dependentRequired`),
 //! arrays (`items`, `prefixItems`, counts, `uniqueItems`, `contains`), string lengths, number
 //! bounds and `multipleOf`, `allOf`/`anyOf`/`oneOf`/`not`, `if`/`then`/`else` and local `$ref`s.
-//! It does not check `pattern`, `patternProperties` names or `format` (no regex engine in the
-//! module): a call is never called invalid for them. Every call has a step budget; past it the
-//! call counts as valid (unknown), never as invalid.
+//! `pattern` and `patternProperties` run on `regex-lite` (small, no Unicode tables, linear time);
+//! a pattern it cannot compile (Unicode classes, lookaround, backreferences, past the size
+//! limits) is unknown, never a violation. `format` checks the formats backends constrain
+//! (`super::format`). Every call has a step budget; past it the call counts as valid (unknown),
+//! never as invalid.
 
+use super::format;
+use regex_lite::{Regex, RegexBuilder};
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 
 /// The first place an instance fails its schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,17 +33,25 @@ pub struct Violation {
 const STEPS: usize = 200_000;
 /// Refs followed in a row, at most (a recursive schema on a deep instance).
 const DEPTH: usize = 128;
+/// Patterns longer than this are not compiled (unknown), nor are those whose program passes
+/// `REGEX_BYTES`: a schema comes from a request, and each pattern costs memory and time.
+const PATTERN_CHARS: usize = 2048;
+const REGEX_BYTES: usize = 256 * 1024;
+/// Distinct patterns compiled per validation, at most.
+const PATTERNS: usize = 64;
 
 struct Run<'a> {
     root: &'a Value,
     steps: usize,
     /// Set when the budget ran out: the answer is then "valid" (unknown).
     spent: bool,
+    /// Each pattern compiled once per validation (`None`: not compilable here, so unknown).
+    regexes: HashMap<&'a str, Option<Regex>>,
 }
 
 /// Checks `instance` against `schema` (a whole schema document: refs resolve in it).
 pub fn validate(schema: &Value, instance: &Value) -> Result<(), Violation> {
-    let mut run = Run { root: schema, steps: 0, spent: false };
+    let mut run = Run { root: schema, steps: 0, spent: false, regexes: HashMap::new() };
     match run.check(schema, instance, "", "", 0) {
         Some(v) if !run.spent => Err(v),
         _ => Ok(()),
@@ -79,6 +92,19 @@ pub fn resolve<'a>(root: &'a Value, r: &str) -> Option<&'a Value> {
 }
 
 impl<'a> Run<'a> {
+    /// Whether `text` matches `pattern` (unanchored, as JSON Schema says); `None`: unknown.
+    fn matches(&mut self, pattern: &'a str, text: &str) -> Option<bool> {
+        if !self.regexes.contains_key(pattern) {
+            let re = (pattern.len() <= PATTERN_CHARS && self.regexes.len() < PATTERNS)
+                .then(|| RegexBuilder::new(pattern).size_limit(REGEX_BYTES).nest_limit(64).build().ok())
+                .flatten();
+            self.regexes.insert(pattern, re);
+        }
+        // a text is searched once per pattern: its cost counts against the step budget
+        self.steps += text.len() / 64;
+        self.regexes.get(pattern)?.as_ref().map(|re| re.is_match(text))
+    }
+
     fn fail(&self, ip: &str, sp: &str, key: &str, reason: String) -> Option<Violation> {
         Some(Violation { instance: if ip.is_empty() { "/".into() } else { ip.into() }, schema: format!("{sp}/{key}"), reason })
     }
@@ -189,15 +215,31 @@ impl<'a> Run<'a> {
             }
         }
         let props = o.get("properties").and_then(Value::as_object);
-        let patterned = o.get("patternProperties").and_then(Value::as_object).is_some_and(|p| !p.is_empty());
+        let patterns = o.get("patternProperties").and_then(Value::as_object);
         for (k, v) in m {
             let at = format!("{ip}/{}", esc(k));
-            if let Some(ps) = props.and_then(|p| p.get(k)) {
+            let declared = props.and_then(|p| p.get(k));
+            if let Some(ps) = declared {
                 if let Some(x) = self.check(ps, v, &at, &format!("{sp}/properties/{}", esc(k)), depth + 1) {
                     return Some(x);
                 }
-            } else if !patterned {
-                // a name patternProperties might match is not judged (no regex engine)
+            }
+            // every pattern the name matches applies; a pattern that cannot be compiled here might
+            // match, so the name is then not judged additional
+            let (mut matched, mut unknown) = (false, false);
+            for (pat, ps) in patterns.into_iter().flatten() {
+                match self.matches(pat, k) {
+                    Some(true) => {
+                        matched = true;
+                        if let Some(x) = self.check(ps, v, &at, &format!("{sp}/patternProperties/{}", esc(pat)), depth + 1) {
+                            return Some(x);
+                        }
+                    }
+                    Some(false) => {}
+                    None => unknown = true,
+                }
+            }
+            if declared.is_none() && !matched && !unknown {
                 if let Some(ap) = o.get("additionalProperties") {
                     if ap == &Value::Bool(false) {
                         return self.fail(&at, sp, "additionalProperties", format!("property {k:?} is not allowed"));
@@ -278,13 +320,23 @@ impl<'a> Run<'a> {
         None
     }
 
-    fn string(&self, o: &Map<String, Value>, t: &str, ip: &str, sp: &str) -> Option<Violation> {
+    fn string(&mut self, o: &'a Map<String, Value>, t: &str, ip: &str, sp: &str) -> Option<Violation> {
         let n = t.chars().count() as u64;
         if o.get("minLength").and_then(Value::as_u64).is_some_and(|min| n < min) {
             return self.fail(ip, sp, "minLength", format!("{n} characters, fewer than allowed"));
         }
         if o.get("maxLength").and_then(Value::as_u64).is_some_and(|max| n > max) {
             return self.fail(ip, sp, "maxLength", format!("{n} characters, more than allowed"));
+        }
+        if let Some(p) = o.get("pattern").and_then(Value::as_str) {
+            if self.matches(p, t) == Some(false) {
+                return self.fail(ip, sp, "pattern", format!("{} does not match {}", short(&Value::String(t.into())), short(&Value::String(p.into()))));
+            }
+        }
+        if let Some(f) = o.get("format").and_then(Value::as_str) {
+            if format::check(f, t) == Some(false) {
+                return self.fail(ip, sp, "format", format!("{} is not a valid {f}", short(&Value::String(t.into()))));
+            }
         }
         None
     }
@@ -406,7 +458,7 @@ fn strip(root: &Value, s: &Value, i: &mut Value, budget: &mut usize, depth: usiz
 
 /// [`validate`] of a subschema of `root` (its refs resolve in `root`).
 fn validate_in(root: &Value, s: &Value, i: &Value) -> Result<(), Violation> {
-    let mut run = Run { root, steps: 0, spent: false };
+    let mut run = Run { root, steps: 0, spent: false, regexes: HashMap::new() };
     match run.check(s, i, "", "", 0) {
         Some(v) if !run.spent => Err(v),
         _ => Ok(()),
@@ -447,6 +499,29 @@ mod tests {
         assert_eq!(err(s.clone(), json!({"n": 1, "u": 3})).schema, "/properties/u/anyOf");
         assert_eq!(err(s.clone(), json!({"n": 1, "o": 2})).schema, "/properties/o/oneOf", "2 is both: not exactly one");
         assert_eq!(err(json!(false), json!(1)).schema, "/false");
+    }
+
+    #[test]
+    fn patterns_pattern_properties_and_formats() {
+        let s = json!({"type": "object", "properties": {
+            "id": {"type": "string", "pattern": "^\\d{3}-(?:[A-Z]+)$"},
+            "when": {"type": "string", "format": "date-time"},
+            "who": {"type": "string", "format": "email"},
+            "odd": {"type": "string", "pattern": "\\p{Greek}+(?<=x)"},
+            "free": {"type": "string", "format": "color"}
+        }, "patternProperties": {"^x-": {"type": "integer"}}, "additionalProperties": false});
+        assert!(validate(&s, &json!({"id": "123-AB", "when": "2026-01-02T03:04:05Z", "who": "a@b.io", "x-n": 1, "odd": "?", "free": "?"})).is_ok());
+        assert_eq!(err(s.clone(), json!({"id": "12-AB"})).schema, "/properties/id/pattern");
+        assert_eq!(err(s.clone(), json!({"id": "a 123-AB"})).schema, "/properties/id/pattern", "unanchored search, but this pattern is anchored");
+        assert_eq!(err(s.clone(), json!({"when": "2026-13-02T03:04:05Z"})).schema, "/properties/when/format");
+        assert_eq!(err(s.clone(), json!({"who": "nobody"})).schema, "/properties/who/format");
+        assert_eq!(err(s.clone(), json!({"x-n": "one"})).schema, "/patternProperties/^x-/type");
+        assert_eq!(err(s.clone(), json!({"y": 1})).schema, "/additionalProperties", "a name no pattern matches is additional");
+        // a pattern regex-lite cannot compile is unknown: neither the value nor the name is judged
+        let u = json!({"patternProperties": {"\\p{L}+": {"type": "integer"}}, "additionalProperties": false});
+        assert!(validate(&u, &json!({"anything": "x"})).is_ok());
+        assert!(validate(&json!({"pattern": "(a"}), &json!("b")).is_ok(), "a broken pattern is not a violation");
+        assert!(validate(&json!({"pattern": "b"}), &json!("abc")).is_ok(), "patterns search, they are not anchored");
     }
 
     #[test]

@@ -448,19 +448,48 @@ def validated_sample(pair, full, size, key, per_kind):
 
 
 def lenient(schema):
-    """A validator that judges what toolfit's own (src/schema/validate.rs) does: no `pattern`,
-    `format`, `patternProperties` names or `unevaluated*`, and no `additionalProperties` beside
-    `patternProperties`."""
-    import jsonschema
+    """A validator that judges what toolfit's own (src/schema/validate.rs) does: everything but
+    `unevaluated*` and `dependentSchemas`; `format` for the formats toolfit checks (date, time,
+    date-time, uuid, email, ipv4, ipv6, uri), each written here from its RFC; a pattern Rust's
+    regex-lite cannot compile (lookaround, backreferences, Unicode classes) is not judged."""
+    import ipaddress, jsonschema
     base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     noop = lambda *a: None  # noqa: E731
-    additional = base.VALIDATORS.get("additionalProperties")
+    fc = jsonschema.FormatChecker(formats=())
+    date = r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])"
+    time_ = r"([01]\d|2[0-3]):[0-5]\d:([0-5]\d|60)(\.\d+)?([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)"
 
-    def additional_unless_patterned(v, ap, inst, s):
-        if not s.get("patternProperties") and additional:
-            yield from additional(v, ap, inst, s)
-    skip = {k: noop for k in ("pattern", "format", "patternProperties", "unevaluatedProperties", "unevaluatedItems", "dependentSchemas")}
-    return jsonschema.validators.extend(base, {**skip, "additionalProperties": additional_unless_patterned})(schema)
+    def real_date(s):
+        import datetime
+        try:
+            datetime.date(int(s[:4]), int(s[5:7]), int(s[8:10]))
+            return True
+        except ValueError:
+            return False
+    rules = {
+        "date": lambda s: re.fullmatch(date, s) is not None and real_date(s),
+        "time": lambda s: re.fullmatch(time_, s) is not None,
+        "date-time": lambda s: re.fullmatch(date + "[Tt]" + time_, s) is not None and real_date(s),
+        "uuid": lambda s: re.fullmatch(r"[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}", s) is not None,
+        "email": lambda s: re.fullmatch(r'([A-Za-z0-9!#$%&\'*+/=?^_`{|}~-]+(\.[A-Za-z0-9!#$%&\'*+/=?^_`{|}~-]+)*|"[^"]*")@'
+                                        r'([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*|\[[0-9.]+\]|\[IPv6:[0-9A-Fa-f:.]+\])', s) is not None,
+        "ipv4": lambda s: re.fullmatch(r"(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}", s) is not None,
+        "ipv6": lambda s: isinstance(ipaddress.ip_address(s), ipaddress.IPv6Address) if ":" in s and "%" not in s else False,
+        "uri": lambda s: re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*:([A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*", s) is not None,
+    }
+    for name, rule in rules.items():
+        fc.checks(name, raises=(ValueError,))(rule)
+    pattern = base.VALIDATORS.get("pattern")
+
+    def compilable(p):
+        # what regex-lite refuses: lookaround, backreferences, Unicode classes
+        return not re.search(r"\(\?<?[=!]|\\[1-9]|\\[pP]\{|\\k<", p)
+
+    def pattern_if_compilable(v, p, inst, s):
+        if compilable(p):
+            yield from pattern(v, p, inst, s)
+    skip = {k: noop for k in ("unevaluatedProperties", "unevaluatedItems", "dependentSchemas")}
+    return jsonschema.validators.extend(base, {**skip, "pattern": pattern_if_compilable})(schema, format_checker=fc)
 
 
 def filter_counts(pair):

@@ -20,6 +20,7 @@ class Script:
     flushed on its own, `gap` seconds apart, so Envoy sees it as its own piece of the body."""
     def __init__(self):
         self.ctype, self.chunks, self.gap, self.requests = "application/json", [b"{}"], 0.0, []
+        self.encoding = None  # a Content-Encoding the chunks are already in
         self.wait = None  # a threading.Event the upstream waits on after the first chunk
 
 
@@ -34,6 +35,8 @@ class Upstream(echo_upstream.Recorder):
         SCRIPT.requests.append(body)
         self.send_response(200)
         self.send_header("content-type", SCRIPT.ctype)
+        if SCRIPT.encoding:
+            self.send_header("content-encoding", SCRIPT.encoding)
         if SCRIPT.ctype == "application/json" and len(SCRIPT.chunks) == 1:
             self.send_header("content-length", str(len(SCRIPT.chunks[0])))
             self.end_headers()
@@ -52,8 +55,9 @@ class Upstream(echo_upstream.Recorder):
         self.wfile.flush()
 
 
-def answer(ctype, chunks, gap=0.0):
+def answer(ctype, chunks, gap=0.0, encoding=None):
     SCRIPT.ctype, SCRIPT.chunks, SCRIPT.gap, SCRIPT.wait = ctype, [c.encode() if isinstance(c, str) else c for c in chunks], gap, None
+    SCRIPT.encoding = encoding
 
 
 def post(e, path, body, headers=None):
@@ -297,6 +301,49 @@ def ollama_and_untouched(e):
           early and got.decode() == text, got[:200])
 
 
+def patterns_and_formats(e):
+    """Calls that break a pattern or a format are counted invalid against the client's schema."""
+    schema = {"type": "object", "properties": {"key": {"type": "string", "pattern": "^[A-Z]+-\\d+$"}, "day": {"type": "string", "format": "date"}}}
+    req = {"model": "qwen", "stream": False, "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "jira", "description": "d", "parameters": schema}}]}
+    before = counter(stats(e), "tool_calls_invalid", "ollama", "ollama")
+    for args in ({"key": "abc"}, {"day": "2023-02-30"}, {"key": "AB-12", "day": "2024-02-29"}):
+        answer("application/json", [json.dumps({"message": {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "jira", "arguments": args}}]}, "done": True})])
+        post(e, "/api/chat", req)
+    p = stats(e)
+    logs = e.logs()
+    check("a call that breaks a pattern and one that breaks a date format are counted invalid; the valid one is not",
+          counter(p, "tool_calls_invalid", "ollama", "ollama") - before == 2 and "does not match" in logs and "is not a valid date" in logs,
+          (counter(p, "tool_calls_invalid", "ollama", "ollama") - before, logs[-600:]))
+
+
+def encodings(e):
+    """Compressed answers on a route whose replies are repaired: decoded, repaired, sent as identity;
+    a body that does not decode (corrupt, or a bomb past the limit) goes on as it came, counted."""
+    import gzip, zlib
+    req = {"model": "gpt-4o", "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "gh.search", "parameters": SCHEMA}}]}
+    up = json.dumps({"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": {"role": "assistant", "tool_calls": [
+        {"id": "c", "type": "function", "function": {"name": "gh_search", "arguments": "{\"q\":\"a\",\"n\":null}"}}]}, "finish_reason": "tool_calls"}]})
+    want = up.replace('"gh_search"', '"gh.search"').replace('{\\"q\\":\\"a\\",\\"n\\":null}', '{\\"q\\":\\"a\\"}')
+    z = gzip.compress(up.encode())
+    for name, chunks, enc in [("gzip in one piece", [z], "gzip"), ("gzip byte by byte", [z[i:i + 1] for i in range(len(z))], "gzip"),
+                              ("deflate (zlib)", [zlib.compress(up.encode())], "deflate")]:
+        answer("application/json", chunks, encoding=enc)
+        status, body, headers = post(e, "/v1/chat/completions", req)
+        check(f"compressed reply, {name}: decoded, repaired, forwarded without Content-Encoding", status == 200 and body.decode() == want and "content-encoding" not in headers,
+              (status, headers.get("content-encoding"), body[:200]))
+    before = counter(stats(e), "responses_unrepaired", "chat", "openai-strict")
+    junk = b"\x1f\x8b\x08\x00 not really gzip " * 4
+    answer("application/json", [junk], encoding="gzip")
+    status, body, _ = post(e, "/v1/chat/completions", req)
+    check("a reply that says gzip but is not: the bytes go on as they came, status kept", status == 200 and body == junk, (status, body[:80]))
+    bomb = gzip.compress(b"\0" * (40 << 20))
+    answer("text/event-stream", [bomb], encoding="gzip")
+    status, body, _ = post(e, "/v1/chat/completions", {**req, "stream": True})
+    check("a gzip bomb (40 MiB of zeros in %d bytes) is not inflated: the bytes go on as they came" % len(bomb), status == 200 and body == bomb, (status, len(body)))
+    check("both counted responses_unrepaired", counter(stats(e), "responses_unrepaired", "chat", "openai-strict") - before == 2)
+    SCRIPT.encoding = None
+
+
 def reject():
     port = free_port()
     srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
@@ -336,7 +383,7 @@ def main():
     if not e.ready:
         return
     try:
-        for part in (openai, responses, anthropic, gemini, cohere, ollama_and_untouched):
+        for part in (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, patterns_and_formats, encodings):
             try:
                 part(e)
             except Exception as x:  # one broken part must not hide the others' results
