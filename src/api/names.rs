@@ -79,29 +79,6 @@ fn string(v: &RawValue) -> Option<String> {
     serde_json::from_str::<String>(v.get()).ok()
 }
 
-/// A valid name for `original`, unique among `taken`: the spelled name when it fits and is free,
-/// else a cut of it and `_` and eight hex digits of the original's hash (then a counter, should
-/// even that be taken).
-fn assign(rule: &Names, original: &str, taken: &HashSet<String>) -> String {
-    let spelled = rule.spell(original);
-    if spelled.len() <= rule.max_len && !taken.contains(&spelled) {
-        return spelled;
-    }
-    let hash = format!("{:08x}", xxhash_rust::xxh3::xxh3_64(original.as_bytes()) as u32);
-    let keep = rule.max_len.saturating_sub(hash.len() + 1);
-    // spelled is ASCII, so any byte index is a character boundary
-    let head = spelled.get(..keep.min(spelled.len())).unwrap_or("");
-    let mut name = format!("{head}_{hash}");
-    let mut n = 0u32;
-    while taken.contains(&name) {
-        n += 1;
-        let tail = format!("_{hash}{n}");
-        let head = spelled.get(..rule.max_len.saturating_sub(tail.len()).min(spelled.len())).unwrap_or("");
-        name = format!("{head}{tail}");
-    }
-    name
-}
-
 /// The renames `text` needs under `rule`: the edits (byte range, new JSON string), the map and one
 /// record per renamed tool. `None` when every declared name is valid (or the text is not JSON).
 pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, NameMap, Report)> {
@@ -119,7 +96,7 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
         if rule.allows(n) || by_original.contains_key(n) {
             continue;
         }
-        let sent = assign(rule, n, &taken);
+        let sent = rule.assign(n, &taken);
         taken.insert(sent.clone());
         report.push(Record { tool: n.clone(), path: String::new(), kind: Kind::NameMapped, detail: format!("sent as {sent:?}: the API refuses the name") });
         by_original.insert(n.clone(), sent.clone());

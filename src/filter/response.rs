@@ -21,6 +21,7 @@ use super::stats::{label, metric_name, Metrics, Stat};
 use crate::api::names::NameMap;
 use crate::api::raw::{self, Step};
 use crate::api::{self, Format};
+use crate::schema::passes::property_names;
 use crate::schema::validate::{self, Violation};
 use crate::schema::{Context, Kind, Report};
 use serde::Deserialize;
@@ -55,6 +56,8 @@ pub struct Tool {
     pub nulls: bool,
     /// Schema paths of the lossy changes made to it.
     pub lossy: Vec<String>,
+    /// Property names sent in place of ones the API refuses: (sent, original), unique in the tool.
+    pub keys: Vec<(String, String)>,
 }
 
 /// Everything the response needs from its request.
@@ -85,6 +88,7 @@ struct Source {
     /// The tools whose rewrite made nulls (`None`: all may have, the report lost count).
     nullable: Option<HashSet<String>>,
     lossy: HashMap<String, Vec<String>>,
+    keys: HashMap<String, Vec<(String, String)>>,
 }
 
 impl Source {
@@ -100,6 +104,7 @@ impl Source {
                 schema: s.raw.get().to_string(),
                 nulls: self.nullable.as_ref().is_none_or(|n| n.contains(&s.tool)),
                 lossy: self.lossy.get(&s.tool).cloned().unwrap_or_default(),
+                keys: self.keys.get(&s.tool).cloned().unwrap_or_default(),
             })
             .collect()
     }
@@ -120,6 +125,7 @@ pub struct Call {
 pub struct Tally {
     pub names_restored: u64,
     pub nulls_removed: u64,
+    pub properties_restored: u64,
     /// Responses (or parts of streams) that needed repair and went on as they came.
     pub unrepaired: u64,
     /// Responses replaced by an error (`on_invalid_tool_call: reject`).
@@ -172,6 +178,40 @@ fn plain_paths(format: Format) -> &'static [CallPath] {
     }
 }
 
+/// Gives every object key in `v` that is a sent property name its original back (the names are
+/// unique in the tool and never a valid original, so any depth is safe); returns how many.
+fn restore_keys(v: &mut Value, keys: &[(String, String)]) -> usize {
+    let mut n = 0;
+    match v {
+        Value::Object(m) => {
+            if m.keys().any(|k| keys.iter().any(|(s, _)| s == k)) {
+                let old = std::mem::take(m);
+                for (k, val) in old {
+                    match keys.iter().find(|(s, _)| *s == k) {
+                        Some((_, original)) => {
+                            n += 1;
+                            m.insert(original.clone(), val);
+                        }
+                        None => {
+                            m.insert(k, val);
+                        }
+                    }
+                }
+            }
+            for val in m.values_mut() {
+                n += restore_keys(val, keys);
+            }
+        }
+        Value::Array(a) => {
+            for val in a {
+                n += restore_keys(val, keys);
+            }
+        }
+        _ => {}
+    }
+    n
+}
+
 /// A JSON string's value.
 fn text_of(v: &RawValue) -> Option<String> {
     serde_json::from_str::<String>(v.get()).ok()
@@ -196,23 +236,27 @@ impl Reply {
         let made = report.counters.contains_key(&Kind::OptionalNullable);
         let mut nullable = HashSet::new();
         let mut lossy: HashMap<String, Vec<String>> = HashMap::new();
+        let mut keys: HashMap<String, Vec<(String, String)>> = HashMap::new();
         for r in &report.records {
             if r.kind == Kind::OptionalNullable {
                 nullable.insert(r.tool.clone());
+            }
+            if let Some(pair) = (r.kind == Kind::PropertyMapped).then(|| property_names::mapping(&r.detail)).flatten() {
+                keys.entry(r.tool.clone()).or_default().push(pair);
             }
             if r.kind.lossy() {
                 lossy.entry(r.tool.clone()).or_default().push(r.path.clone());
             }
         }
         let nullable = (!made || report.dropped_records == 0).then_some(nullable);
-        let repairs = made || !names.is_empty();
-        let source = Source { lists, names, nullable, lossy };
+        let repairs = made || !names.is_empty() || !keys.is_empty();
+        let source = Source { lists, names, nullable, lossy, keys };
         Reply { format, validate, on_invalid, max_bytes, route: String::new(), profile: "", repairs, tools: Default::default(), source: Some(source) }
     }
 
     /// A reply for tools known already (tests, benchmarks).
     pub fn with_tools(format: Format, tools: Vec<Tool>, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
-        let repairs = tools.iter().any(|t| t.sent != t.name || t.nulls);
+        let repairs = tools.iter().any(|t| t.sent != t.name || t.nulls || !t.keys.is_empty());
         Reply { format, validate, on_invalid, max_bytes, route: String::new(), profile: "", repairs, tools: tools.into(), source: None }
     }
 
@@ -253,6 +297,13 @@ impl Reply {
         let args = if args.trim().is_empty() { "{}" } else { args };
         let mut value = serde_json::from_str::<Value>(args).ok();
         let schema = serde_json::from_str::<Value>(&tool.schema).ok();
+        if let (Some(v), false) = (value.as_mut(), tool.keys.is_empty()) {
+            let n = restore_keys(v, &tool.keys);
+            if n > 0 {
+                tally.properties_restored += n as u64;
+                out.args = Some(v.to_string());
+            }
+        }
         if let (Some(v), Some(s), true) = (value.as_mut(), schema.as_ref(), tool.nulls) {
             let n = validate::strip_injected_nulls(s, v);
             if n > 0 {
@@ -341,6 +392,7 @@ impl Tally {
             }
         };
         add(Stat::NamesRestored.name(), self.names_restored);
+        add(Stat::PropertiesRestored.name(), self.properties_restored);
         add(Stat::NullsRemoved.name(), self.nulls_removed);
         add(Stat::ResponsesUnrepaired.name(), self.unrepaired);
         add(Stat::ToolCallsRejected.name(), self.rejected);
@@ -918,8 +970,10 @@ mod tests {
 
     fn reply(format: Format, names: &[(&str, &str)], nulls: bool) -> Reply {
         let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}"#;
-        let tools =
-            names.iter().map(|(sent, name)| Tool { sent: sent.to_string(), name: name.to_string(), schema: schema.into(), nulls, lossy: Vec::new() }).collect();
+        let tools = names
+            .iter()
+            .map(|(sent, name)| Tool { sent: sent.to_string(), name: name.to_string(), schema: schema.into(), nulls, lossy: Vec::new(), keys: Vec::new() })
+            .collect();
         let mut r = Reply::with_tools(format, tools, true, OnInvalid::Count, 1 << 20);
         r.route = "r".into();
         r.profile = "p";
@@ -1142,6 +1196,24 @@ mod tests {
             assert_eq!(out, z);
             assert_eq!(s.tally.calls.len(), 1);
         }
+    }
+
+    #[test]
+    fn gemini_argument_keys_get_their_original_names_back() {
+        let schema = r#"{"type":"object","properties":{"issue-key":{"type":"string"},"page":{"type":"object","properties":{"per.page":{"type":"integer"}}}},"required":["issue-key"]}"#;
+        let keys = vec![("issue_key".to_string(), "issue-key".to_string()), ("per_page".to_string(), "per.page".to_string())];
+        let tool = Tool { sent: "jira".into(), name: "jira".into(), schema: schema.into(), nulls: false, lossy: Vec::new(), keys };
+        let r = Reply::with_tools(Format::Gemini, vec![tool], true, OnInvalid::Count, 1 << 20);
+        assert!(r.repairs());
+        let body = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"jira","args":{"issue_key":"AB-1","page":{"per_page":5}}}}]}}]}"#;
+        let mut t = Tally::default();
+        let out = String::from_utf8(r.repair_json(body.as_bytes(), &mut t).unwrap()).unwrap();
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v.pointer("/candidates/0/content/parts/0/functionCall/args").unwrap(), &serde_json::json!({"issue-key": "AB-1", "page": {"per.page": 5}}));
+        assert_eq!((t.properties_restored, t.calls.len(), t.calls[0].violation.is_none()), (2, 1, true), "valid against the client's schema once restored");
+        // streamed: each event carries whole calls
+        let (out, t) = every_split(&r, Framing::Sse, &format!("data: {body}\n\n"));
+        assert!(out.contains(r#""issue-key":"AB-1""#) && t.properties_restored == 2, "{out}");
     }
 
     #[test]

@@ -67,6 +67,9 @@ stats! {
     /// `null` members removed from tool-call arguments: ones OpenAI strict's nullable optionals made the
     /// model write for "absent" (a `null` the client's schema accepts stays).
     NullsRemoved = "nulls_removed";
+    /// Argument keys the response had under a property name toolfit sent (Gemini's `parameters`
+    /// refuse `-` and `.` in names), given back as the client's schema names them.
+    PropertiesRestored = "properties_restored";
     /// Responses that needed a repair toolfit could not make (an encoded body, a call held past
     /// `max_body_bytes`, an event in parts toolfit does not take apart): forwarded as they came.
     ResponsesUnrepaired = "responses_unrepaired";

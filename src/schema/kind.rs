@@ -160,6 +160,12 @@ kinds! {
     /// everywhere the request names it (tool choice, earlier calls); the response gets the original
     /// name back (`names_restored`). Changes the body, not the schema.
     NameMapped = "name_mapped", lossy = false;
+    /// A property name the API refuses in a tool's parameters (Gemini's `parameters` take
+    /// `[A-Za-z0-9_]`, a letter or `_` first, 64 at most; MCP tools use `-` and `.`) was sent under a
+    /// valid name unique in the tool, everywhere the schema names it (`properties`, `required`,
+    /// `propertyOrdering`); the call's arguments get the original key back (`properties_restored`).
+    /// Exact.
+    PropertyMapped = "property_mapped", lossy = false;
     /// An object without `additionalProperties: false` got it, for a strict mode that requires it on
     /// every object (OpenAI, Anthropic). It only narrows what the model may write: every call allowed
     /// is valid for the original schema, as on grammar backends that close objects themselves. Objects

@@ -306,6 +306,7 @@ pub static GEMINI: Profile = Profile {
         pass!(unsupported),
         pass!(never),
         pass!(keywords),
+        pass!(property_names),
         pass!(bounds),
     ],
 };

@@ -91,6 +91,10 @@ pub struct Target {
     /// The API's rule for function names, where it refuses some names MCP allows (`.`, `/`, long
     /// names): such a tool is sent under a valid name and the response gets the original back.
     pub names: Option<Names>,
+    /// The API's rule for property names in a tool's parameters, where it refuses some JSON Schema
+    /// allows (Gemini's `parameters`: no `-` or `.`): such a property is sent under a valid name and
+    /// the call's arguments get the original key back.
+    pub property_names: Option<Names>,
 }
 
 /// Which function names an API accepts: 1 to `max_len` ASCII letters, digits and `extra` characters,
@@ -119,6 +123,32 @@ impl Names {
     pub fn allows(&self, name: &str) -> bool {
         let first_ok = name.chars().next().is_some_and(|c| !self.letter_first || c.is_ascii_alphabetic() || c == '_');
         first_ok && name.len() <= self.max_len && name.chars().all(|c| self.char_ok(c))
+    }
+
+    /// Gemini's property names in `parameters`: a letter or `_` first, then `[a-zA-Z0-9_]`, 64 at most.
+    pub const GEMINI_PROPERTY: Names = Names { max_len: 64, extra: "_", letter_first: true };
+
+    /// A valid name for `original`, unique among `taken`: the spelled name when it fits and is free,
+    /// else a cut of it and `_` and eight hex digits of the original's hash (then a counter, should
+    /// even that be taken). Deterministic: the same inputs give the same name in every request.
+    pub fn assign(&self, original: &str, taken: &std::collections::HashSet<String>) -> String {
+        let spelled = self.spell(original);
+        if spelled.len() <= self.max_len && !taken.contains(&spelled) {
+            return spelled;
+        }
+        let hash = format!("{:08x}", xxhash_rust::xxh3::xxh3_64(original.as_bytes()) as u32);
+        let keep = self.max_len.saturating_sub(hash.len() + 1);
+        // spelled is ASCII, so any byte index is a character boundary
+        let head = spelled.get(..keep.min(spelled.len())).unwrap_or("");
+        let mut name = format!("{head}_{hash}");
+        let mut n = 0u32;
+        while taken.contains(&name) {
+            n += 1;
+            let tail = format!("_{hash}{n}");
+            let head = spelled.get(..self.max_len.saturating_sub(tail.len()).min(spelled.len())).unwrap_or("");
+            name = format!("{head}{tail}");
+        }
+        name
     }
 
     /// `name` with every refused character as `_` (and a `_` in front where the first character may
@@ -502,6 +532,7 @@ impl Target {
         no_strict_member: false,
         strict_tools: None,
         names: None,
+        property_names: None,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -681,6 +712,7 @@ impl Target {
         refs: Refs::Unrolled(3),
         openapi: true,
         names: Some(Names::GEMINI),
+        property_names: Some(Names::GEMINI_PROPERTY),
         root_union: false,
         spelled_structure: true,
         ..Target::HOSTED

@@ -26,10 +26,11 @@ PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "co
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client_worker.py")
 
 # What programs declare: an MCP-style dotted name (OpenAI and Anthropic refuse the dot), a name past 64
-# characters (OpenAI and Gemini refuse it), optional parameters (strict mode makes them nullable).
+# characters (OpenAI and Gemini refuse it), optional parameters (strict mode makes them nullable), a
+# property name with `-` (Gemini's `parameters` refuse it).
 TOOLS = [
     {"name": "github.search_issues", "description": "Search issues",
-     "schema": {"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer", "minimum": 1},
+     "schema": {"type": "object", "properties": {"q": {"type": "string"}, "per-page": {"type": "integer", "minimum": 1},
                                                  "labels": {"type": "array", "items": {"type": "string"}}}, "required": ["q"]}},
     {"name": "workspace_" + "very_long_tool_name_" * 3 + "for_listing_files",
      "description": "List files", "schema": {"type": "object", "properties": {"path": {"type": "string"}, "recursive": {"type": "boolean"}}, "required": ["path"]}},
@@ -201,7 +202,7 @@ class Api(echo_upstream.Recorder):
         accept = self.headers.get("accept-encoding", "")
         coding = want if re.search(rf"(^|[\s,]){want}(\s*(;|,|$))", accept) else "identity"
         calls = [(n, sample(x)) for n, x in received_tools(fmt, json.loads(body))]
-        Api.seen.append((path, accept, coding, [n for n, _ in calls], any(v is None for _, a in calls if isinstance(a, dict) for v in a.values())))
+        Api.seen.append((path, accept, coding, [n for n, _ in calls], any(v is None for _, a in calls if isinstance(a, dict) for v in a.values()), body.decode()))
         self.send_response(200)
         self.send_header("content-type", ctype)
         if coding != "identity":
@@ -359,6 +360,13 @@ def main():
     unrepaired = sum(int(v) for v in re.findall(r"^toolfit_responses_unrepaired\{[^}]*\} (\d+)", prom, re.M))
     restored = sum(int(v) for v in re.findall(r"^toolfit_names_restored\{[^}]*\} (\d+)", prom, re.M))
     nulls = sum(int(v) for v in re.findall(r"^toolfit_nulls_removed\{[^}]*\} (\d+)", prom, re.M))
+    keys = sum(int(v) for v in re.findall(r"^toolfit_properties_restored\{[^}]*\} (\d+)", prom, re.M))
+    gem = [json.loads(x[5])["tools"][0]["functionDeclarations"][0] for x in Api.seen if "/gemini/" in x[0]]
+    in_params = [d["parameters"]["properties"] for d in gem if "parameters" in d]
+    in_json = [d["parameters_json_schema"]["properties"] for d in gem if "parameters_json_schema" in d]
+    check("Gemini: `parameters` reached the API with per_page for per-page, `parametersJsonSchema` as sent; the SDK got per-page back (properties_restored)",
+          in_params and in_json and all("per_page" in p and "per-page" not in p for p in in_params) and all("per-page" in p for p in in_json) and keys >= len(in_params),
+          (keys, in_params[:1], in_json[:1]))
     check(f"responses_unrepaired is 0 over every client (names_restored {restored}, nulls_removed {nulls})", unrepaired == 0 and restored > 0 and nulls > 0,
           [l for l in prom.splitlines() if "unrepaired" in l and not l.endswith(" 0")])
     check("every answer was read to its end (no stream cut short by Envoy or the client)", not Api.cut, Api.cut[:4])

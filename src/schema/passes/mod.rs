@@ -16,6 +16,7 @@ pub mod open_objects;
 pub mod openapi;
 pub mod patterns;
 pub mod prefix_items;
+pub mod property_names;
 pub mod refs;
 pub mod refs_listed;
 pub mod repetition;
