@@ -16,6 +16,12 @@ own under ~/.cache/toolfit/hosted, built on first use) and by the documented rul
 - outputs: every corpus `outputSchema` (up to 5 per file) as an OpenAI strict `response_format` (openai-strict:
   strict where it can be, judged as tools are) and as Gemini's `generationConfig.responseSchema`
   (google-genai's `Schema`, no type lists, nothing beside anyOf).
+- openai-responses: the same tools as a Responses API request (`tools[]` flat: name, parameters, strict),
+  each taken by the `openai` package's own `FunctionTool` model and, when strict, judged as above; and
+  every output schema as Responses' `text.format` (the package's `ResponseFormatTextJSONSchemaConfig`,
+  strict ones by §2.1 and openai-agents' checker).
+- gemini-json-output: every output schema as `generationConfig.responseJsonSchema` (google-genai's
+  `GenerationConfig` takes it; the gemini-json rules hold on every node).
 - cohere: a v2 chat request with `strict_tools: true`: no `strict` member, the `cohere` SDK's `ToolV2` takes
   every tool, and where `strict_tools` is still on, its limits hold (200 fields, a required parameter in
   every tool that has parameters, §2.7).
@@ -35,6 +41,8 @@ WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker
 def request(api, rows):
     """The corpus file's tools as one request of that API."""
     params = [(n, p if isinstance(p, dict) else {"type": "object"}) for _, n, p, _ in rows]
+    if api == "openai-responses":
+        return "openai-responses", {"model": "m", "input": "x", "tools": [{"type": "function", "name": n, "description": "d", "parameters": p} for n, p in params]}
     if api.startswith("openai"):
         return "openai-chat", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
     if api.startswith("anthropic"):
@@ -47,7 +55,7 @@ def request(api, rows):
 
 
 # the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)
-PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
+PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "openai-responses": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
            "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere"}
 
 
@@ -65,6 +73,10 @@ def outputs(api, rows):
         if isinstance(o, dict) and len(out) < 5:
             if api == "openai-output":
                 out.append(("openai-chat", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "strict": True, "schema": o}}}))
+            elif api == "openai-responses-output":
+                out.append(("openai-responses", {"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "out", "strict": True, "schema": o}}}))
+            elif api == "gemini-json-output":
+                out.append(("gemini", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": o}}))
             else:
                 out.append(("gemini", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseSchema": o}}))
     return out
@@ -80,7 +92,7 @@ def main():
             out, report = rewrite(body, fmt, PROFILE[api])
             jobs += [{"api": api, "body": body}, {"api": api, "body": out}]
             meta += [(api, label, "raw", report), (api, label, "toolfit", report)]
-    for api, profile in (("openai-output", "openai-strict"), ("gemini-output", "gemini")):
+    for api, profile in (("openai-output", "openai-strict"), ("openai-responses-output", "openai-strict"), ("gemini-output", "gemini"), ("gemini-json-output", "gemini")):
         for label, rows in files:
             for i, (fmt, body) in enumerate(outputs(api, rows)):
                 out, report = rewrite(body, fmt, profile)
@@ -112,7 +124,8 @@ def main():
     check("openai-strict sends some tools strict", table["openai-strict"]["strict"] > 0)
     check("anthropic-strict sends some tools strict", table["anthropic-strict"]["strict"] > 0)
     check("raw corpus is refused somewhere (the judges can fail)", all(table[a]["raw_refused"] > 0 for a in ("openai-strict", "gemini", "gemini-output")))
-    check("output schemas judged", table.get("openai-output", {}).get("files", 0) > 10 and table.get("gemini-output", {}).get("files", 0) > 10)
+    check("output schemas judged", all(table.get(a, {}).get("files", 0) > 10 for a in ("openai-output", "openai-responses-output", "gemini-output", "gemini-json-output")))
+    check("openai-responses sends some tools strict", table["openai-responses"]["strict"] > 0)
     return finish()
 
 

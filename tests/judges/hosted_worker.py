@@ -246,6 +246,42 @@ for line in sys.stdin:
                     unions += sum(1 for p in props.values() if isinstance(p, dict) and ("anyOf" in p or isinstance(p.get("type"), list)))
         if optional > 24 or unions > 16:
             errors.append(f"strict tools hold {optional} optional and {unions} union parameters (§2.4 limits: 24, 16)")
+    elif api == "openai-responses":
+        from openai.types.responses import FunctionTool
+        for t in body["tools"]:
+            name, s = t["name"], t.get("parameters")
+            try:
+                FunctionTool.model_validate({**t, "strict": t.get("strict")}, strict=False)
+            except Exception as e:  # noqa: BLE001
+                errors.append(f"{name}: the openai package's FunctionTool refuses it: {str(e)[:160]}")
+            if t.get("strict") is True:
+                strict += 1
+                errors += [f"{name}: {e}" for e in openai_strict(s)]
+            else:
+                loose += 1
+                errors += [f"{name}: {e}" for e in openai_structural(s)]
+            if "strict" not in t:
+                errors.append(f"{name}: openai-strict left the strict switch unset")
+    elif api == "openai-responses-output":
+        from openai.types.responses import ResponseFormatTextJSONSchemaConfig
+        f = body["text"]["format"]
+        try:
+            ResponseFormatTextJSONSchemaConfig.model_validate(f)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"the openai package's ResponseFormatTextJSONSchemaConfig refuses text.format: {str(e)[:160]}")
+        if f.get("strict") is True:
+            strict += 1
+            errors += [f"{f['name']}: {e}" for e in openai_strict(f["schema"])]
+        else:
+            loose += 1
+    elif api == "gemini-json-output":
+        s = body["generationConfig"]["responseJsonSchema"]
+        try:
+            gtypes.GenerationConfig.model_validate(body["generationConfig"])
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"GenerationConfig refuses it: {str(e)[:200]}")
+        errors += gemini_schema(s, True)
+        loose += 1
     elif api == "openai-output":
         js = body["response_format"]["json_schema"]
         if js.get("strict") is True:
@@ -286,6 +322,7 @@ for line in sys.stdin:
             loose += 1
     # function names: each API's pattern (§2.1 tool name, §2.3 tool name, §2.5 function name), unique
     names = {"openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "openai-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
+             "openai-responses": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
              "anthropic": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"), "anthropic-strict": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"),
              "gemini": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"), "gemini-json": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name")}
     if api in names:
