@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm lint load fuzz test test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
+.PHONY: build wasm lint load fuzz test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
 
 build:
 	cargo build --release
@@ -11,9 +11,10 @@ wasm:
 	scripts/wasm.sh --test
 
 # Envoy 1.40 with the filter in front of an echo upstream; LLAMA=local: a real llama-server (built from the
-# llama-cpp-python sdist, cached) with a tiny generated model; LLAMA_URL=http://host:port: your llama-server
-demo: wasm
-	LLAMA=$(LLAMA) python3 scripts/demo.py
+# llama-cpp-python sdist, cached) with a tiny generated model; LLAMA_URL=http://host:port: your llama-server;
+# AGENT=1: also an agent (openai-agents) calling a real MCP server's tools through the model
+demo: build wasm
+	LLAMA=$(LLAMA) AGENT=$(AGENT) python3 scripts/demo.py
 
 # Unit, property and corpus tests; acceptance against five llama.cpp versions' own converters (judges
 # built from the llama-cpp-python sdists on first use, cached in ~/.cache/toolfit) and against vLLM's
@@ -24,7 +25,8 @@ demo: wasm
 # against the Kubernetes, Istio and Prometheus Operator schemas (npm models in ~/.cache/toolfit/npm) and run;
 # responses in each API's format from a scripted upstream; the real SDKs (openai, anthropic, google-genai,
 # cohere, ollama; a venv in ~/.cache/toolfit/clients) through Envoy to a compressing double of each API; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
-# cached in ~/.cache/toolfit/server) raw and behind Envoy; each fuzz target for 30 s.
+# cached in ~/.cache/toolfit/server) raw and behind Envoy; agents with real MCP servers against them;
+# each fuzz target for 30 s.
 test: build wasm lint
 	cargo test --release
 	python3 tests/judges/llama_judges.py
@@ -36,6 +38,7 @@ test: build wasm lint
 	python3 tests/envoy/clients.py
 	python3 tests/envoy/faults.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
 	scripts/fuzz.sh 30
 
@@ -69,6 +72,12 @@ test-e2e: build wasm
 # 30 output schemas, and the README's table; ONLY=0.3.16 runs one release (about an hour each on 2 cores).
 test-llama-server: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(TOOLS),--tools $(TOOLS)) $(if $(ONLY),--only $(ONLY))
+
+# Agents (openai-agents, pydantic-ai) with real MCP servers (server-everything, server-filesystem from npm,
+# mcp-server-time from PyPI; cached in ~/.cache/toolfit) against llama-server 2026-10 and 2025-08 behind
+# Envoy with toolfit; prints the agent table. RUNS=n turns per framework and server (default 4).
+test-agents: build wasm
+	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py $(if $(RUNS),--runs $(RUNS))
 
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py

@@ -7,8 +7,12 @@ Upstream, one of:
   llama-cpp-python sdist and cached in ~/.cache/toolfit/server, about 7 minutes the first time) with a
   tiny random-weight model (scripts/tiny_model.py, Qwen 2.5 chat template), started on a free port;
 - LLAMA_URL=http://host:port: a llama-server you run.
-Envoy listens on $PORT (10000), admin on $ADMIN_PORT (9901). `--once` sends the example request, prints,
-and stops (used by the tests).
+AGENT=1 (`make demo AGENT=1`, implies LLAMA=local): after the example, an agent loop as users run it
+(openai-agents with its MCPServerStdio) lists the tools of a real MCP server (mcp-server-time from PyPI,
+in ~/.cache/toolfit/agents) and the model behind Envoy calls one; the MCP server runs it.
+Every run prints the schema as sent beside the schema the model server received, the call that came
+back, and the counters that moved. Envoy listens on $PORT (10000), admin on $ADMIN_PORT (9901).
+`--once` sends the example request, prints, and stops (used by the tests).
 """
 import json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request
 from urllib.parse import urlparse
@@ -71,6 +75,42 @@ def start_llama_server():
     return p
 
 
+def received(body):
+    """The example's parameters as toolfit rewrites them for this route (the CLI runs the same engine)."""
+    cli = os.path.join(ROOT, "target", "release", "toolfit")
+    if not os.path.exists(cli):
+        return None
+    p = subprocess.run([cli, "normalize", "--profile", "llama-cpp"], input=json.dumps(body).encode(), capture_output=True)
+    try:
+        return json.loads(p.stdout)["tools"][0]["function"]["parameters"]
+    except (ValueError, KeyError, IndexError):
+        return None
+
+
+def run_agent(port):
+    """openai-agents with a real MCP server (mcp-server-time), the model behind Envoy: one turn."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "judges"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
+    from llama_judges import venv
+    from mcp_agents import PINS
+    print("An agent: openai-agents, MCPServerStdio(mcp-server-time), the model through Envoy and toolfit", flush=True)
+    py = venv("agents", PINS)
+    tap = os.path.join(tempfile.mkdtemp(prefix="toolfit-demo-agent-"), "mcp.jsonl")
+    worker = os.path.join(ROOT, "tests", "envoy", "agent_worker.py")
+    p = subprocess.run([py, worker, "openai-agents", f"http://127.0.0.1:{port}/v1", "1", tap, "[]", "--", py, "-m", "mcp_server_time"],
+                       capture_output=True, text=True, timeout=600)
+    recs = [json.loads(l) for l in open(tap)] if os.path.exists(tap) else []
+    listed = next((r["list"] for r in recs if "list" in r), [])
+    print(f"\n  the agent listed {len(listed)} tools from the MCP server: {', '.join(t['name'] for t in listed)}")
+    for r in recs:
+        if "call" in r:
+            print(f"  the model called {r['call']}({json.dumps(r['arguments'])})")
+            print(f"  the MCP server answered ({'error' if r['isError'] else 'ok'}): {r['text'][:200]}")
+    if not any("call" in r for r in recs):
+        print("  no call reached the MCP server: " + (p.stdout[-300:] + p.stderr[-600:]))
+    print()
+
+
 def wait_health(port, seconds=60):
     end = time.time() + seconds
     while time.time() < end:
@@ -89,7 +129,8 @@ def main():
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
     procs = PROCS
     llama = os.environ.get("LLAMA_URL")
-    local = os.environ.get("LLAMA") == "local"
+    agent = os.environ.get("AGENT") == "1"
+    local = os.environ.get("LLAMA") == "local" or agent
     example = dict(EXAMPLE)
     if local:
         procs.append(start_llama_server())
@@ -148,22 +189,28 @@ def main():
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=body.encode(), headers={"content-type": "application/json"})
     with urllib.request.urlopen(req, timeout=600) as r:
         answer = r.read().decode()
+    sent = example["tools"][0]["function"]["parameters"]
+    print("The schema as sent:\n\n  " + json.dumps(sent) + "\n")
     if not llama:
         got = json.loads(answer)["received"]
-        print("What the model server received (the tool's parameters):\n")
-        print("  " + json.dumps(got["tools"][0]["function"]["parameters"]))
+        print("The schema the model server received:\n\n  " + json.dumps(got["tools"][0]["function"]["parameters"]))
         print(f"\n  framing: {got['framing']}, content-length {got['content_length']} = {got['bytes']} bytes received\n")
     else:
-        print("llama-server answered:\n  " + answer[:600] + "\n")
+        rewritten = received(example)
+        if rewritten:
+            print("The schema the model server received (the same engine, `toolfit normalize`):\n\n  " + json.dumps(rewritten) + "\n")
         try:
             call = json.loads(answer)["choices"][0]["message"]["tool_calls"][0]["function"]
-            print(f"  tool call: {call['name']}({call['arguments']})\n")
+            print(f"The call that came back:\n\n  tool call: {call['name']}({call['arguments']})\n")
         except (ValueError, KeyError, IndexError, TypeError):
-            print("  (no tool call in the answer)\n")
+            print("llama-server answered (no tool call in it):\n  " + answer[:600] + "\n")
+    if agent:
+        run_agent(port)
     time.sleep(1.2)
     stats = [l for l in get(f"http://127.0.0.1:{admin}/stats/prometheus").splitlines() if l.startswith("toolfit_") and not l.startswith("toolfit_rewrite_us")]
-    print(f"Counters (curl -s localhost:{admin}/stats/prometheus | grep ^toolfit_):\n")
-    for l in stats:
+    moved = [l for l in stats if not l.startswith("#") and not l.endswith(" 0")]
+    print(f"Counters that moved ({len(moved)} of {len([l for l in stats if not l.startswith('#')])}; all: curl -s localhost:{admin}/stats/prometheus | grep ^toolfit_):\n")
+    for l in moved:
         print("  " + l)
     if once:
         stop()
