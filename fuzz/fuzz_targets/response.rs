@@ -1,17 +1,21 @@
 //! Arbitrary bytes as a model server's response, in every format, plain and streamed. Invariants: no
 //! panic; a stream fed in two pieces (cut where the first byte says) gives exactly what it gives
 //! whole, and the same counts; a response to a request that needs no repair comes out byte for byte;
-//! what comes out stays within a bound of what went in; a repaired plain body of JSON is JSON.
+//! what comes out stays within a bound of what went in; a repaired plain body of JSON is JSON; the
+//! same body gzip-compressed and cut anywhere gives, on a repairing stream, exactly what the identity
+//! stream gives; arbitrary bytes said to be gzip or deflate never panic and stay bounded.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use toolfit::api::Format;
+use std::io::Write;
+use toolfit::filter::encoding::Coding;
 use toolfit::filter::response::{Framing, OnInvalid, Reply, Stream, Tally, Tool};
 
 const FORMATS: &[Format] = &[Format::OpenAiChat, Format::OpenAiResponses, Format::Anthropic, Format::Gemini, Format::Cohere, Format::Ollama];
 
 fn reply(format: Format, repairs: bool) -> Reply {
     let schema = r##"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer"]},"o":{"$ref":"#"}},"required":["q"]}"##;
-    let tool = |sent: &str, name: &str| Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: vec![String::new()] };
+    let tool = |sent: &str, name: &str| Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: vec![String::new()], keys: Vec::new() };
     let tools = if repairs { vec![tool("gh_search", "gh.search"), tool("s", "s")] } else { vec![tool("s", "s")] };
     Reply::with_tools(format, tools, true, OnInvalid::Count, 4096)
 }
@@ -31,9 +35,9 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             for framing in [Framing::Sse, Framing::Lines] {
-                let mut whole = Stream::new(r.clone(), framing);
+                let mut whole = Stream::new(r.clone(), framing, Coding::Identity);
                 let all = whole.feed(body, true);
-                let mut split = Stream::new(r.clone(), framing);
+                let mut split = Stream::new(r.clone(), framing, Coding::Identity);
                 let (a, b) = body.split_at(cut.min(body.len()));
                 let mut got = split.feed(a, false);
                 got.extend(split.feed(b, true));
@@ -45,6 +49,24 @@ fuzz_target!(|data: &[u8]| {
                     assert_eq!(all, body, "a response needing no repair changed");
                 }
                 assert!(all.len() <= 2 * body.len() + 1024);
+                if repairs {
+                    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                    let _ = e.write_all(body);
+                    let z = e.finish().unwrap_or_default();
+                    let mut g = Stream::new(r.clone(), framing, Coding::Gzip);
+                    let (a, b) = z.split_at(usize::from(first) * z.len() / 256);
+                    let mut out = g.feed(a, false);
+                    out.extend(g.feed(b, true));
+                    if whole.tally.unrepaired == 0 && g.tally.unrepaired == 0 {
+                        assert_eq!(out, all, "gzip changed the output ({format:?}, {framing:?})");
+                    }
+                }
+                for coding in [Coding::Gzip, Coding::Deflate] {
+                    let mut s = Stream::new(r.clone(), framing, coding);
+                    let mut out = s.feed(a, false);
+                    out.extend(s.feed(b, true));
+                    assert!(out.len() <= 2 * body.len() + 2 * (4096usize.max(1 << 20)) + 1024);
+                }
             }
         }
     }
