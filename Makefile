@@ -26,7 +26,7 @@ demo: build wasm
 # responses in each API's format from a scripted upstream; the real SDKs (openai, anthropic, google-genai,
 # cohere, ollama; a venv in ~/.cache/toolfit/clients) through Envoy to a compressing double of each API; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
 # cached in ~/.cache/toolfit/server) raw and behind Envoy; agents with real MCP servers against them;
-# each fuzz target for 30 s.
+# each fuzz target for 20 s (a cold run stays under 45 minutes on 2 cores; make fuzz runs them longer).
 test: build wasm lint
 	cargo test --release
 	python3 tests/judges/llama_judges.py
@@ -40,7 +40,7 @@ test: build wasm lint
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
-	scripts/fuzz.sh 30
+	scripts/fuzz.sh 20
 
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
 # formatting and clippy, natively and for the wasm target the filter ships as.
