@@ -53,6 +53,10 @@ TEST_ROUTES = """              - name: chat-mcp
 """
 
 
+# what Envoy logs when a listener, the admin port or its shared memory (base id) is taken
+BIND_FAILED = re.compile(r"cannot bind|Address already in use|unable to bind domain socket")
+
+
 class Envoy:
     def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None, routes=None, wasm=None):
         self.port, self.admin = free_port(), free_port()
@@ -71,12 +75,24 @@ class Envoy:
         text = "stats_flush_interval: 1s\n" + text
         self.dir = tempfile.mkdtemp(prefix="toolfit-e2e-")
         self.cfg = os.path.join(self.dir, "envoy.yaml")
-        open(self.cfg, "w").write(text)
         self.log = open(os.path.join(self.dir, "envoy.log"), "w+")
-        self.proc = subprocess.Popen([ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(self.port),
-                                      "--component-log-level", "wasm:info", "--log-format", "[%l] %v"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
-        self.ready = self.wait_ready()
+        # free_port() only names a port that was free a moment ago: another process on the machine
+        # (a second test run, a build) can take it before Envoy binds. That is the machine, not
+        # toolfit: start again on fresh ports, at most three times; any other failure stays a failure.
+        for attempt in range(3):
+            open(self.cfg, "w").write(text)
+            self.proc = subprocess.Popen([ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(self.port),
+                                          "--component-log-level", "wasm:info", "--log-format", "[%l] %v"],
+                                         stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
+            self.ready = self.wait_ready()
+            if self.ready or attempt == 2 or not BIND_FAILED.search(self.logs()):
+                break
+            self.stop()
+            old = (self.port, self.admin)
+            self.port, self.admin = free_port(), free_port()
+            text = text.replace(f"port_value: {old[1]}", f"port_value: {self.admin}").replace(f"port_value: {old[0]}", f"port_value: {self.port}")
+            self.log.seek(0)
+            self.log.truncate()
 
     def wait_ready(self, seconds=30):
         end = time.time() + seconds
@@ -98,6 +114,9 @@ class Envoy:
         return r.status, r.read().decode()
 
     def request(self, method, path, body=b"", headers=None, chunks=None):
+        if not self.ready:
+            # say why, instead of a bare "connection refused" from deep inside http.client
+            raise RuntimeError("Envoy did not start:\n" + self.logs()[-2000:])
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         h = {"content-type": "application/json", **(headers or {})}
         if chunks is not None:

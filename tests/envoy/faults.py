@@ -175,7 +175,8 @@ def reload_under_load():
     e = e2e.Envoy.__new__(e2e.Envoy)
     e.port, e.admin, e.proc, e.log = port, admin, proc, log
     try:
-        check("LDS-configured Envoy starts", e.wait_ready())
+        e.ready = e.wait_ready()
+        check("LDS-configured Envoy starts", e.ready)
         body = chat_body(NEEDS_FIX)
         statuses, stop = [], threading.Event()
 
