@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm lint load fuzz test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
+.PHONY: build wasm lint load fuzz digest test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
 
 build:
 	cargo build --release
@@ -91,6 +91,11 @@ kinds: build
 	./target/release/toolfit kinds
 
 # Engine throughput per catalog beside serde_json and mcp-schema-normalize (prints a table; no assertions).
+# One hash per profile and API over everything the engine writes for the corpus (bodies, reports, name
+# maps; every release and option set): run before and after a change that must not change output.
+digest:
+	cargo run --release -q --example digest
+
 bench-engine:
 	python3 bench/bench_engine.py
 
