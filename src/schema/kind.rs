@@ -185,8 +185,9 @@ kinds! {
     /// branch's properties, required only where every branch requires them; the alternatives are said
     /// in the description.
     RootUnionMerged = "root_union_merged", lossy = true;
-    /// An array got `items: {}` or an object `properties: {}`, which the API requires and which mean
-    /// what the missing keyword meant. Exact.
+    /// An array or object in the shape the API demands: `items: {}` or `properties: {}` written (they
+    /// mean what the missing keyword meant), an empty `properties` removed, or an object or array
+    /// keyword removed from a node whose `type` excludes that type. Exact.
     StructureSpelled = "structure_spelled", lossy = false;
     /// An annotation the API refuses (`default`, `examples`, `title`, `$comment`, vendor `x-` keys, ...)
     /// was removed; a `default` or `examples` value is said in the description. No value's validity

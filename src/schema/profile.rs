@@ -238,8 +238,8 @@ macro_rules! hosted_then {
 /// The passes of a strict mode (OpenAI, Anthropic): plain, one object at the root, every value typed,
 /// then [`strict_objects`] closes objects (or declines), and what the mode refuses goes.
 macro_rules! strict_passes {
-    () => {
-        hosted_then![pass!(explicit_types), pass!(strict_objects), pass!(unsupported), pass!(keywords), gated!(patterns), pass!(never), pass!(bounds),]
+    ($($p:expr),* $(,)?) => {
+        hosted_then![pass!(explicit_types), pass!(strict_objects), pass!(unsupported), pass!(keywords), gated!(patterns), pass!(never), $($p,)* pass!(bounds),]
     };
 }
 
@@ -264,7 +264,8 @@ pub static OPENAI_STRICT: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: true }),
     json_fields: None,
-    passes: strict_passes!(),
+    // `structure` for what strict mode leaves as it was: an object it declined to close
+    passes: strict_passes![pass!(structure)],
 };
 
 /// Anthropic without strict mode: a tool's root is an object and not a union.
@@ -306,6 +307,8 @@ pub static GEMINI: Profile = Profile {
         pass!(unsupported),
         pass!(never),
         pass!(keywords),
+        // after `unroll` (a cut recursion is `{"type": "array"}`) and `openapi` (one type per node)
+        pass!(structure),
         pass!(property_names),
         pass!(bounds),
     ],

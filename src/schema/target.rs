@@ -79,9 +79,9 @@ pub struct Target {
     /// Whether a tool's parameters may be a union at the root (Anthropic, and OpenAI strict, refuse
     /// `anyOf`/`oneOf`/`allOf` there).
     pub root_union: bool,
-    /// Whether every array must say `items` and every object `properties` (OpenAI answers 400 without
-    /// them, strict or not).
-    pub spelled_structure: bool,
+    /// What the API demands of arrays and objects beyond JSON Schema: `items` and `properties` written,
+    /// or left out when empty, and their keywords only on nodes of their type.
+    pub structure: Structure,
     /// The rules of a strict mode (constrained decoding of the whole schema), where the profile is one.
     pub strict: Option<Strict>,
     /// Whether the API refuses a tool's own `strict` member (Cohere answers 422): it is removed.
@@ -160,6 +160,42 @@ impl Names {
         }
         out
     }
+}
+
+/// What an API demands of the shape of arrays and objects, where JSON Schema lets a schema leave
+/// things out or say things that cannot apply (see `passes::structure`). Every demand is met by an
+/// exact rewrite: what is written or removed changes no value's validity.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub struct Structure {
+    /// Every array says `items` (OpenAI: 400 "array schema missing items"; Gemini: 400
+    /// "items: missing field").
+    pub items: bool,
+    /// What an object's `properties` must be.
+    pub properties: ObjectProperties,
+    /// Object keywords stand only on objects and array keywords only on arrays: Gemini answers 400
+    /// "properties: only allowed for OBJECT type" and "items: field predicate failed: $type ==
+    /// Type.ARRAY" for `{"type": "string", "properties": ..}` or `{"type": "string", "items": ..}`.
+    pub own_type_only: bool,
+}
+
+/// What an API demands of an object's `properties`.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum ObjectProperties {
+    /// Nothing: present or not, empty or not.
+    AsSent,
+    /// Written on every object (OpenAI: 400 "object schema missing properties").
+    Written,
+    /// Not empty where present (Gemini: 400 "properties: should be non-empty for OBJECT type").
+    NonEmpty,
+}
+
+impl Structure {
+    /// No demand: JSON Schema as it is.
+    pub const AS_SENT: Structure = Structure { items: false, properties: ObjectProperties::AsSent, own_type_only: false };
+    /// OpenAI (and Cohere's OpenAI-style tools): `items` and `properties` always written.
+    pub const SPELLED: Structure = Structure { items: true, properties: ObjectProperties::Written, own_type_only: false };
+    /// Gemini's OpenAPI `Schema`: `items` written, `properties` never empty, keywords on their own type.
+    pub const GEMINI: Structure = Structure { items: true, properties: ObjectProperties::NonEmpty, own_type_only: true };
 }
 
 /// Cohere's `strict_tools: true`: at most `max_fields` parameters over all tools (every level counted),
@@ -527,7 +563,7 @@ impl Target {
         refs: Refs::Defs,
         openapi: false,
         root_union: true,
-        spelled_structure: false,
+        structure: Structure::AS_SENT,
         strict: None,
         no_strict_member: false,
         strict_tools: None,
@@ -632,7 +668,7 @@ impl Target {
     /// OpenAI function tools and structured outputs without `strict` (Chat Completions, Responses):
     /// nothing enforced, but a tool's root must be an object, an array must say `items` and an object
     /// `properties` (400 `invalid_function_parameters` otherwise).
-    pub const OPENAI: Target = Target { spelled_structure: true, names: Some(Names::OPENAI), ..Target::HOSTED };
+    pub const OPENAI: Target = Target { structure: Structure::SPELLED, names: Some(Names::OPENAI), ..Target::HOSTED };
 
     /// OpenAI strict mode (`strict: true` tools, `json_schema` response formats): every object closed
     /// with every property required (optional ones nullable), the documented keywords and formats only,
@@ -644,7 +680,7 @@ impl Target {
         keywords: Some(OPENAI_STRICT_KEYWORDS),
         ref_siblings: Some(&[]),
         root_union: false,
-        spelled_structure: true,
+        structure: Structure::SPELLED,
         never: Never::EmptyAnyOf,
         names: Some(Names::OPENAI),
         strict: Some(Strict {
@@ -714,7 +750,7 @@ impl Target {
         names: Some(Names::GEMINI),
         property_names: Some(Names::GEMINI_PROPERTY),
         root_union: false,
-        spelled_structure: true,
+        structure: Structure::GEMINI,
         ..Target::HOSTED
     };
 
@@ -738,7 +774,7 @@ impl Target {
         strict_tools: Some(StrictTools { max_fields: 200 }),
         refs: Refs::Unrolled(3),
         root_union: false,
-        spelled_structure: true,
+        structure: Structure::SPELLED,
         ..Target::HOSTED
     };
 

@@ -82,8 +82,39 @@ def outputs(api, rows):
     return out
 
 
+# Shapes MCP servers send that Gemini's `parameters` refuse and JSON Schema allows (§2.5): one tool each,
+# with the words of the refusal the judge must give for it raw.
+GEMINI_SHAPES = [
+    ("array_without_items", {"type": "object", "properties": {"paths": {"type": "array", "description": "files"}}}, "items: missing field"),
+    ("no_arguments", {"type": "object", "properties": {}}, "should be non-empty for OBJECT type"),
+    ("properties_on_string", {"type": "object", "properties": {"q": {"type": "string", "properties": {"x": {"type": "string"}}}}},
+     "only allowed for OBJECT type"),
+    ("items_on_string", {"type": "object", "properties": {"v": {"type": "string", "items": {"type": "string"}}}}, "$type == Type.ARRAY"),
+]
+
+
+def shapes(py):
+    """The judge refuses each shape raw, with its reason; after the gemini profile it accepts each, as
+    `parameters` and as `responseSchema`."""
+    jobs = []
+    for name, p, _ in GEMINI_SHAPES:
+        body = {"contents": [], "tools": [{"functionDeclarations": [{"name": name, "description": "d", "parameters": p}]}]}
+        out = {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseSchema": p}}
+        jobs += [{"api": "gemini", "body": body}, {"api": "gemini", "body": rewrite(body, "gemini", "gemini")[0]},
+                 {"api": "gemini-output", "body": out}, {"api": "gemini-output", "body": rewrite(out, "gemini", "gemini")[0]}]
+    p = subprocess.run([py, WORKER], input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
+    verdicts = [json.loads(x) for x in p.stdout.splitlines()]
+    check("one verdict per shape request", len(verdicts) == len(jobs), p.stderr[-500:])
+    for i, (name, _, words) in enumerate(GEMINI_SHAPES):
+        for j, field in ((0, "parameters"), (2, "responseSchema")):
+            raw, fixed = verdicts[4 * i + j:4 * i + j + 2] if len(verdicts) == len(jobs) else ({"errors": []}, {"errors": ["no verdict"]})
+            check(f"gemini shape {name} as {field}: refused raw ({words})", any(words in e for e in raw["errors"]), "; ".join(raw["errors"][:2]))
+            check(f"gemini shape {name} as {field}: accepted after the gemini profile", not fixed["errors"], "; ".join(fixed["errors"][:2]))
+
+
 def main():
     py = venv("hosted", PINS)
+    shapes(py)
     files = by_file(corpus_tools())
     jobs, meta = [], []
     for api in PROFILE:

@@ -170,6 +170,27 @@ class MlDev:
     vertexai = False
 
 
+OBJECT_ONLY = ("properties", "required", "minProperties", "maxProperties", "propertyOrdering")
+ARRAY_ONLY = ("items", "minItems", "maxItems")
+
+
+def gemini_shapes(s):
+    """§2.5: the shapes Gemini's `Schema` refuses although JSON Schema allows them (cline/cline#7339,
+    agno-agi/agno#2112, anomalyco/opencode#11888, NousResearch/hermes-agent#38972)."""
+    errs = []
+    for p, n, _ in nodes(s):
+        t = n.get("type").lower() if isinstance(n.get("type"), str) else None
+        if t == "array" and "items" not in n:
+            errs.append(f"{p}: items: missing field (§2.5)")
+        if t == "object" and n.get("properties") == {}:
+            errs.append(f"{p}: properties: should be non-empty for OBJECT type (§2.5)")
+        if t not in (None, "object") and any(k in n for k in OBJECT_ONLY):
+            errs.append(f"{p}: properties: only allowed for OBJECT type (§2.5)")
+        if t not in (None, "array") and any(k in n for k in ARRAY_ONLY):
+            errs.append(f"{p}: items: field predicate failed: $type == Type.ARRAY (§2.5)")
+    return errs
+
+
 def gemini_schema(s, json_field):
     """§2.5: google-genai's FunctionDeclaration (extra fields forbidden) takes it, and its Developer-API
     check raises nothing on any node; §2.6 for the JSON Schema fields: a $ref alone but for description."""
@@ -187,6 +208,7 @@ def gemini_schema(s, json_field):
         gtypes.FunctionDeclaration.model_validate({"name": "f", "parameters": s})
     except Exception as e:  # noqa: BLE001
         errs.append(f"FunctionDeclaration refuses parameters: {str(e)[:200]}")
+    errs += gemini_shapes(s)
     for p, n, _ in nodes(s):
         try:
             gtrans._raise_for_unsupported_mldev_properties(n, MlDev())
@@ -295,6 +317,7 @@ for line in sys.stdin:
             gtypes.Schema.model_validate(s)
         except Exception as e:  # noqa: BLE001
             errors.append(f"Schema refuses responseSchema: {str(e)[:200]}")
+        errors += gemini_shapes(s)
         for p, n, _ in nodes(s):
             if isinstance(n.get("type"), list) or ("anyOf" in n and len(n) > 1):
                 errors.append(f"{p}: type list or keywords beside anyOf (§2.5)")

@@ -1,10 +1,19 @@
-//! An array says `items` and an object `properties`, where the API requires them
-//! ([`crate::schema::Target::spelled_structure`]): OpenAI answers 400 "array schema missing items" and
-//! "object schema missing properties" even without strict mode. `items: {}` and `properties: {}` mean
-//! what their absence meant. Exact.
+//! Arrays and objects in the shape the API demands ([`crate::schema::Target::structure`]), where JSON
+//! Schema lets a schema leave things out or say things that cannot apply:
+//! - `items: {}` written on an array without it (OpenAI: 400 "array schema missing items"; Gemini:
+//!   "items: missing field");
+//! - `properties: {}` written on an object without it (OpenAI: "object schema missing properties"), or
+//!   an empty `properties` removed (Gemini: "properties: should be non-empty for OBJECT type", the
+//!   shape of an MCP tool without arguments);
+//! - object keywords removed from a node whose `type` excludes objects, array keywords from one whose
+//!   `type` excludes arrays (Gemini: "properties: only allowed for OBJECT type").
+//!
+//! Exact: `items: {}` and `properties: {}` mean what their absence means, and a keyword of one type
+//! constrains nothing on a node that cannot hold that type.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::types::Types;
+use crate::schema::target::ObjectProperties;
+use crate::schema::types::{keyword_type, Types};
 use crate::schema::walk::post_order;
 use crate::schema::{Cx, Kind};
 use serde_json::{json, Value};
@@ -13,22 +22,106 @@ use serde_json::{json, Value};
 pub const AFTER: &[&str] = &[];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    if !cx.target.spelled_structure {
+    let want = cx.target.structure;
+    if want == crate::schema::target::Structure::AS_SENT {
         return;
     }
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {
         let Some(t) = Types::of(node) else { return };
-        if t.contains(Types::ARRAY) && !node.has("items") && !node.has("prefixItems") {
+        if want.own_type_only {
+            let vacuous: Vec<String> = node
+                .keys()
+                .filter(|k| keyword_type(k).is_some_and(|kt| (kt == Types::OBJECT || kt == Types::ARRAY) && t.inter(kt).is_empty()))
+                .cloned()
+                .collect();
+            for k in vacuous {
+                node.remove(&k);
+                recs.push((path.to_string(), format!("{k} removed: it applies only to {}, which type {} excludes", kind_name(&k), t.to_json())));
+            }
+        }
+        if want.items && t.contains(Types::ARRAY) && !node.has("items") && !node.has("prefixItems") {
             node.insert("items".into(), json!({}));
             recs.push((path.to_string(), "items: {} (any item) written out".into()));
         }
-        if t.contains(Types::OBJECT) && !node.has("properties") {
-            node.insert("properties".into(), json!({}));
-            recs.push((path.to_string(), "properties: {} written out".into()));
+        if !t.contains(Types::OBJECT) {
+            return;
+        }
+        match want.properties {
+            ObjectProperties::Written if !node.has("properties") => {
+                node.insert("properties".into(), json!({}));
+                recs.push((path.to_string(), "properties: {} written out".into()));
+            }
+            ObjectProperties::NonEmpty if node.get("properties").and_then(Value::as_object).is_some_and(|p| p.is_empty()) => {
+                node.remove("properties");
+                recs.push((path.to_string(), "properties: {} removed (no property declared)".into()));
+            }
+            _ => {}
         }
     });
     for (p, d) in recs {
         cx.record(&p, Kind::StructureSpelled, d);
+    }
+}
+
+fn kind_name(keyword: &str) -> &'static str {
+    if keyword_type(keyword) == Some(Types::OBJECT) {
+        "objects"
+    } else {
+        "arrays"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::{Context, Options, Target};
+
+    fn run_on(mut v: Value, target: &Target) -> (Value, u64) {
+        let opts = Options::default();
+        let mut cx = Cx::new("t", Context::Tool, &opts, target);
+        run(&mut v, &mut cx);
+        let n = cx.report.counters.get(&Kind::StructureSpelled).copied().unwrap_or(0);
+        (v, n)
+    }
+
+    const MCP_SHAPES: &str = r#"{"type": "object", "properties": {
+        "paths": {"type": "array"},
+        "m": {"type": "object"},
+        "none": {"type": "object", "properties": {}},
+        "q": {"type": "string", "properties": {"x": {}}, "required": ["x"], "items": {}, "maxItems": 2},
+        "tuple": {"type": "array", "prefixItems": [{}]}}}"#;
+
+    #[test]
+    fn openai_writes_items_and_properties() {
+        let (v, n) = run_on(serde_json::from_str(MCP_SHAPES).unwrap_or_default(), &Target::OPENAI);
+        assert_eq!(v["properties"]["paths"]["items"], json!({}));
+        assert_eq!(v["properties"]["m"]["properties"], json!({}));
+        assert_eq!(v["properties"]["none"]["properties"], json!({}), "empty properties stay");
+        assert_eq!(v["properties"]["q"]["properties"], json!({"x": {}}), "OpenAI takes keywords of another type");
+        assert!(v["properties"]["tuple"].get("items").is_none(), "prefixItems says the items");
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn gemini_writes_items_removes_empty_properties_and_keywords_of_other_types() {
+        let (v, n) = run_on(serde_json::from_str(MCP_SHAPES).unwrap_or_default(), &Target::GEMINI);
+        assert_eq!(v["properties"]["paths"]["items"], json!({}));
+        assert!(v["properties"]["m"].get("properties").is_none(), "no empty properties written: {v}");
+        assert_eq!(v["properties"]["none"], json!({"type": "object"}));
+        assert_eq!(v["properties"]["q"], json!({"type": "string"}));
+        assert_eq!(n, 6);
+        // a tool without arguments: the root keeps its type, loses the empty properties
+        let (v, _) = run_on(json!({"type": "object", "properties": {}}), &Target::GEMINI);
+        assert_eq!(v, json!({"type": "object"}));
+    }
+
+    #[test]
+    fn a_target_without_demands_changes_nothing() {
+        for t in [Target::LLAMA_CPP, Target::ANTHROPIC, Target::GEMINI_JSON, Target::JSON_SCHEMA] {
+            let before: Value = serde_json::from_str(MCP_SHAPES).unwrap_or_default();
+            let (v, n) = run_on(before.clone(), &t);
+            assert_eq!((v, n), (before, 0));
+        }
     }
 }
