@@ -527,7 +527,7 @@ fn rewrite_schemas(
     if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
         results.extend(strict_tools(text, o, &limits, &results));
     }
-    if profile.target.tool_description && !opts.llama_cpp.tool_description_optional() {
+    if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
         results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
     }
     if let Some(c) = cache {

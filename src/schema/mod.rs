@@ -68,8 +68,9 @@ pub struct Options {
     /// allows is valid for the original schema), while opening lets the model invent arguments, grows
     /// every grammar and turns nearly every request into a rewrite.
     pub open_objects: bool,
-    /// The oldest llama.cpp release the route serves (llama-cpp profile): what later releases fixed is
-    /// relied on, what earlier ones break on is worked around.
+    /// The oldest llama.cpp release the route serves: what later releases fixed is relied on, what
+    /// earlier ones break on is worked around. Read only through [`Target::release`] (or
+    /// [`Cx::release`]), which answers only for a versioned target.
     pub llama_cpp: LlamaCpp,
 }
 
@@ -92,6 +93,12 @@ pub struct Cx<'a> {
 impl<'a> Cx<'a> {
     pub fn new(tool: &'a str, context: Context, opts: &'a Options, target: &'a Target) -> Self {
         Cx { tool, context, opts, target, report: Report::default() }
+    }
+
+    /// The llama.cpp release whose behaviour the backend has, for a versioned target (see
+    /// [`Target::release`]); `None`: no release workaround applies.
+    pub fn release(&self) -> Option<LlamaCpp> {
+        self.target.release(self.opts)
     }
 
     pub fn record(&mut self, path: &str, kind: Kind, detail: impl Into<String>) {

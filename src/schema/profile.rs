@@ -436,6 +436,90 @@ mod tests {
         }
     }
 
+    /// The target fields a source file reads: `target.<field>`, or a method of [`Target`] that reads
+    /// fields for it.
+    fn fields_read(src: &str, fields: &[&'static str]) -> Vec<&'static str> {
+        let mut read: Vec<&'static str> = fields
+            .iter()
+            .copied()
+            .filter(|f| {
+                let needle = format!("target.{f}");
+                src.match_indices(&needle).any(|(i, _)| !src[i + needle.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+            })
+            .collect();
+        for (method, reads) in [
+            ("target.any(", &["typed_any"][..]),
+            ("target.unenforced_keywords(", &["grammar", "unenforced"]),
+            ("target.unenforced(", &["grammar", "unenforced"]),
+            ("target.keeps_format(", &["formats"]),
+            (".release(", &["versioned"]),
+        ] {
+            if src.contains(method) {
+                read.extend_from_slice(reads);
+            }
+        }
+        read
+    }
+
+    fn source(path: &str) -> String {
+        std::fs::read_to_string(format!("{}/src/{path}", env!("CARGO_MANIFEST_DIR"))).unwrap_or_default()
+    }
+
+    /// Every field of every target, by name.
+    fn all_fields() -> Vec<&'static str> {
+        let all = Target { typed_any: true, ..Target::JSON_SCHEMA };
+        let mut f = all.settings();
+        // the rest by setting each away from JSON_SCHEMA as some target does
+        for p in ALL {
+            f.extend(p.target.settings());
+        }
+        f.sort_unstable();
+        f.dedup();
+        f
+    }
+
+    #[test]
+    fn every_setting_of_a_target_has_a_reader_in_its_profiles_lists() {
+        let fields = all_fields();
+        let engine: Vec<&str> = ["api/mod.rs", "api/names.rs", "api/defs.rs", "schema/mod.rs", "filter/request.rs", "filter/response.rs"]
+            .iter()
+            .flat_map(|f| fields_read(&source(f), &fields))
+            .collect();
+        let pass_reads = |name: &str| fields_read(&source(&format!("schema/passes/{name}.rs")), &fields);
+        for p in ALL {
+            for f in p.target.settings() {
+                let readers: Vec<&str> = p.all_passes().filter(|x| pass_reads(x.name).contains(&f)).map(|x| x.name).collect();
+                assert!(
+                    engine.contains(&f) || !readers.is_empty(),
+                    "profile {}: its target sets {f}, but no pass in its lists reads it (and the engine does not)",
+                    p.name
+                );
+            }
+        }
+        // and the reverse: a pass that reads target fields is listed by some profile that sets one
+        let mut names: Vec<&str> = ALL.iter().flat_map(|p| p.all_passes()).map(|x| x.name).collect();
+        names.dedup();
+        for name in names {
+            let reads = pass_reads(name);
+            if reads.is_empty() {
+                continue;
+            }
+            let useful = ALL.iter().filter(|p| p.all_passes().any(|x| x.name == name)).any(|p| p.target.settings().iter().any(|f| reads.contains(f)));
+            assert!(useful, "pass {name} reads {reads:?}, which no profile that lists it sets");
+        }
+    }
+
+    #[test]
+    fn release_workarounds_ask_the_target() {
+        // a pass reading the route's release directly would apply a llama.cpp workaround to any backend
+        let dir = format!("{}/src/schema/passes", env!("CARGO_MANIFEST_DIR"));
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let src = std::fs::read_to_string(e.path()).unwrap_or_default();
+            let code = src.split("#[cfg(test)]").next().unwrap_or("");
+            assert!(!code.contains("opts.llama_cpp"), "{}: reads opts.llama_cpp instead of cx.release()", e.path().display());
+        }
+    }
+
     #[test]
     fn pass_names_are_their_modules() {
         // `after` names passes by their module name: a typo would make the check above vacuous

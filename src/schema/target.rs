@@ -2,7 +2,7 @@
 //!
 //! A pass that needs to know how the backend reads something asks the [`Target`] in its context
 //! ([`crate::schema::Cx::target`]); what depends on the backend's version asks the oldest version the
-//! route serves ([`crate::schema::Options::llama_cpp`]).
+//! route serves, through [`Target::release`].
 
 use crate::schema::types::Types;
 use crate::schema::Context;
@@ -717,7 +717,8 @@ impl Target {
             "maxLength",
             "maxItems",
         ],
-        numbers: Numbers::Unenforced,
+        // number bounds are in `unenforced` (removed by `unsupported` with the other keywords strict
+        // mode refuses), not `numbers: Unenforced`, which only `integer_bounds` reads
         formats: Some(&["date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"]),
         keywords: Some(ANTHROPIC_STRICT_KEYWORDS),
         // definitions only under `$defs` (the SDK reads no other)
@@ -777,6 +778,82 @@ impl Target {
         structure: Structure::SPELLED,
         ..Target::HOSTED
     };
+
+    /// The oldest llama.cpp release the route serves, where the target is one whose behaviour depends on
+    /// it ([`Target::versioned`]); `None` for every other backend. Every release check goes through
+    /// here, so a workaround for one llama.cpp release cannot leak into another backend's output.
+    pub fn release(&self, opts: &crate::schema::Options) -> Option<LlamaCpp> {
+        self.versioned.then_some(opts.llama_cpp)
+    }
+
+    /// The fields this target sets away from [`Target::JSON_SCHEMA`] (JSON Schema as it means, no
+    /// demand): each must have a reader among the passes of every profile with this target (checked in
+    /// `profile`'s tests). The destructuring names every field, so a new one cannot be forgotten here.
+    #[cfg(test)]
+    pub fn settings(&self) -> Vec<&'static str> {
+        let Target {
+            typed_any,
+            tool_description,
+            grammar,
+            unenforced,
+            formats,
+            numbers,
+            beside_pattern,
+            counts_need_room,
+            one_of_as_any_of,
+            versioned,
+            shared_defs,
+            nesting,
+            reserved_names,
+            disjoint_pattern_properties,
+            multiple_of_states,
+            never,
+            tool_fields,
+            keywords,
+            ref_siblings,
+            refs,
+            openapi,
+            root_union,
+            structure,
+            strict,
+            no_strict_member,
+            strict_tools,
+            names,
+            property_names,
+        } = *self;
+        let n = Target::JSON_SCHEMA;
+        let set = [
+            ("typed_any", typed_any != n.typed_any),
+            ("tool_description", tool_description != n.tool_description),
+            ("grammar", grammar != n.grammar),
+            ("unenforced", unenforced != n.unenforced),
+            ("formats", formats != n.formats),
+            ("numbers", numbers != n.numbers),
+            ("beside_pattern", beside_pattern != n.beside_pattern),
+            ("counts_need_room", counts_need_room != n.counts_need_room),
+            ("one_of_as_any_of", one_of_as_any_of != n.one_of_as_any_of),
+            ("versioned", versioned != n.versioned),
+            ("shared_defs", shared_defs != n.shared_defs),
+            ("nesting", nesting != n.nesting),
+            ("reserved_names", reserved_names != n.reserved_names),
+            ("disjoint_pattern_properties", disjoint_pattern_properties != n.disjoint_pattern_properties),
+            ("multiple_of_states", multiple_of_states != n.multiple_of_states),
+            ("never", never != n.never),
+            ("tool_fields", tool_fields != n.tool_fields),
+            ("keywords", keywords != n.keywords),
+            ("ref_siblings", ref_siblings != n.ref_siblings),
+            ("refs", refs != n.refs),
+            ("openapi", openapi != n.openapi),
+            ("root_union", root_union != n.root_union),
+            ("structure", structure != n.structure),
+            ("strict", strict != n.strict),
+            ("no_strict_member", no_strict_member != n.no_strict_member),
+            ("strict_tools", strict_tools != n.strict_tools),
+            ("names", names != n.names),
+            ("property_names", property_names != n.property_names),
+        ];
+        set.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect()
+    }
 
     /// Every keyword the backend ignores or refuses.
     pub fn unenforced_keywords(&self) -> impl Iterator<Item = &'static str> {

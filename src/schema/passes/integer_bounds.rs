@@ -33,7 +33,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let promote_on = cx.opts.promote_to_description;
     let numbers = cx.target.numbers;
     let limit = match numbers {
-        Numbers::Integers if cx.opts.llama_cpp.wide_integer_bounds() => LIMIT_53,
+        Numbers::Integers if cx.release().is_some_and(|r| r.wide_integer_bounds()) => LIMIT_53,
         Numbers::Integers => LIMIT_32,
         Numbers::All | Numbers::Unenforced => f64::INFINITY,
     };

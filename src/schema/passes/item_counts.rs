@@ -23,10 +23,9 @@ pub const WANTS: &[&str] = &["minItems", "maxItems"];
 const ARRAY_ONLY: &[&str] = &["items", "minItems", "maxItems", "prefixItems", "uniqueItems", "contains", "minContains", "maxContains"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let since = cx.opts.llama_cpp;
-    let versioned = cx.target.versioned;
-    let need_items = cx.target.counts_need_room && !(versioned && since.item_counts_without_items());
-    let empty_ok = !versioned || since.empty_arrays_beside_items();
+    let release = cx.release();
+    let need_items = cx.target.counts_need_room && !release.is_some_and(|r| r.item_counts_without_items());
+    let empty_ok = release.is_none_or(|r| r.empty_arrays_beside_items());
     let any_item = Value::Object(cx.target.any(Context::Output, false));
     let mut recs: Vec<(String, String)> = Vec::new();
     post_order(root, "", &mut |node, path| {

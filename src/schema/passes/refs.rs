@@ -359,7 +359,8 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
             break;
         }
         // a definition that is only a ref compiles as "any object" on older llama.cpp: point past it
-        let ptr = if cx.opts.llama_cpp.ref_chains() { ptr } else { st.chain_end(ptr) };
+        // (pointing past it is exact, so a backend without releases gets it too)
+        let ptr = if cx.release().is_some_and(|r| r.ref_chains()) { ptr } else { st.chain_end(ptr) };
         st.targets.insert(ptr.clone());
         let constraining = node.keys().any(|k| constrains(k));
         let tool_root = path.is_empty() && cx.context == Context::Tool;

@@ -18,7 +18,8 @@ pub const MEMBER: &str = "x-toolfit-refs";
 pub const AFTER: &[&str] = &["refs"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    if cx.opts.llama_cpp.refs_read_whole() {
+    // only a versioned target's older releases copy definitions before their refs are rewritten
+    if cx.release().is_none_or(|r| r.refs_read_whole()) {
         return;
     }
     let Value::Object(r) = root else { return };
