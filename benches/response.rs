@@ -6,8 +6,9 @@
 
 use std::hint::black_box;
 use toolfit::api::Format;
+use toolfit::filter::config::OnInvalid;
 use toolfit::filter::encoding::Coding;
-use toolfit::filter::response::{Framing, OnInvalid, Reply, Stream, Tally, Tool};
+use toolfit::filter::response::{Events, Reply, Stream, Tally, Tool};
 
 mod common;
 use common::best_of;
@@ -53,7 +54,7 @@ fn main() {
     });
     let run = |repairs: bool| {
         best_of(|| {
-            let mut st = Stream::new(reply(repairs), Framing::Sse, Coding::Identity);
+            let mut st = Stream::new(reply(repairs), Events::Sse, Coding::Identity);
             let mut out = 0;
             for c in bytes.chunks(1024) {
                 out += st.feed(c, false).len();

@@ -1,23 +1,23 @@
-//! The proxy-wasm shim: reads what Envoy says about a request, asks `crate::filter` what to do, and
-//! does it. No decisions live here, only the host's rules:
+//! The proxy-wasm shim: reads what Envoy says about a request and its response, hands it to
+//! `crate::filter` (plain values in, verdicts out; body and header changes through the small
+//! `RequestHost` and `ResponseHost` traits implemented below over `hostcalls`), and does what comes
+//! back. No decisions live here, only the host's rules:
 //!
 //! - Host calls go through `hostcalls` and their errors are handled: the SDK's context helpers panic
 //!   on an unexpected status (e.g. touching request headers after they were forwarded), and a panic
 //!   traps the VM, which Envoy turns into 503s or a silent bypass.
-//! - `Content-Length`: a rewritten body changes length, and a stale header makes Envoy send the old
-//!   length: the upstream cuts the body and reads the rest as the next request on the pooled
-//!   connection. In `chunked` framing the header is removed before the headers go upstream (they
-//!   cannot be touched afterwards); in `exact` framing the headers are held (Pause, which needs the
-//!   plugin's `allow_on_headers_stop_iteration: true`) and get the new length with the new body.
+//! - `Content-Length` and the framing (see `filter::request::hold_headers`): request headers go
+//!   upstream before the body is read unless the callback pauses, which needs the plugin's
+//!   `allow_on_headers_stop_iteration: true`.
 //! - The end of a body can arrive in the trailers callback (Envoy's decompressor adds trailers), so
-//!   the rewrite finishes there too.
+//!   the rewrite (and the response's repair) finishes there too.
 //! - Past `max_body_bytes` buffering stops before Envoy's own buffer limit answers 413.
 
 use crate::api::cache::SiteCache;
-use crate::filter::config::{Config, Framing};
-use crate::filter::encoding::Decoder;
-use crate::filter::request::{self, Headers, Line, LogLimiter, Plan, RouteMeta, Start, Verdict};
-use crate::filter::response::{self, Begin, OnInvalid, Reply, Stream, Tally};
+use crate::filter::config::Config;
+use crate::filter::log::LogLimiter;
+use crate::filter::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
+use crate::filter::response::{Flow, Next, Reply, ResponseHost, Sink};
 use crate::filter::stats::{metric_name, Metrics, Stat};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -161,7 +161,7 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), plan: None, buffered: 0, reply: None, resp: Resp::Off }))
+        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), plan: None, buffered: 0, reply: None, resp: Flow::Off }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -177,22 +177,8 @@ struct Http {
     buffered: usize,
     /// What the response path needs, once the request declared tools.
     reply: Option<Reply>,
-    resp: Resp,
-}
-
-/// How the response body is being read.
-enum Resp {
-    /// Not at all: it streams on untouched.
-    Off,
-    /// A JSON body. `hold`: toolfit keeps it (in `copy`, out of Envoy's buffer) until the end, as it may
-    /// change; else chunks go on at once and `copy` keeps them for the check at the end. `decoder`:
-    /// the upstream compressed it; `copy` holds it decoded.
-    Json { reply: Reply, hold: bool, copy: Vec<u8>, decoder: Option<Decoder> },
-    /// A compressed body whose headers already said identity, held past `max_body_bytes`: the rest
-    /// goes on decoded, unread.
-    Decoding(Decoder),
-    /// SSE or NDJSON: each chunk goes on as soon as the events in it may.
-    Stream(Box<Stream>),
+    /// How the response body is being read (decided in `crate::filter::response`).
+    resp: Flow,
 }
 
 impl Context for Http {}
@@ -248,27 +234,9 @@ impl HttpContext for Http {
         let start = request::start(&self.config, &h, route.as_deref(), &meta, &mut shared.metrics, &mut |w| log::warn!("toolfit: {w}"));
         let Start::Buffer(plan) = start else { return Action::Continue };
         shared.metrics.define_all(&plan.route, plan.profile.name);
-        if let Some(ae) = &plan.accept_encoding {
-            // the upstream may compress only in codings toolfit reads (else its answer goes on unrepaired)
-            if hostcalls::set_map_value(MapType::HttpRequestHeaders, "accept-encoding", Some(ae)).is_err() {
-                plan.count(&mut shared.metrics, Stat::InternalErrors, 1);
-            }
-        }
-        match self.config.framing {
-            Framing::Chunked => {
-                if hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length").is_err() {
-                    // the length cannot be dropped, so the body must not change: leave this request alone
-                    plan.count(&mut shared.metrics, Stat::InternalErrors, 1);
-                    return Action::Continue;
-                }
-                self.plan = Some(plan);
-                Action::Continue
-            }
-            Framing::Exact => {
-                self.plan = Some(plan);
-                Action::Pause
-            }
-        }
+        let Some(next) = request::hold_headers(&self.config, &plan, &mut WasmRequest, &mut shared.metrics) else { return Action::Continue };
+        self.plan = Some(plan);
+        action(next)
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
@@ -295,110 +263,74 @@ impl HttpContext for Http {
     fn on_http_response_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
         let Some(reply) = self.reply.take() else { return Action::Continue };
         let status = response_header(":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-        let how = response::begin(&reply, status, end_of_stream, response_header("content-type").as_deref(), response_header("content-encoding").as_deref());
-        if how == Begin::Encoded && reply.repairs() {
-            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
-        }
-        // a body that may change length loses its Content-Length (the client reads it chunked)
-        if how.changes(&reply) && hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-length").is_err() {
-            self.internal_error(&reply);
-            return Action::Continue;
-        }
-        // one that goes on decoded loses its Content-Encoding; if that fails it goes on as it came
-        if how.decodes(&reply) && hostcalls::remove_map_value(MapType::HttpResponseHeaders, "content-encoding").is_err() {
-            self.internal_error(&reply);
-            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
-            return Action::Continue;
-        }
-        match how {
-            Begin::Skip | Begin::Encoded => Action::Continue,
-            Begin::Stream(f, coding) => {
-                self.resp = Resp::Stream(Box::new(Stream::new(reply, f, coding)));
-                Action::Continue
-            }
-            Begin::Json { hold, wait, coding } => {
-                let decoder = Decoder::new(coding, response::decode_limit(&reply));
-                self.resp = Resp::Json { reply, hold, copy: Vec::new(), decoder };
-                // reject answers with another status: the headers wait for the body (framing: exact,
-                // checked at configuration)
-                if wait {
-                    Action::Pause
-                } else {
-                    Action::Continue
-                }
-            }
-        }
+        let (ct, ce) = (response_header("content-type"), response_header("content-encoding"));
+        let (flow, next) = self.with_sink(|sink| Flow::start(reply, status, end_of_stream, ct.as_deref(), ce.as_deref(), &mut WasmResponse, sink));
+        self.resp = flow;
+        action(next)
     }
 
     fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        match &mut self.resp {
-            Resp::Off => Action::Continue,
-            Resp::Stream(stream) => {
-                let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
-                let out = stream.feed(&chunk, end_of_stream);
-                if out != chunk && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &out).is_err() {
-                    stream.tally.unrepaired += 1;
-                }
-                if end_of_stream {
-                    self.response_done();
-                }
-                Action::Continue
-            }
-            Resp::Json { .. } => {
-                let Resp::Json { reply, hold, copy, decoder } = std::mem::replace(&mut self.resp, Resp::Off) else { return Action::Continue };
-                self.json_body(reply, hold, copy, decoder, body_size, end_of_stream)
-            }
-            Resp::Decoding(decoder) => {
-                let chunk = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
-                // a chunk that does not decode goes on as it came (the body is corrupt either way)
-                if let Ok(out) = decoder.feed(&chunk, end_of_stream) {
-                    let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &out);
-                } else {
-                    self.resp = Resp::Off;
-                }
-                Action::Continue
-            }
+        if matches!(self.resp, Flow::Off) {
+            return Action::Continue;
         }
+        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+        let next = self.with_sink(|sink| resp.body(&mut WasmResponse, sink, body_size, end_of_stream));
+        self.resp = resp;
+        action(next)
     }
 
     fn on_http_response_trailers(&mut self, _n: usize) -> Action {
-        // a body that ends in trailers: what toolfit still holds goes out now, as the end of the body
-        let (held, reply) = match &mut self.resp {
-            Resp::Stream(stream) => (stream.feed(&[], true), stream.reply().clone()),
-            Resp::Json { hold: true, .. } => {
-                let Resp::Json { reply, copy, decoder, .. } = std::mem::replace(&mut self.resp, Resp::Off) else { return self.trailers_done() };
-                match decoder.map_or(Ok(Vec::new()), |mut d| d.feed(&[], true)) {
-                    Ok(rest) => {
-                        let body = [copy, rest].concat();
-                        self.answer(&reply, &body, 0);
-                    }
-                    Err(_) => {
-                        self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
-                        if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &copy).is_err() {
-                            self.internal_error(&reply);
-                        }
-                    }
-                }
-                return Action::Continue;
-            }
-            Resp::Decoding(decoder) => {
-                let rest = decoder.feed(&[], true).unwrap_or_default();
-                if !rest.is_empty() {
-                    let _ = hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &rest);
-                }
-                return self.trailers_done();
-            }
-            _ => return self.trailers_done(),
-        };
-        if !held.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &held).is_err() {
-            self.internal_error(&reply);
-        }
-        self.trailers_done()
+        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+        action(self.with_sink(|sink| resp.trailers(&mut WasmResponse, sink)))
     }
 
     fn on_log(&mut self) {
-        // a response cut short still counts the calls it carried
-        self.response_done();
+        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+        self.with_sink(|sink| resp.done(sink));
+    }
+}
+
+/// The request body and headers, as `crate::filter::request` changes them.
+struct WasmRequest;
+
+impl RequestHost for WasmRequest {
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        hostcalls::set_map_value(MapType::HttpRequestHeaders, name, Some(value)).is_ok()
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        hostcalls::remove_map_value(MapType::HttpRequestHeaders, name).is_ok()
+    }
+    fn set_body(&mut self, size: usize, bytes: &[u8]) -> bool {
+        hostcalls::set_buffer(BufferType::HttpRequestBody, 0, size, bytes).is_ok()
+    }
+    fn reject(&mut self, status: u16, body: &[u8]) -> bool {
+        let headers = vec![("content-type", "application/json"), ("x-toolfit", "rejected")];
+        hostcalls::send_http_response(u32::from(status), headers, Some(body)).is_ok()
+    }
+}
+
+/// The response body and headers, as `crate::filter::response` reads and changes them.
+struct WasmResponse;
+
+impl ResponseHost for WasmResponse {
+    fn chunk(&mut self, size: usize) -> Option<Vec<u8>> {
+        hostcalls::get_buffer(BufferType::HttpResponseBody, 0, size).ok().map(Option::unwrap_or_default)
+    }
+    fn set_chunk(&mut self, size: usize, bytes: &[u8]) -> bool {
+        hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, bytes).is_ok()
+    }
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        hostcalls::set_map_value(MapType::HttpResponseHeaders, name, Some(value)).is_ok()
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        hostcalls::remove_map_value(MapType::HttpResponseHeaders, name).is_ok()
+    }
+}
+
+fn action(next: Next) -> Action {
+    match next {
+        Next::Continue => Action::Continue,
+        Next::Pause => Action::Pause,
     }
 }
 
@@ -412,149 +344,13 @@ fn header_opt(name: &Option<String>) -> Option<String> {
 }
 
 impl Http {
-    fn trailers_done(&mut self) -> Action {
-        self.response_done();
-        Action::Continue
-    }
-
-    /// Counts what the response's repair did (once), when its body has ended or stopped.
-    fn response_done(&mut self) {
-        match std::mem::replace(&mut self.resp, Resp::Off) {
-            Resp::Off | Resp::Decoding(_) => {}
-            Resp::Stream(mut stream) => {
-                if stream.holding() {
-                    stream.tally.unrepaired += 1;
-                }
-                self.count(stream.reply(), &stream.tally);
-            }
-            Resp::Json { reply, copy, .. } => {
-                let mut tally = Tally::default();
-                let _ = reply.repair_json(&copy, &mut tally);
-                self.count(&reply, &tally);
-            }
-        }
-    }
-
-    /// A chunk of a JSON response; `self.resp` is put back while more is to come. A compressed body
-    /// is read decoded: `copy` holds decoded bytes.
-    fn json_body(&mut self, reply: Reply, hold: bool, mut copy: Vec<u8>, mut decoder: Option<Decoder>, body_size: usize, end: bool) -> Action {
-        let Ok(chunk) = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).map(Option::unwrap_or_default) else {
-            // unreadable: this chunk goes on as it is, and what was taken before it in front of it
-            if hold && !copy.is_empty() && hostcalls::set_buffer(BufferType::HttpResponseBody, 0, 0, &copy).is_err() {
-                self.internal_error(&reply);
-            }
-            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
-            return Action::Continue;
-        };
-        let text = match &mut decoder {
-            Some(d) => d.feed(&chunk, end),
-            None => Ok(chunk),
-        };
-        if !hold {
-            // only read: every chunk goes on at once (compressed as it came), a decoded copy is kept
-            // for the check (not past max_bytes, nor once it does not decode)
-            if let Ok(text) = text.as_deref() {
-                if copy.len() + text.len() <= reply.max_bytes {
-                    copy.extend_from_slice(text);
-                    self.resp = Resp::Json { reply, hold, copy, decoder };
-                    if end {
-                        self.response_done();
-                    }
-                }
-            }
-            return Action::Continue;
-        }
-        // held: toolfit keeps the bytes itself (each chunk taken out of Envoy's buffer), so a large
-        // response never meets Envoy's buffer limit (a 500 or a reset); past max_bytes what was taken
-        // goes back out, unrepaired (and the rest decoded, since the headers already said identity)
-        let text = match text {
-            Ok(t) => t,
-            Err(_) => {
-                // not decodable: what was taken goes back, then the chunk as it came (corrupt either way)
-                let raw = hostcalls::get_buffer(BufferType::HttpResponseBody, 0, body_size).ok().flatten().unwrap_or_default();
-                copy.extend_from_slice(&raw);
-                if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &copy).is_err() {
-                    self.internal_error(&reply);
-                }
-                self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
-                return Action::Continue;
-            }
-        };
-        copy.extend_from_slice(&text);
-        if copy.len() > reply.max_bytes {
-            if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &copy).is_err() {
-                self.internal_error(&reply);
-            }
-            self.count(&reply, &Tally { unrepaired: 1, ..Tally::default() });
-            if let (Some(d), false) = (decoder, end) {
-                self.resp = Resp::Decoding(d);
-            }
-            return Action::Continue;
-        }
-        if end {
-            self.answer(&reply, &copy, body_size);
-            return Action::Continue;
-        }
-        if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, body_size, &[]).is_err() {
-            // the chunk stays where it is, so what was taken before it cannot come back in order
-            self.internal_error(&reply);
-            return Action::Continue;
-        }
-        // with reject the headers wait: the (empty) body waits with them
-        let wait = reply.on_invalid == OnInvalid::Reject;
-        self.resp = Resp::Json { reply, hold, copy, decoder };
-        if wait {
-            Action::Pause
-        } else {
-            Action::Continue
-        }
-    }
-
-    /// A held JSON response, complete (`body`: all of it, which toolfit took out of Envoy's buffer;
-    /// the buffer holds the last `size` bytes): repaired, or replaced by an error when a call is
-    /// invalid and the route rejects those, or put back as it came.
-    fn answer(&mut self, reply: &Reply, body: &[u8], size: usize) {
-        let mut tally = Tally::default();
-        let repaired = reply.repair_json(body, &mut tally);
-        let mut out: &[u8] = repaired.as_deref().unwrap_or(body);
-        let err = match (reply.on_invalid, tally.first_invalid()) {
-            (OnInvalid::Reject, Some(call)) => Some(reply.rejection(call)),
-            _ => None,
-        };
-        if let Some(err) = &err {
-            let headers = [(":status", "502"), ("x-toolfit", "invalid-tool-call"), ("content-type", "application/json")];
-            if headers.iter().all(|(k, v)| hostcalls::set_map_value(MapType::HttpResponseHeaders, k, Some(v)).is_ok()) {
-                tally.rejected = 1;
-                out = err;
-            } else {
-                tally.unrepaired += 1;
-            }
-        }
-        if reply.on_invalid == OnInvalid::Reject {
-            // the held headers go with the exact length of what is sent
-            let _ = hostcalls::set_map_value(MapType::HttpResponseHeaders, "content-length", Some(&out.len().to_string()));
-        }
-        if hostcalls::set_buffer(BufferType::HttpResponseBody, 0, size, out).is_err() {
-            tally.rejected = 0;
-            self.internal_error(reply);
-        }
-        self.count(reply, &tally);
-    }
-
-    fn internal_error(&mut self, reply: &Reply) {
-        let mut shared = self.shared.borrow_mut();
-        shared.metrics.add(&metric_name(&reply.route, reply.profile, Stat::InternalErrors.name()), 1);
-    }
-
-    fn count(&mut self, reply: &Reply, tally: &Tally) {
+    /// Runs `f` with this plugin's counters and log rate limit.
+    fn with_sink<R>(&self, f: impl FnOnce(&mut Sink) -> R) -> R {
         let mut shared = self.shared.borrow_mut();
         let Shared { metrics, logs, .. } = &mut *shared;
-        metrics.define_all(&reply.route, reply.profile);
-        if let Some(Line { text, .. }) = tally.count(reply, metrics) {
-            if let Some(text) = logs.admit(&reply.route, now_us() / 1_000_000, self.config.log_lines_per_second, text) {
-                log::warn!("toolfit: {text}");
-            }
-        }
+        let mut warn = |text: &str| log::warn!("toolfit: {text}");
+        let mut sink = Sink { metrics, logs, now_s: now_us() / 1_000_000, lines_per_second: self.config.log_lines_per_second, warn: &mut warn };
+        f(&mut sink)
     }
 
     fn finish(&mut self) -> Action {
@@ -581,32 +377,6 @@ impl Http {
                 }
             }
         }
-        match verdict {
-            Verdict::Forward => Action::Continue,
-            Verdict::Replace(new) => {
-                if self.config.framing == Framing::Exact
-                    && hostcalls::set_map_value(MapType::HttpRequestHeaders, "content-length", Some(&new.len().to_string())).is_err()
-                {
-                    plan.count(metrics, Stat::InternalErrors, 1);
-                    return Action::Continue; // length unchanged, body unchanged: consistent
-                }
-                if hostcalls::set_buffer(BufferType::HttpRequestBody, 0, size, &new).is_err() {
-                    plan.count(metrics, Stat::InternalErrors, 1);
-                    if self.config.framing == Framing::Exact {
-                        // put the original length back: the original body is still there
-                        let _ = hostcalls::set_map_value(MapType::HttpRequestHeaders, "content-length", Some(&size.to_string()));
-                    }
-                }
-                Action::Continue
-            }
-            Verdict::Reject(status, err) => {
-                let headers = vec![("content-type", "application/json"), ("x-toolfit", "rejected")];
-                if hostcalls::send_http_response(u32::from(status), headers, Some(&err)).is_err() {
-                    plan.count(metrics, Stat::InternalErrors, 1);
-                    return Action::Continue;
-                }
-                Action::Pause
-            }
-        }
+        action(request::apply(&self.config, &plan, verdict, size, &mut WasmRequest, metrics))
     }
 }

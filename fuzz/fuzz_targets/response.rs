@@ -9,7 +9,8 @@ use libfuzzer_sys::fuzz_target;
 use toolfit::api::Format;
 use std::io::Write;
 use toolfit::filter::encoding::Coding;
-use toolfit::filter::response::{Framing, OnInvalid, Reply, Stream, Tally, Tool};
+use toolfit::filter::config::OnInvalid;
+use toolfit::filter::response::{Events, Reply, Stream, Tally, Tool};
 
 const FORMATS: &[Format] = &[Format::OpenAiChat, Format::OpenAiResponses, Format::Anthropic, Format::Gemini, Format::Cohere, Format::Ollama];
 
@@ -34,7 +35,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!(serde_json::from_slice::<serde_json::Value>(&new).is_ok(), "repaired JSON is not JSON");
                 }
             }
-            for framing in [Framing::Sse, Framing::Lines] {
+            for framing in [Events::Sse, Events::Lines] {
                 let mut whole = Stream::new(r.clone(), framing, Coding::Identity);
                 let all = whole.feed(body, true);
                 let mut split = Stream::new(r.clone(), framing, Coding::Identity);

@@ -4,10 +4,21 @@
 //! error that names it: the filter refuses to start rather than run on a half-understood config
 //! (Envoy then rejects the listener or NACKs the update, and keeps the previous config).
 
-use super::response::OnInvalid;
 use crate::api::Format;
 use crate::schema::{Limits, LlamaCpp, Options, Profile};
 use serde::Deserialize;
+
+/// What to do with a tool call whose arguments the client's schema refuses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnInvalid {
+    /// Count it and log it; the client gets the call.
+    #[default]
+    Count,
+    /// Answer the client with an error naming the tool and the place instead of the call (plain
+    /// JSON responses; a stream is counted only, its headers are long gone).
+    Reject,
+}
 
 /// How the rewritten body is framed towards the upstream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]

@@ -3,6 +3,17 @@
 
 pub mod config;
 pub mod encoding;
+pub mod headers;
+pub mod log;
 pub mod request;
 pub mod response;
 pub mod stats;
+
+/// What a host does after a callback, on either path.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// Let what it has go on.
+    Continue,
+    /// Hold back what it has (headers, body so far): toolfit may still change it.
+    Pause,
+}

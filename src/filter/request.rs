@@ -2,10 +2,14 @@
 //! buffering stops, and what happens to the body. The Wasm glue feeds it what Envoy says and carries
 //! out what it returns; tests drive it directly.
 
-use super::config::{Config, Models, Route};
+use super::config::OnInvalid;
+use super::config::{Config, Framing, Models, Route};
 use super::encoding::{narrow_accept, Coding};
-use super::response::{OnInvalid, Reply};
+use super::headers::is_json;
+use super::log::Line;
+use super::response::Reply;
 use super::stats::{label, metric_name, Metrics, Stat};
+use super::Next;
 use crate::api::cache::SiteCache;
 use crate::api::{self, Format, Skip};
 use crate::schema::{Kind, LlamaCpp, Profile, Report};
@@ -121,12 +125,6 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
     }
 }
 
-/// `application/json`, `application/vnd.x+json`, with or without parameters.
-pub(crate) fn is_json(content_type: &str) -> bool {
-    let mime = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
-    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
-}
-
 /// Whether to keep buffering once `total` body bytes have arrived. Past `max_body_bytes` buffering
 /// stops (the body then streams on unchanged) and `skipped_too_large` is counted.
 pub fn keep_buffering(cfg: &Config, plan: &Plan, total: usize, m: &mut dyn Metrics) -> bool {
@@ -135,6 +133,68 @@ pub fn keep_buffering(cfg: &Config, plan: &Plan, total: usize, m: &mut dyn Metri
         return false;
     }
     true
+}
+
+/// The calls the request path makes on its host once it has decided to buffer a request. Each
+/// returns whether it worked; a failure is handled here.
+pub trait RequestHost {
+    fn set_header(&mut self, name: &str, value: &str) -> bool;
+    fn remove_header(&mut self, name: &str) -> bool;
+    /// Puts `bytes` in place of the `size` body bytes the host buffered.
+    fn set_body(&mut self, size: usize, bytes: &[u8]) -> bool;
+    /// Answers the client with `status` and a JSON `body` instead of forwarding the request.
+    fn reject(&mut self, status: u16, body: &[u8]) -> bool;
+}
+
+/// The request headers of a request to buffer, before they go upstream: `Accept-Encoding` narrowed
+/// to what toolfit reads, and the framing's own header work. `None`: the request is left alone (its
+/// `Content-Length` could not be dropped, so its body must not change); else what the host does with
+/// the headers (`Pause`: they wait for the body, to get its new length).
+pub fn hold_headers(cfg: &Config, plan: &Plan, host: &mut dyn RequestHost, m: &mut dyn Metrics) -> Option<Next> {
+    if let Some(ae) = &plan.accept_encoding {
+        // the upstream may compress only in codings toolfit reads (else its answer goes on unrepaired)
+        if !host.set_header("accept-encoding", ae) {
+            plan.count(m, Stat::InternalErrors, 1);
+        }
+    }
+    match cfg.framing {
+        Framing::Chunked => {
+            if !host.remove_header("content-length") {
+                plan.count(m, Stat::InternalErrors, 1);
+                return None;
+            }
+            Some(Next::Continue)
+        }
+        Framing::Exact => Some(Next::Pause),
+    }
+}
+
+/// Carries out a verdict on the buffered body of `size` bytes. `Pause`: toolfit answered the request.
+pub fn apply(cfg: &Config, plan: &Plan, verdict: Verdict, size: usize, host: &mut dyn RequestHost, m: &mut dyn Metrics) -> Next {
+    match verdict {
+        Verdict::Forward => Next::Continue,
+        Verdict::Replace(new) => {
+            if cfg.framing == Framing::Exact && !host.set_header("content-length", &new.len().to_string()) {
+                plan.count(m, Stat::InternalErrors, 1);
+                return Next::Continue; // length unchanged, body unchanged: consistent
+            }
+            if !host.set_body(size, &new) {
+                plan.count(m, Stat::InternalErrors, 1);
+                if cfg.framing == Framing::Exact {
+                    // put the original length back: the original body is still there
+                    let _ = host.set_header("content-length", &size.to_string());
+                }
+            }
+            Next::Continue
+        }
+        Verdict::Reject(status, err) => {
+            if !host.reject(status, &err) {
+                plan.count(m, Stat::InternalErrors, 1);
+                return Next::Continue;
+            }
+            Next::Pause
+        }
+    }
 }
 
 /// What to do with the buffered body.
@@ -146,13 +206,6 @@ pub enum Verdict {
     Replace(Vec<u8>),
     /// Answer the client with this status and JSON body (strict mode); nothing goes upstream.
     Reject(u16, Vec<u8>),
-}
-
-/// A log line the glue should write (it applies the per-route rate limit).
-#[derive(Debug, PartialEq)]
-pub struct Line {
-    pub warn: bool,
-    pub text: String,
 }
 
 /// The plan for the request's model when the route's model map picks another profile for it. Counters
@@ -296,34 +349,6 @@ fn summary(plan: &Plan, r: &Report, tools: usize, changed: usize, unparsed: &[ap
         }
     }
     Some(Line { warn, text })
-}
-
-/// At most `per_second` lines per route per second; what is held back is counted and said in the
-/// next line that gets through.
-#[derive(Default)]
-pub struct LogLimiter {
-    windows: std::collections::HashMap<String, (u64, u32, u64)>, // route -> (second, lines, suppressed)
-}
-
-impl LogLimiter {
-    /// Returns the text to log now, if any.
-    pub fn admit(&mut self, route: &str, now_s: u64, per_second: u32, text: String) -> Option<String> {
-        if self.windows.len() > 1024 {
-            self.windows.clear(); // bounded: route names are bounded, but never trust that
-        }
-        let w = self.windows.entry(route.to_string()).or_insert((now_s, 0, 0));
-        if w.0 != now_s {
-            w.0 = now_s;
-            w.1 = 0;
-        }
-        if w.1 >= per_second {
-            w.2 += 1;
-            return None;
-        }
-        w.1 += 1;
-        let held = std::mem::take(&mut w.2);
-        Some(if held > 0 { format!("{text} ({held} lines suppressed before this one)") } else { text })
-    }
 }
 
 /// Every counter name a route and profile can produce, for pre-defining metrics.
@@ -542,15 +567,5 @@ mod tests {
         assert!(keep_buffering(&cfg, &p, 10, &mut m));
         assert!(!keep_buffering(&cfg, &p, 11, &mut m));
         assert_eq!(m.get("chat", "llama-cpp", "skipped_too_large"), 1);
-    }
-
-    #[test]
-    fn log_limiter_holds_back_and_reports() {
-        let mut l = LogLimiter::default();
-        assert!(l.admit("r", 1, 2, "a".into()).is_some());
-        assert!(l.admit("r", 1, 2, "b".into()).is_some());
-        assert!(l.admit("r", 1, 2, "c".into()).is_none());
-        assert!(l.admit("other", 1, 2, "d".into()).is_some());
-        assert_eq!(l.admit("r", 2, 2, "e".into()).unwrap(), "e (1 lines suppressed before this one)");
     }
 }

@@ -3,8 +3,8 @@
 //! Each metric is `toolfit.route.<route>.profile.<profile>.<name>`: proxy-wasm has no labels, so the
 //! route and profile ride in the name and the shipped Envoy bootstrap's `stats_tags` turn them into
 //! Prometheus labels (`toolfit_requests_rewritten{route="chat",profile="llama-cpp"}`). `<name>` is a
-//! [`Stat`] below or an engine [`Kind`](crate::schema::Kind): those two enums are the only places a
-//! counter is named.
+//! [`Stat`] below, a [`ToolStat`] or an engine [`Kind`](crate::schema::Kind): those enums are the only
+//! places a counter is named.
 
 macro_rules! stats {
     ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal; )*) => {
@@ -86,6 +86,30 @@ stats! {
     ToolCallsRejected = "tool_calls_rejected";
     /// Histogram: time to rewrite one body, in microseconds.
     RewriteUs = "rewrite_us";
+}
+
+/// The counters each tool gets, as `tool.<name>.<counter>` beside the route's (see [`tool_metric`]):
+/// its share of [`Stat::ToolCallsSeen`], [`Stat::ToolCallsInvalid`] and [`Stat::ToolCallsInvalidLossy`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolStat {
+    CallsSeen,
+    CallsInvalid,
+    CallsInvalidLossy,
+}
+
+impl ToolStat {
+    pub const fn name(self) -> &'static str {
+        match self {
+            ToolStat::CallsSeen => "calls_seen",
+            ToolStat::CallsInvalid => "calls_invalid",
+            ToolStat::CallsInvalidLossy => "calls_invalid_lossy",
+        }
+    }
+}
+
+/// The counter name of one tool's [`ToolStat`] (the tool name made a label).
+pub fn tool_metric(tool: &str, s: ToolStat) -> String {
+    format!("tool.{}.{}", label(tool), s.name())
 }
 
 /// Keeps a route name usable inside a dotted metric name and a Prometheus label: anything but

@@ -1,0 +1,292 @@
+//! What a response needs from its request, and the repair and check of one call or one document.
+
+use super::calls::{plain_paths, CallPath};
+use super::tally::{Call, Tally};
+use crate::api::names::NameMap;
+use crate::api::raw;
+use crate::api::{self, Format};
+use crate::filter::config::OnInvalid;
+use crate::schema::passes::property_names;
+use crate::schema::validate::{self, Violation};
+use crate::schema::{Context, Kind, Report};
+use serde_json::value::RawValue;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+
+/// A tool as the client declared it.
+#[derive(Debug, Clone)]
+pub struct Tool {
+    /// The name the model saw.
+    pub sent: String,
+    /// The client's name.
+    pub name: String,
+    /// The client's schema, as it came.
+    pub schema: String,
+    /// Whether the rewrite made optional properties required-and-nullable.
+    pub nulls: bool,
+    /// Schema paths of the lossy changes made to it.
+    pub lossy: Vec<String>,
+    /// Property names sent in place of ones the API refuses: (sent, original), unique in the tool.
+    pub keys: Vec<(String, String)>,
+}
+
+/// Everything the response needs from its request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub format: Format,
+    pub validate: bool,
+    pub on_invalid: OnInvalid,
+    /// The most bytes held at once (a stream event, a plain body); past it the rest goes on unrepaired.
+    pub max_bytes: usize,
+    /// Route label and profile of the request's counters.
+    pub route: String,
+    pub profile: &'static str,
+    /// Whether the request's rewrite mapped a name or made a null the response must undo.
+    repairs: bool,
+    /// The declared tools, read from `source` when a response first carries a call: most responses
+    /// carry none, and the request path does not pay for reading them.
+    tools: std::cell::OnceCell<Vec<Tool>>,
+    source: Option<Source>,
+}
+
+/// What the tools are read from.
+#[derive(Debug, Clone)]
+struct Source {
+    /// The request's tool lists, as the client sent them (`{"tools": [...]}`).
+    lists: String,
+    names: NameMap,
+    /// The tools whose rewrite made nulls (`None`: all may have, the report lost count).
+    nullable: Option<HashSet<String>>,
+    lossy: HashMap<String, Vec<String>>,
+    keys: HashMap<String, Vec<(String, String)>>,
+}
+
+impl Source {
+    fn read(&self, format: Format) -> Vec<Tool> {
+        let sent: HashMap<&str, &str> = self.names.0.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
+        let sites = api::locate(&self.lists, format).unwrap_or_default();
+        sites
+            .iter()
+            .filter(|s| s.context == Context::Tool)
+            .map(|s| Tool {
+                sent: sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool).to_string(),
+                name: s.tool.clone(),
+                schema: s.raw.get().to_string(),
+                nulls: self.nullable.as_ref().is_none_or(|n| n.contains(&s.tool)),
+                lossy: self.lossy.get(&s.tool).cloned().unwrap_or_default(),
+                keys: self.keys.get(&s.tool).cloned().unwrap_or_default(),
+            })
+            .collect()
+    }
+}
+
+/// A call's repaired name and arguments (`None`: as the model wrote them).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Fixed {
+    pub(super) name: Option<String>,
+    pub(super) args: Option<String>,
+}
+
+/// Gives every object key in `v` that is a sent property name its original back (the names are
+/// unique in the tool and never a valid original, so any depth is safe); returns how many.
+fn restore_keys(v: &mut Value, keys: &[(String, String)]) -> usize {
+    let mut n = 0;
+    match v {
+        Value::Object(m) => {
+            if m.keys().any(|k| keys.iter().any(|(s, _)| s == k)) {
+                let old = std::mem::take(m);
+                for (k, val) in old {
+                    match keys.iter().find(|(s, _)| *s == k) {
+                        Some((_, original)) => {
+                            n += 1;
+                            m.insert(original.clone(), val);
+                        }
+                        None => {
+                            m.insert(k, val);
+                        }
+                    }
+                }
+            }
+            for val in m.values_mut() {
+                n += restore_keys(val, keys);
+            }
+        }
+        Value::Array(a) => {
+            for val in a {
+                n += restore_keys(val, keys);
+            }
+        }
+        _ => {}
+    }
+    n
+}
+
+/// A JSON string's value.
+fn text_of(v: &RawValue) -> Option<String> {
+    serde_json::from_str::<String>(v.get()).ok()
+}
+
+pub(super) fn quoted(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+/// Whether a schema path lies at or under one of `lossy`.
+fn under(path: &str, lossy: &[String]) -> bool {
+    lossy.iter().any(|p| p.is_empty() || p == "/" || path == p || path.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('/')))
+}
+
+impl Reply {
+    /// The reply for a request: its tool lists as the client sent them (see
+    /// [`api::BodyOutcome::tool_lists_of`]), the names the rewrite changed and its report.
+    pub fn of(lists: String, format: Format, names: NameMap, report: &Report, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
+        // a report past its record cap may not name every tool made nullable: then every tool is taken
+        // as one (only nulls the client's schema refuses for an optional property are removed, and
+        // those the MCP server would refuse anyway)
+        let made = report.counters.contains_key(&Kind::OptionalNullable);
+        let mut nullable = HashSet::new();
+        let mut lossy: HashMap<String, Vec<String>> = HashMap::new();
+        let mut keys: HashMap<String, Vec<(String, String)>> = HashMap::new();
+        for r in &report.records {
+            if r.kind == Kind::OptionalNullable {
+                nullable.insert(r.tool.clone());
+            }
+            if let Some(pair) = (r.kind == Kind::PropertyMapped).then(|| property_names::mapping(&r.detail)).flatten() {
+                keys.entry(r.tool.clone()).or_default().push(pair);
+            }
+            if r.kind.lossy() {
+                lossy.entry(r.tool.clone()).or_default().push(r.path.clone());
+            }
+        }
+        let nullable = (!made || report.dropped_records == 0).then_some(nullable);
+        let repairs = made || !names.is_empty() || !keys.is_empty();
+        let source = Source { lists, names, nullable, lossy, keys };
+        Reply { format, validate, on_invalid, max_bytes, route: String::new(), profile: "", repairs, tools: Default::default(), source: Some(source) }
+    }
+
+    /// A reply for tools known already (tests, benchmarks).
+    pub fn with_tools(format: Format, tools: Vec<Tool>, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
+        let repairs = tools.iter().any(|t| t.sent != t.name || t.nulls || !t.keys.is_empty());
+        Reply { format, validate, on_invalid, max_bytes, route: String::new(), profile: "", repairs, tools: tools.into(), source: None }
+    }
+
+    /// The tools the request declared.
+    pub fn tools(&self) -> &[Tool] {
+        self.tools.get_or_init(|| self.source.as_ref().map(|s| s.read(self.format)).unwrap_or_default())
+    }
+
+    /// Whether a response may need changing (else it is only read).
+    pub fn repairs(&self) -> bool {
+        self.repairs
+    }
+
+    /// Whether the response is worth reading at all.
+    pub fn wanted(&self) -> bool {
+        self.validate || self.repairs()
+    }
+
+    fn tool(&self, sent: &str) -> Option<&Tool> {
+        self.tools().iter().find(|t| t.sent == sent)
+    }
+
+    /// Repairs and checks one call: `name` as the model wrote it, `args` the arguments' JSON text.
+    pub(super) fn fix(&self, name: &str, args: &str, count: bool, tally: &mut Tally) -> Fixed {
+        let mut out = Fixed::default();
+        let Some(tool) = self.tool(name) else {
+            if count && self.validate {
+                let v =
+                    Violation { instance: "/".into(), schema: String::new(), reason: format!("the model called {name:?}, which the request does not declare") };
+                tally.calls.push(Call { tool: name.to_string(), violation: Some(v), lossy: false });
+            }
+            return out;
+        };
+        if tool.sent != tool.name {
+            out.name = Some(tool.name.clone());
+            tally.names_restored += 1;
+        }
+        let args = if args.trim().is_empty() { "{}" } else { args };
+        let mut value = serde_json::from_str::<Value>(args).ok();
+        let schema = serde_json::from_str::<Value>(&tool.schema).ok();
+        if let (Some(v), false) = (value.as_mut(), tool.keys.is_empty()) {
+            let n = restore_keys(v, &tool.keys);
+            if n > 0 {
+                tally.properties_restored += n as u64;
+                out.args = Some(v.to_string());
+            }
+        }
+        if let (Some(v), Some(s), true) = (value.as_mut(), schema.as_ref(), tool.nulls) {
+            let n = validate::strip_injected_nulls(s, v);
+            if n > 0 {
+                tally.nulls_removed += n as u64;
+                out.args = Some(v.to_string());
+            }
+        }
+        if count && self.validate {
+            let violation = match (&value, &schema) {
+                (None, _) => Some(Violation { instance: "/".into(), schema: String::new(), reason: "the arguments are not JSON".into() }),
+                (Some(v), Some(s)) => validate::validate(s, v).err(),
+                (Some(_), None) => None,
+            };
+            let lossy = violation.as_ref().is_some_and(|v| under(&v.schema, &tool.lossy));
+            tally.calls.push(Call { tool: tool.name.clone(), violation, lossy });
+        }
+        out
+    }
+
+    /// The calls of a complete JSON document at `paths`, repaired: the new text if anything changed.
+    pub(super) fn repair_doc(&self, text: &str, paths: &[CallPath], count: bool, tally: &mut Tally) -> Option<String> {
+        let top: &RawValue = serde_json::from_str(text).ok()?;
+        let mut edits: Vec<(usize, usize, String)> = Vec::new();
+        for p in paths {
+            let mut found = Vec::new();
+            raw::walk(top, p.at, &mut found);
+            for c in found {
+                let Some(o) = raw::object(c.get()) else { continue };
+                if p.kind.is_some_and(|k| o.str("type").as_deref() != Some(k)) {
+                    continue;
+                }
+                let (Some(name_v), Some(name)) = (o.get(p.name), o.str(p.name)) else { continue };
+                let args_v = o.get(p.args);
+                let args = match (args_v, p.text) {
+                    (Some(a), true) => text_of(a).unwrap_or_else(|| a.get().to_string()),
+                    (Some(a), false) => a.get().to_string(),
+                    (None, _) => "{}".to_string(),
+                };
+                let fixed = self.fix(&name, &args, count, tally);
+                if let (Some(new), Some(at)) = (fixed.name, raw::offset(text, name_v.get())) {
+                    edits.push((at, at + name_v.get().len(), quoted(&new)));
+                }
+                if let (Some(new), Some(a)) = (fixed.args, args_v) {
+                    if let Some(at) = raw::offset(text, a.get()) {
+                        edits.push((at, at + a.get().len(), if p.text { quoted(&new) } else { new }));
+                    }
+                }
+            }
+        }
+        (!edits.is_empty()).then(|| api::splice(text, edits.iter().map(|(a, b, s)| (*a, *b, s.as_str())).collect()))
+    }
+
+    /// Repairs a whole JSON response body. `None`: forward it as it is.
+    pub fn repair_json(&self, body: &[u8], tally: &mut Tally) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(body).ok()?;
+        let out = self.repair_doc(text, plain_paths(self.format), true, tally);
+        out.map(String::into_bytes)
+    }
+
+    /// The error a rejected response answers with: the format's error shape where it has one.
+    pub fn rejection(&self, call: &Call) -> Vec<u8> {
+        let (path, why) = call.violation.as_ref().map(|v| (v.instance.as_str(), v.reason.as_str())).unwrap_or(("/", ""));
+        let message = format!("the model's call to tool {:?} does not match the tool's schema at {path}: {why}", call.tool);
+        let v = if self.format == Format::Anthropic {
+            serde_json::json!({"type": "error", "error": {"type": "toolfit_invalid_tool_call", "message": message, "tool": call.tool, "path": path}})
+        } else {
+            serde_json::json!({"error": {"type": "toolfit_invalid_tool_call", "message": message, "tool": call.tool, "path": path}})
+        };
+        v.to_string().into_bytes()
+    }
+}
+
+/// The most one compressed chunk may decode to: the body limit, and never less than 1 MiB (a
+/// chunk of a long stream is small, but compresses well).
+pub fn decode_limit(reply: &Reply) -> usize {
+    reply.max_bytes.max(1 << 20)
+}

@@ -1,0 +1,408 @@
+//! The response path's tests: plain and streamed, every format, split anywhere, compressed.
+
+use super::*;
+use crate::api;
+use crate::api::names::NameMap;
+use crate::api::Format;
+use crate::filter::config::OnInvalid;
+use crate::filter::encoding::Coding;
+use crate::filter::stats::{metric_name, Metrics};
+use crate::schema::Report;
+use serde_json::Value;
+
+fn reply(format: Format, names: &[(&str, &str)], nulls: bool) -> Reply {
+    let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}"#;
+    let tools = names
+        .iter()
+        .map(|(sent, name)| Tool { sent: sent.to_string(), name: name.to_string(), schema: schema.into(), nulls, lossy: Vec::new(), keys: Vec::new() })
+        .collect();
+    let mut r = Reply::with_tools(format, tools, true, OnInvalid::Count, 1 << 20);
+    r.route = "r".into();
+    r.profile = "p";
+    r
+}
+
+#[test]
+fn plain_chat_gets_names_back_and_injected_nulls_out() {
+    let r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    let body = r#"{"id":"x","choices":[{"index":0,"message":{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"gh_search","arguments":"{\"q\":\"a\",\"n\":null}"}}]}}]}"#;
+    let mut t = Tally::default();
+    let out = String::from_utf8(r.repair_json(body.as_bytes(), &mut t).unwrap()).unwrap();
+    assert_eq!(out, body.replace("gh_search", "gh.search").replace(r#",\"n\":null"#, ""));
+    assert_eq!((t.names_restored, t.nulls_removed, t.calls.len()), (1, 1, 1));
+    assert!(t.calls[0].violation.is_none());
+}
+
+#[test]
+fn invalid_calls_are_counted_with_their_place() {
+    let r = reply(Format::Anthropic, &[("s", "s")], false);
+    let body = r#"{"content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"t","name":"s","input":{"n":"x"}},{"type":"tool_use","id":"u","name":"nope","input":{}}]}"#;
+    let mut t = Tally::default();
+    assert!(r.repair_json(body.as_bytes(), &mut t).is_none(), "nothing to repair");
+    assert_eq!(t.calls.len(), 2);
+    let v = t.calls[0].violation.as_ref().unwrap();
+    assert_eq!((v.instance.as_str(), v.schema.as_str()), ("/", "/required"));
+    assert!(t.calls[1].violation.as_ref().unwrap().reason.contains("does not declare"));
+}
+
+/// Every way of cutting `body` in two gives the same output as the whole.
+fn every_split(r: &Reply, framing: Events, body: &str) -> (String, Tally) {
+    let mut whole = Stream::new(r.clone(), framing, Coding::Identity);
+    let expect = whole.feed(body.as_bytes(), true);
+    for at in 0..=body.len() {
+        let mut s = Stream::new(r.clone(), framing, Coding::Identity);
+        let (a, b) = body.as_bytes().split_at(at);
+        let mut got = s.feed(a, false);
+        got.extend(s.feed(b, true));
+        assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&expect), "split at {at}");
+        assert_eq!(s.tally, whole.tally, "split at {at}");
+    }
+    (String::from_utf8(expect).unwrap(), whole.tally)
+}
+
+#[test]
+fn chat_stream_split_anywhere() {
+    let r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    let ev = |j: &str| format!("data: {j}\n\n");
+    let body = [
+        ev(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}"#),
+        ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"gh_","arguments":""}}]},"finish_reason":null}]}"#),
+        ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"search","arguments":"{\"q\":\"a\","}}]},"finish_reason":null}]}"#),
+        ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"n\":null}"}}]},"finish_reason":null}]}"#),
+        ev(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat();
+    let (out, t) = every_split(&r, Events::Sse, &body);
+    assert_eq!((t.names_restored, t.nulls_removed, t.calls.len()), (1, 1, 1));
+    // what a client assembles: the concatenated fragments
+    let (mut name, mut args) = (String::new(), String::new());
+    for line in out.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|l| *l != "[DONE]") {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if let Some(f) = v.pointer("/choices/0/delta/tool_calls/0/function") {
+            name += f.get("name").and_then(Value::as_str).unwrap_or("");
+            args += f.get("arguments").and_then(Value::as_str).unwrap_or("");
+        }
+    }
+    assert_eq!((name.as_str(), args.as_str()), ("gh.search", r#"{"q":"a"}"#));
+    assert!(
+        out.starts_with(&ev(r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}"#)),
+        "untouched events as they came"
+    );
+}
+
+#[test]
+fn a_stream_needing_no_repair_is_never_held() {
+    let r = reply(Format::OpenAiChat, &[("s", "s")], false);
+    let e1 = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"s\",\"arguments\":\"{\\\"n\\\":\"}}]}}]}\n\n";
+    let mut s = Stream::new(r, Events::Sse, Coding::Identity);
+    assert_eq!(s.feed(e1.as_bytes(), false), e1.as_bytes());
+    let e2: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"1}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n";
+    assert_eq!(s.feed(e2, true), e2);
+    assert_eq!(s.tally.calls.len(), 1);
+    assert_eq!(s.tally.calls[0].violation.as_ref().unwrap().schema, "/required", "q is missing");
+}
+
+#[test]
+fn anthropic_and_responses_streams() {
+    let r = reply(Format::Anthropic, &[("gh_search", "gh.search")], false);
+    let body = concat!(
+        "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n",
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"gh_search\",\"input\":{}}}\n\n",
+        "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\": \\\"x\\\"}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let (out, t) = every_split(&r, Events::Sse, body);
+    assert_eq!(out, body.replace("\"gh_search\"", "\"gh.search\""));
+    assert_eq!((t.names_restored, t.calls.len()), (1, 1));
+
+    let r = reply(Format::OpenAiResponses, &[("gh_search", "gh.search")], true);
+    let body = concat!(
+        "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"gh_search\",\"arguments\":\"\"}}\n\n",
+        "event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"{\\\"q\\\":\\\"a\\\",\\\"n\\\":null}\"}\n\n",
+        "event: response.function_call_arguments.done\ndata: {\"type\":\"response.function_call_arguments.done\",\"output_index\":0,\"arguments\":\"{\\\"q\\\":\\\"a\\\",\\\"n\\\":null}\"}\n\n",
+        "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"gh_search\",\"arguments\":\"{\\\"q\\\":\\\"a\\\",\\\"n\\\":null}\"}}\n\n",
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"function_call\",\"name\":\"gh_search\",\"arguments\":\"{\\\"q\\\":\\\"a\\\",\\\"n\\\":null}\"}]}}\n\n",
+    );
+    let (out, t) = every_split(&r, Events::Sse, body);
+    assert!(!out.contains("gh_search") && !out.contains("null"), "{out}");
+    assert!(out.contains(r#""delta":"{\"q\":\"a\"}""#), "the first delta carries the repaired arguments: {out}");
+    assert_eq!(t.calls.len(), 1, "the closing summary is not counted again");
+}
+
+#[test]
+fn gemini_and_ollama_events_carry_whole_calls() {
+    let r = reply(Format::Gemini, &[("_9lives", "9lives")], false);
+    let body = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"functionCall\":{\"name\":\"_9lives\",\"args\":{\"q\":\"a\"}}}]}}]}\r\n\r\n";
+    let (out, t) = every_split(&r, Events::Sse, body);
+    assert_eq!(out, body.replace("_9lives", "9lives"));
+    assert_eq!(t.calls.len(), 1);
+    let r = reply(Format::Ollama, &[("s", "s")], false);
+    let body = "{\"message\":{\"tool_calls\":[{\"function\":{\"name\":\"s\",\"arguments\":{\"q\":1}}}]},\"done\":false}\n{\"done\":true}\n";
+    let (out, t) = every_split(&r, Events::Lines, body);
+    assert_eq!(out, body);
+    assert_eq!(t.calls[0].violation.as_ref().unwrap().instance, "/q");
+}
+
+#[test]
+fn reply_reads_the_request_as_sent() {
+    let body = br#"{"messages":[{"role":"user","content":"long"}],"tools":[{"type":"function","function":{"name":"a.b","parameters":{"type":"object"}}}]}"#;
+    let out = api::rewrite_body(body, Format::OpenAiChat, &crate::schema::profile::OPENAI, &Default::default()).unwrap();
+    let lists = out.tool_lists_of(body);
+    assert!(!lists.contains("messages"), "only the tool lists are kept: {lists}");
+    let r = Reply::of(lists, Format::OpenAiChat, out.names, &out.report, true, OnInvalid::Count, 100);
+    assert!(r.repairs(), "a name was mapped");
+    assert_eq!((r.tools()[0].sent.as_str(), r.tools()[0].name.as_str(), r.tools()[0].schema.as_str()), ("a_b", "a.b", r#"{"type":"object"}"#));
+    let r = Reply::of(r#"{"messages":[]}"#.into(), Format::OpenAiChat, NameMap::default(), &Report::default(), true, OnInvalid::Count, 100);
+    assert!(r.tools().is_empty() && !r.repairs());
+}
+
+#[derive(Default)]
+struct Counts(std::collections::HashMap<String, u64>);
+impl Metrics for Counts {
+    fn add(&mut self, name: &str, n: u64) {
+        *self.0.entry(name.to_string()).or_default() += n;
+    }
+    fn record(&mut self, _: &str, _: u64) {}
+}
+
+#[test]
+fn counts_go_to_the_route_and_each_tool() {
+    let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
+    let mut tools = r.tools().to_vec();
+    tools[0].lossy = vec!["/properties/n".into()];
+    let route = r.route.clone();
+    r = Reply::with_tools(r.format, tools, true, OnInvalid::Count, r.max_bytes);
+    r.route = route;
+    r.profile = "p";
+    let body = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"gh_search","arguments":"{\"q\":\"a\",\"n\":\"x\"}"}},{"function":{"name":"gh_search","arguments":"{\"q\":\"a\"}"}}]}}]}"#;
+    let mut t = Tally::default();
+    assert!(r.repair_json(body.as_bytes(), &mut t).is_some());
+    let mut m = Counts::default();
+    let line = t.count(&r.route, r.profile, &mut m).unwrap();
+    let get = |c: &str| m.0.get(&metric_name("r", "p", c)).copied().unwrap_or(0);
+    assert_eq!((get("tool_calls_seen"), get("tool_calls_invalid"), get("tool_calls_invalid_lossy"), get("names_restored")), (2, 1, 1, 2));
+    assert_eq!((get("tool.gh_search.calls_seen"), get("tool.gh_search.calls_invalid"), get("tool.gh_search.calls_invalid_lossy")), (2, 1, 1));
+    assert!(line.text.contains(r#"tool "gh.search" at /n: expected "integer""#) && line.text.contains("lossy"), "{}", line.text);
+}
+
+#[test]
+fn a_chat_event_that_mentions_the_responses_summary_is_only_chat() {
+    let r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
+    let body = concat!(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"gh_\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"response.completed\"}}]}\n\n",
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"search\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+    );
+    let (out, t) = every_split(&r, Events::Sse, body);
+    assert_eq!((t.calls.len(), t.names_restored), (1, 1), "{out}");
+    assert!(out.contains("gh.search"), "{out}");
+}
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+fn chat_call_stream() -> String {
+    let ev = |j: &str| format!("data: {j}\n\n");
+    [
+        ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","type":"function","function":{"name":"gh_search","arguments":"{\"q\":"}}]},"finish_reason":null}]}"#),
+        ev(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"a\",\"n\":null}"}}]},"finish_reason":null}]}"#),
+        ev(r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#),
+        "data: [DONE]\n\n".to_string(),
+    ]
+    .concat()
+}
+
+#[test]
+fn gzip_streams_are_repaired_decoded_or_passed_compressed() {
+    let body = chat_call_stream();
+    let z = gzip(body.as_bytes());
+    let mapped = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    for cut in [1, 10, z.len() / 2, z.len() - 1] {
+        // repairs due: what goes on is the decoded stream, repaired
+        let mut s = Stream::new(mapped.clone(), Events::Sse, Coding::Gzip);
+        let mut out = s.feed(&z[..cut], false);
+        out.extend(s.feed(&z[cut..], true));
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("gh.search") && !out.contains(r#"\"n\""#) && out.ends_with("data: [DONE]\n\n"), "{out}");
+        assert_eq!((s.tally.names_restored, s.tally.nulls_removed, s.tally.unrepaired), (1, 1, 0));
+        // only read (nothing to repair): the compressed bytes go on as they came, still counted
+        let read_only = reply(Format::OpenAiChat, &[("gh_search", "gh_search")], false);
+        let mut s = Stream::new(read_only, Events::Sse, Coding::Gzip);
+        let mut out = s.feed(&z[..cut], false);
+        out.extend(s.feed(&z[cut..], true));
+        assert_eq!(out, z);
+        assert_eq!(s.tally.calls.len(), 1);
+    }
+}
+
+#[test]
+fn gemini_argument_keys_get_their_original_names_back() {
+    let schema = r#"{"type":"object","properties":{"issue-key":{"type":"string"},"page":{"type":"object","properties":{"per.page":{"type":"integer"}}}},"required":["issue-key"]}"#;
+    let keys = vec![("issue_key".to_string(), "issue-key".to_string()), ("per_page".to_string(), "per.page".to_string())];
+    let tool = Tool { sent: "jira".into(), name: "jira".into(), schema: schema.into(), nulls: false, lossy: Vec::new(), keys };
+    let r = Reply::with_tools(Format::Gemini, vec![tool], true, OnInvalid::Count, 1 << 20);
+    assert!(r.repairs());
+    let body = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"jira","args":{"issue_key":"AB-1","page":{"per_page":5}}}}]}}]}"#;
+    let mut t = Tally::default();
+    let out = String::from_utf8(r.repair_json(body.as_bytes(), &mut t).unwrap()).unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v.pointer("/candidates/0/content/parts/0/functionCall/args").unwrap(), &serde_json::json!({"issue-key": "AB-1", "page": {"per.page": 5}}));
+    assert_eq!((t.properties_restored, t.calls.len(), t.calls[0].violation.is_none()), (2, 1, true), "valid against the client's schema once restored");
+    // streamed: each event carries whole calls
+    let (out, t) = every_split(&r, Events::Sse, &format!("data: {body}\n\n"));
+    assert!(out.contains(r#""issue-key":"AB-1""#) && t.properties_restored == 2, "{out}");
+}
+
+#[test]
+fn a_stream_that_does_not_decode_goes_on_as_it_came() {
+    let mapped = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    let mut s = Stream::new(mapped, Events::Sse, Coding::Gzip);
+    let junk = b"this is not gzip at all, but the upstream said so".to_vec();
+    let mut out = s.feed(&junk[..10], false);
+    out.extend(s.feed(&junk[10..], true));
+    assert_eq!(out, junk);
+    assert_eq!(s.tally.unrepaired, 1);
+}
+
+#[test]
+fn begin_reads_status_type_and_encoding() {
+    let plain = reply(Format::OpenAiChat, &[("s", "s")], false);
+    let mapped = reply(Format::OpenAiChat, &[("a_b", "a.b")], false);
+    let json = Some("application/json; charset=utf-8");
+    assert_eq!(begin(&plain, 200, false, json, None), Begin::Json { hold: false, wait: false, coding: Coding::Identity });
+    assert_eq!(begin(&mapped, 200, false, json, None), Begin::Json { hold: true, wait: false, coding: Coding::Identity });
+    assert_eq!(begin(&mapped, 500, false, json, None), Begin::Skip);
+    assert_eq!(begin(&mapped, 200, true, json, None), Begin::Skip);
+    assert_eq!(begin(&mapped, 200, false, Some("text/html"), None), Begin::Skip);
+    assert_eq!(begin(&mapped, 200, false, json, Some("gzip")), Begin::Json { hold: true, wait: false, coding: Coding::Gzip });
+    assert_eq!(begin(&mapped, 200, false, json, Some("br")), Begin::Encoded);
+    assert_eq!(begin(&plain, 200, false, Some("text/event-stream"), Some("zstd")), Begin::Encoded);
+    // decoded on the way out only when the body may change
+    assert!(begin(&mapped, 200, false, json, Some("gzip")).decodes(&mapped));
+    assert!(!begin(&plain, 200, false, json, Some("gzip")).decodes(&plain));
+    assert!(!begin(&mapped, 200, false, json, None).decodes(&mapped));
+    assert!(Begin::Stream(Events::Sse, Coding::Deflate).decodes(&mapped) && !Begin::Stream(Events::Sse, Coding::Deflate).decodes(&plain));
+    assert_eq!(begin(&mapped, 200, false, Some("text/event-stream"), Some("identity")), Begin::Stream(Events::Sse, Coding::Identity));
+    assert_eq!(begin(&plain, 200, false, Some("application/x-ndjson"), None), Begin::Stream(Events::Lines, Coding::Identity));
+    assert!(!Begin::Stream(Events::Sse, Coding::Identity).changes(&plain) && Begin::Stream(Events::Sse, Coding::Identity).changes(&mapped));
+    let mut rejecting = plain.clone();
+    rejecting.on_invalid = OnInvalid::Reject;
+    assert_eq!(begin(&rejecting, 200, false, json, None), Begin::Json { hold: true, wait: true, coding: Coding::Identity });
+}
+
+#[test]
+fn a_held_call_past_the_limit_goes_on_as_it_came() {
+    let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], false);
+    r.max_bytes = 50;
+    let e = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"gh_search\",\"arguments\":\"\"}}]}}]}\n\n";
+    let mut s = Stream::new(r, Events::Sse, Coding::Identity);
+    assert_eq!(s.feed(e.as_bytes(), false), e.as_bytes());
+    assert_eq!(s.tally.unrepaired, 1);
+}
+
+/// A host as Envoy behaves for the response path: each callback's chunk sits in a buffer the flow may
+/// replace; what is in it after the callback goes to the client. Headers are a map; `fail` names
+/// headers whose change fails.
+#[derive(Default)]
+struct Host {
+    buffer: Vec<u8>,
+    sent: Vec<u8>,
+    headers: std::collections::BTreeMap<String, String>,
+    fail: Vec<&'static str>,
+}
+
+impl ResponseHost for Host {
+    fn chunk(&mut self, size: usize) -> Option<Vec<u8>> {
+        self.buffer.get(..size).map(<[u8]>::to_vec)
+    }
+    fn set_chunk(&mut self, size: usize, bytes: &[u8]) -> bool {
+        let rest = self.buffer.split_off(size.min(self.buffer.len()));
+        self.buffer = [bytes, &rest].concat();
+        true
+    }
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        if self.fail.contains(&name) {
+            return false;
+        }
+        self.headers.insert(name.into(), value.into());
+        true
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        if self.fail.contains(&name) {
+            return false;
+        }
+        self.headers.remove(name);
+        true
+    }
+}
+
+/// Runs a JSON response through a flow in chunks of `size` bytes: (what the client got, each
+/// callback's answer, the counters).
+fn through_flow(r: Reply, body: &str, size: usize, host: &mut Host) -> (String, Vec<Next>, Counts) {
+    let (mut m, mut logs, mut warn) = (Counts::default(), crate::filter::log::LogLimiter::default(), |_: &str| {});
+    let mut sink = Sink { metrics: &mut m, logs: &mut logs, now_s: 0, lines_per_second: 10, warn: &mut warn };
+    host.headers.insert("content-length".into(), body.len().to_string());
+    let (mut flow, first) = Flow::start(r, 200, false, Some("application/json"), None, host, &mut sink);
+    let mut nexts = vec![first];
+    let chunks: Vec<&[u8]> = body.as_bytes().chunks(size).collect();
+    for (i, c) in chunks.iter().enumerate() {
+        host.buffer = c.to_vec();
+        nexts.push(flow.body(host, &mut sink, c.len(), i + 1 == chunks.len()));
+        let out = std::mem::take(&mut host.buffer);
+        host.sent.extend_from_slice(&out);
+    }
+    flow.done(&mut sink);
+    (String::from_utf8_lossy(&host.sent).into_owned(), nexts, m)
+}
+
+const CHAT_CALL: &str = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"gh_search","arguments":"{\"q\":\"a\",\"n\":null}"}}]}}]}"#;
+
+#[test]
+fn a_held_json_response_comes_out_repaired_whole_without_its_length() {
+    let mut host = Host::default();
+    let (sent, nexts, m) = through_flow(reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true), CHAT_CALL, 7, &mut host);
+    assert_eq!(sent, CHAT_CALL.replace("gh_search", "gh.search").replace(r#",\"n\":null"#, ""));
+    assert!(!host.headers.contains_key("content-length"), "the length changes: it goes");
+    assert!(nexts.iter().all(|n| *n == Next::Continue), "count mode never pauses");
+    assert_eq!(m.0.get(&metric_name("r", "p", "names_restored")), Some(&1));
+}
+
+#[test]
+fn reject_answers_502_with_the_tool_and_pauses_until_the_end() {
+    let schema = r#"{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}"#;
+    let tool = Tool { sent: "s".into(), name: "s".into(), schema: schema.into(), nulls: false, lossy: vec![], keys: vec![] };
+    let mut r = Reply::with_tools(Format::OpenAiChat, vec![tool], true, OnInvalid::Reject, 1 << 20);
+    (r.route, r.profile) = ("r".into(), "p");
+    let body = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"s","arguments":"{}"}}]}}]}"#;
+    let mut host = Host::default();
+    let (sent, nexts, m) = through_flow(r, body, 10, &mut host);
+    assert_eq!(host.headers.get(":status").map(String::as_str), Some("502"));
+    assert_eq!(host.headers.get("content-length"), Some(&sent.len().to_string()));
+    let v: Value = serde_json::from_str(&sent).unwrap();
+    assert_eq!((v["error"]["tool"].as_str(), v["error"]["path"].as_str()), (Some("s"), Some("/")));
+    assert_eq!(nexts.first(), Some(&Next::Pause), "the headers wait for the body");
+    assert_eq!(nexts.last(), Some(&Next::Continue));
+    assert_eq!(m.0.get(&metric_name("r", "p", "tool_calls_rejected")), Some(&1));
+}
+
+#[test]
+fn a_header_the_host_cannot_change_leaves_the_response_as_it_came() {
+    let mut host = Host { fail: vec!["content-length"], ..Host::default() };
+    let (sent, _, m) = through_flow(reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true), CHAT_CALL, 9, &mut host);
+    assert_eq!(sent, CHAT_CALL, "a body that cannot lose its length must not change");
+    assert_eq!(m.0.get(&metric_name("r", "p", "internal_errors")), Some(&1));
+    // and a 502 whose headers cannot be set is counted unrepaired, the repaired body sent
+    let mut host = Host { fail: vec![":status"], ..Host::default() };
+    let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    r.on_invalid = OnInvalid::Reject;
+    let bad = CHAT_CALL.replace(r#"\"q\":\"a\","#, "");
+    let (sent, _, m) = through_flow(r, &bad, 9, &mut host);
+    assert!(sent.contains("gh.search"), "{sent}");
+    assert_eq!(m.0.get(&metric_name("r", "p", "responses_unrepaired")), Some(&1));
+}
