@@ -72,6 +72,22 @@ fn main() {
                     Ok((out, report)) => {
                         d.add(&key, &out);
                         d.add(&key, report.to_json().to_string().as_bytes());
+                        // the tool list as a request body, read as each format and as `auto`
+                        let body = [b"{\"tools\":".as_slice(), &out, b"}"].concat();
+                        for f in ["openai-chat", "openai-responses", "anthropic", "gemini", "cohere", "ollama", "auto"] {
+                            let Some(format) = Format::by_name(f) else { continue };
+                            let key = format!("body {to} as {f}");
+                            for p in [&profile::LLAMA_CPP, &profile::OPENAI_STRICT, &profile::GEMINI] {
+                                match rewrite_body(&body, format, p, &p.default_options()) {
+                                    Ok(o) => {
+                                        d.add(&key, o.body.as_deref().unwrap_or(b"<unchanged>"));
+                                        d.add(&key, o.report.to_json().to_string().as_bytes());
+                                        d.add(&key, format!("{:?}", o.names).as_bytes());
+                                    }
+                                    Err(_) => d.add(&key, b"<skip>"),
+                                }
+                            }
+                        }
                     }
                     Err(e) => d.add(&key, e.as_bytes()),
                 }

@@ -6,6 +6,7 @@
 pub mod cache;
 pub mod convert;
 mod defs;
+pub mod format;
 pub mod names;
 pub mod raw;
 
@@ -42,34 +43,19 @@ pub enum Format {
 
 impl Format {
     pub fn by_name(name: &str) -> Option<Format> {
-        Some(match name {
-            "openai-chat" => Format::OpenAiChat,
-            "openai-responses" => Format::OpenAiResponses,
-            "anthropic" => Format::Anthropic,
-            "ollama" => Format::Ollama,
-            "llama-completion" => Format::LlamaCompletion,
-            "gemini" => Format::Gemini,
-            "cohere" => Format::Cohere,
-            "mcp-tools" => Format::McpTools,
-            "auto" => Format::Auto,
-            _ => return None,
-        })
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::OpenAiChat => "openai-chat",
-            Format::OpenAiResponses => "openai-responses",
-            Format::Anthropic => "anthropic",
-            Format::Ollama => "ollama",
-            Format::LlamaCompletion => "llama-completion",
-            Format::Gemini => "gemini",
-            Format::Cohere => "cohere",
-            Format::McpTools => "mcp-tools",
-            Format::Auto => "auto",
+        if name == "auto" {
+            return Some(Format::Auto);
         }
+        format::ALL.iter().find(|d| d.name == name).map(|d| d.format)
     }
-    fn has(self, other: Format) -> bool {
-        self == Format::Auto || self == other
+
+    pub fn name(self) -> &'static str {
+        self.descriptor().map_or("auto", |d| d.name)
+    }
+
+    /// What the format means (see [`format`]); `None` for `auto`, which reads every format's sites.
+    pub fn descriptor(self) -> Option<&'static format::Descriptor> {
+        format::ALL.iter().copied().find(|d| d.format == self)
     }
 }
 
@@ -156,14 +142,7 @@ pub fn model(body: &[u8]) -> Option<String> {
 /// Members that can hold schemas in some format: each is cached as a whole besides its schemas.
 const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result", "generationConfig", "generation_config"];
 
-/// The model a Gemini path names (`/v1beta/models/{model}:generateContent`, Vertex's
-/// `.../publishers/google/models/{model}:streamGenerateContent`), for the model map.
-pub fn model_in_path(path: &str) -> Option<String> {
-    let path = path.split(['?', '#']).next().unwrap_or(path);
-    let (_, rest) = path.rsplit_once("/models/")?;
-    let model = rest.split(':').next()?;
-    (!model.is_empty() && !model.contains('/')).then(|| model.to_string())
-}
+pub use format::gemini::model_in_path;
 
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
@@ -175,11 +154,11 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
     let mut sites = Vec::new();
     let top = match top {
         Top::Array(arr) => {
-            if !format.has(Format::McpTools) {
+            if !matches!(format, Format::McpTools | Format::Auto) {
                 return None;
             }
             for t in &arr.0 {
-                mcp_tool(t, &mut sites);
+                format::mcp_tools::tool(t, &mut sites);
             }
             return Some(sites);
         }
@@ -210,59 +189,22 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
 
 /// The schemas of the request's tool lists (and the function tools without a description).
 fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
+    let own;
+    let readers: &[format::ToolSites] = match format.descriptor() {
+        Some(d) => {
+            own = d.tool_sites;
+            own.as_slice()
+        }
+        None => format::AUTO_TOOLS,
+    };
+    if readers.is_empty() {
+        return;
+    }
     for tools in top.all("tools") {
         let Some(arr) = raw::tools(tools.get()) else { continue };
         for t in &arr {
-            let o = &t.members;
-            let fname = o.str("name");
-            if format.has(Format::OpenAiChat) || format.has(Format::Ollama) || format.has(Format::Cohere) {
-                for fo in &t.functions {
-                    let name = fo.str("name").unwrap_or_default();
-                    match (fo.get("description"), fo.get("name")) {
-                        (Some(d), _) if d.get() == "null" => undescribed.push(NoDescription { anchor: d, null: true, tool: name.clone() }),
-                        (None, Some(n)) => undescribed.push(NoDescription { anchor: n, null: false, tool: name.clone() }),
-                        _ => {}
-                    }
-                    for p in fo.all("parameters") {
-                        sites.push(Site::new(p, name.clone(), Context::Tool).switch(fo, false));
-                    }
-                }
-            }
-            if format.has(Format::OpenAiResponses) && !t.has_function {
-                // the Responses API reads a function tool without `strict` as strict
-                for p in o.all("parameters") {
-                    sites.push(Site::new(p, fname.clone().unwrap_or_default(), Context::Tool).switch(o, true));
-                }
-            }
-            if format.has(Format::Anthropic) {
-                for p in o.all("input_schema") {
-                    sites.push(Site::new(p, fname.clone().unwrap_or_default(), Context::Tool).switch(o, false));
-                }
-            }
-            if format.has(Format::McpTools) {
-                mcp_tool_in(o, sites);
-            }
-            if format.has(Format::Gemini) {
-                for key in ["functionDeclarations", "function_declarations"] {
-                    for decls in o.all(key) {
-                        for d in raw::array(decls.get()).map(|a| a.0).unwrap_or_default() {
-                            let Some(d) = raw::object(d.get()) else { continue };
-                            let name = d.str("name").unwrap_or_default();
-                            for (k, json_field, context) in [
-                                ("parameters", false, Context::Tool),
-                                ("parametersJsonSchema", true, Context::Tool),
-                                ("parameters_json_schema", true, Context::Tool),
-                                ("response", false, Context::Output),
-                                ("responseJsonSchema", true, Context::Output),
-                                ("response_json_schema", true, Context::Output),
-                            ] {
-                                for p in d.all(k) {
-                                    sites.push(Site { json_field, ..Site::new(p, name.clone(), context) });
-                                }
-                            }
-                        }
-                    }
-                }
+            for read in readers {
+                read(t, sites, undescribed);
             }
         }
     }
@@ -270,95 +212,16 @@ fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Ve
 
 /// The structured-output schemas (and an MCP `tools/list` result's tools).
 fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Site<'a>>) {
-    if format.has(Format::McpTools) {
-        if let Some(r) = top.get("result").and_then(|r| raw::object(r.get())) {
-            for tools in r.all("tools") {
-                for t in raw::tools(tools.get()).unwrap_or_default() {
-                    mcp_tool_in(&t.members, sites);
-                }
-            }
+    let own;
+    let readers: &[format::OutputSites] = match format.descriptor() {
+        Some(d) => {
+            own = d.output_sites;
+            own.as_slice()
         }
-    }
-    if format.has(Format::OpenAiChat) {
-        for rf in top.all("response_format") {
-            let Some(o) = raw::object(rf.get()) else { continue };
-            for js in o.all("json_schema") {
-                if let Some(j) = raw::object(js.get()) {
-                    let name = j.str("name").unwrap_or_else(|| "response_format".into());
-                    for s in j.all("schema") {
-                        sites.push(Site::new(s, name.clone(), Context::Output).switch(&j, false));
-                    }
-                }
-            }
-            for s in o.all("schema") {
-                sites.push(Site::new(s, "response_format".into(), Context::Output));
-            }
-        }
-    }
-    if format.has(Format::OpenAiResponses) {
-        for tx in top.all("text") {
-            let Some(o) = raw::object(tx.get()) else { continue };
-            for f in o.all("format") {
-                if let Some(fo) = raw::object(f.get()) {
-                    let name = fo.str("name").unwrap_or_else(|| "text.format".into());
-                    for s in fo.all("schema") {
-                        sites.push(Site::new(s, name.clone(), Context::Output).switch(&fo, false));
-                    }
-                }
-            }
-        }
-    }
-    if format.has(Format::Gemini) {
-        for key in ["generationConfig", "generation_config"] {
-            for g in top.all(key) {
-                let Some(g) = raw::object(g.get()) else { continue };
-                for (k, json_field) in [("responseSchema", false), ("response_schema", false), ("responseJsonSchema", true), ("response_json_schema", true)] {
-                    for s in g.all(k) {
-                        sites.push(Site { json_field, ..Site::new(s, k.into(), Context::Output) });
-                    }
-                }
-            }
-        }
-    }
-    if format == Format::Cohere {
-        for rf in top.all("response_format") {
-            let Some(o) = raw::object(rf.get()) else { continue };
-            for key in ["json_schema", "schema"] {
-                for s in o.all(key) {
-                    sites.push(Site::new(s, "response_format".into(), Context::Output));
-                }
-            }
-        }
-    }
-    if format.has(Format::Ollama) {
-        for f in top.all("format") {
-            if f.get().starts_with('{') {
-                sites.push(Site::new(f, "format".into(), Context::Output));
-            }
-        }
-    }
-    if format.has(Format::LlamaCompletion) {
-        for s in top.all("json_schema") {
-            if s.get().starts_with('{') {
-                sites.push(Site::new(s, "json_schema".into(), Context::Output));
-            }
-        }
-    }
-}
-
-fn mcp_tool<'a>(t: &'a RawValue, sites: &mut Vec<Site<'a>>) {
-    if let Some(o) = raw::object(t.get()) {
-        mcp_tool_in(&o, sites);
-    }
-}
-
-fn mcp_tool_in<'a>(o: &raw::RawObject<'a>, sites: &mut Vec<Site<'a>>) {
-    let name = o.str("name").unwrap_or_default();
-    for s in o.all("inputSchema") {
-        sites.push(Site::new(s, name.clone(), Context::Tool));
-    }
-    for s in o.all("outputSchema") {
-        sites.push(Site::new(s, name.clone(), Context::Output));
+        None => format::AUTO_OUTPUTS,
+    };
+    for read in readers {
+        read(top, sites);
     }
 }
 

@@ -14,40 +14,6 @@ use crate::schema::{Kind, Record, Report};
 use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
 
-use Step::{Each, Key};
-
-/// Where each format declares function names.
-fn declared(format: Format) -> &'static [&'static [Step]] {
-    match format {
-        Format::OpenAiChat | Format::Ollama | Format::Cohere => &[&[Key("tools"), Each, Key("function"), Key("name")]],
-        Format::OpenAiResponses | Format::Anthropic => &[&[Key("tools"), Each, Key("name")]],
-        Format::Gemini => {
-            &[&[Key("tools"), Each, Key("functionDeclarations"), Each, Key("name")], &[Key("tools"), Each, Key("function_declarations"), Each, Key("name")]]
-        }
-        Format::LlamaCompletion | Format::McpTools | Format::Auto => &[],
-    }
-}
-
-/// Where each format names a declared function again (only names the map holds are renamed).
-fn mentioned(format: Format) -> &'static [&'static [Step]] {
-    match format {
-        Format::OpenAiChat | Format::Ollama | Format::Cohere => {
-            &[&[Key("tool_choice"), Key("function"), Key("name")], &[Key("messages"), Each, Key("tool_calls"), Each, Key("function"), Key("name")]]
-        }
-        Format::OpenAiResponses => &[&[Key("tool_choice"), Key("name")], &[Key("input"), Each, Key("name")]],
-        Format::Anthropic => &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
-        Format::Gemini => &[
-            &[Key("toolConfig"), Key("functionCallingConfig"), Key("allowedFunctionNames"), Each],
-            &[Key("tool_config"), Key("function_calling_config"), Key("allowed_function_names"), Each],
-            &[Key("contents"), Each, Key("parts"), Each, Key("functionCall"), Key("name")],
-            &[Key("contents"), Each, Key("parts"), Each, Key("functionResponse"), Key("name")],
-            &[Key("contents"), Each, Key("parts"), Each, Key("function_call"), Key("name")],
-            &[Key("contents"), Each, Key("parts"), Each, Key("function_response"), Key("name")],
-        ],
-        Format::LlamaCompletion | Format::McpTools | Format::Auto => &[],
-    }
-}
-
 /// A byte range of the body and the JSON that replaces it.
 pub type Edit = (usize, usize, String);
 
@@ -83,7 +49,8 @@ fn string(v: &RawValue) -> Option<String> {
 /// record per renamed tool. `None` when every declared name is valid (or the text is not JSON).
 pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, NameMap, Report)> {
     let top: &RawValue = serde_json::from_str(text).ok()?;
-    let decls = values(top, declared(format));
+    let d = format.descriptor()?;
+    let decls = values(top, d.declared);
     let names: Vec<(usize, &RawValue, String)> = decls.iter().filter_map(|v| Some((raw::offset(text, v.get())?, *v, string(v)?))).collect();
     if names.iter().all(|(_, _, n)| rule.allows(n)) {
         return None;
@@ -103,7 +70,7 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
         map.0.push((sent, n.clone()));
     }
     let mut edits = Vec::new();
-    let again = values(top, mentioned(format));
+    let again = values(top, d.mentioned);
     for v in decls.iter().chain(again.iter()) {
         let (Some(at), Some(n)) = (raw::offset(text, v.get()), string(v)) else { continue };
         if let Some(sent) = by_original.get(&n) {

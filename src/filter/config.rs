@@ -4,7 +4,7 @@
 //! error that names it: the filter refuses to start rather than run on a half-understood config
 //! (Envoy then rejects the listener or NACKs the update, and keeps the previous config).
 
-use crate::api::Format;
+use crate::api::{format, Format};
 use crate::schema::{Limits, LlamaCpp, Options, Profile};
 use serde::Deserialize;
 
@@ -123,20 +123,11 @@ impl Route {
         }
     }
 
-    fn ollama(path: &str) -> Route {
-        Route { profile: Some(&crate::schema::profile::OLLAMA), models: Some(Models::default()), ..Route::exact(path, Format::Ollama) }
-    }
-
-    /// A Gemini route serves one model's whole API under its prefix: only `generateContent` and
-    /// `streamGenerateContent` carry schemas.
-    fn gemini(prefix: &str) -> Route {
-        Route {
-            prefix: Some(prefix.into()),
-            path: None,
-            profile: Some(&crate::schema::profile::GEMINI),
-            models: Some(Models::default()),
-            ..Route::exact("", Format::Gemini)
-        }
+    /// The route a format's descriptor lists: its own profile with the model map off, where the path
+    /// is only ever that API.
+    fn of(d: &format::Descriptor, path: Option<&str>, prefix: Option<&str>) -> Route {
+        let own = d.routes.profile.map(|p| Route { profile: Some(p), models: Some(Models::default()), ..Route::exact("", d.format) });
+        Route { path: path.map(Into::into), prefix: prefix.map(Into::into), ..own.unwrap_or_else(|| Route::exact("", d.format)) }
     }
 
     fn matches(&self, path: &str) -> bool {
@@ -145,7 +136,9 @@ impl Route {
             (None, Some(p)) => path.starts_with(p.as_str()),
             (None, None) => false,
         };
-        found && (self.format != Format::Gemini || self.path.is_some() || path.ends_with(":generateContent") || path.ends_with(":streamGenerateContent"))
+        // under a prefix, only the paths the format's descriptor says carry schemas
+        let ends = self.format.descriptor().and_then(|d| d.routes.prefix_ends);
+        found && (self.path.is_some() || ends.is_none_or(|e| e.iter().any(|x| path.ends_with(x))))
     }
 }
 
@@ -240,26 +233,16 @@ impl Default for Config {
     }
 }
 
-/// The inference routes of llama-server, vLLM, Ollama, OpenAI, Anthropic, Gemini and Cohere APIs.
+/// The inference routes of llama-server, vLLM, Ollama, OpenAI, Anthropic, Gemini and Cohere APIs:
+/// each format's own, as its descriptor lists them (Ollama's, Gemini's and Cohere's paths are only
+/// ever that API: their profile, whatever the plugin's profile or model map).
 pub fn default_routes() -> Vec<Route> {
-    vec![
-        Route::exact("/v1/chat/completions", Format::OpenAiChat),
-        Route::exact("/chat/completions", Format::OpenAiChat),
-        Route::exact("/v1/responses", Format::OpenAiResponses),
-        Route::exact("/v1/messages", Format::Anthropic),
-        // Ollama's own API is only ever Ollama: its profile, whatever the plugin's profile or model map
-        Route::ollama("/api/chat"),
-        Route::ollama("/api/generate"),
-        Route::exact("/completion", Format::LlamaCompletion),
-        Route::exact("/completions", Format::LlamaCompletion),
-        Route::exact("/v1/completions", Format::LlamaCompletion),
-        // hosted APIs behind an egress gateway: each path is only ever its own API
-        Route::gemini("/v1beta/models/"),
-        Route::gemini("/v1/models/"),
-        Route::gemini("/v1/projects/"),
-        Route::gemini("/v1beta1/projects/"),
-        Route { profile: Some(&crate::schema::profile::COHERE), models: Some(Models::default()), ..Route::exact("/v2/chat", Format::Cohere) },
-    ]
+    let mut routes = Vec::new();
+    for d in format::ALL {
+        routes.extend(d.routes.paths.iter().map(|p| Route::of(d, Some(p), None)));
+        routes.extend(d.routes.prefixes.iter().map(|p| Route::of(d, None, Some(p))));
+    }
+    routes
 }
 
 impl Config {
@@ -420,6 +403,38 @@ fn profile_names() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn default_routes_are_each_formats_own() {
+        let routes = default_routes();
+        type Row<'a> = (Option<&'a str>, Option<&'a str>, Format, Option<&'a str>, bool);
+        let got: Vec<Row> = routes.iter().map(|r| (r.path.as_deref(), r.prefix.as_deref(), r.format, r.profile.map(|p| p.name), r.models.is_some())).collect();
+        let exact = |p, f| (Some(p), None, f, None, false);
+        let own = |p, f, profile| (Some(p), None, f, Some(profile), true);
+        let gemini = |p| (None, Some(p), Format::Gemini, Some("gemini"), true);
+        assert_eq!(
+            got,
+            vec![
+                exact("/v1/chat/completions", Format::OpenAiChat),
+                exact("/chat/completions", Format::OpenAiChat),
+                exact("/v1/responses", Format::OpenAiResponses),
+                exact("/v1/messages", Format::Anthropic),
+                own("/api/chat", Format::Ollama, "ollama"),
+                own("/api/generate", Format::Ollama, "ollama"),
+                exact("/completion", Format::LlamaCompletion),
+                exact("/completions", Format::LlamaCompletion),
+                exact("/v1/completions", Format::LlamaCompletion),
+                gemini("/v1beta/models/"),
+                gemini("/v1/models/"),
+                gemini("/v1/projects/"),
+                gemini("/v1beta1/projects/"),
+                own("/v2/chat", Format::Cohere, "cohere"),
+            ]
+        );
+        let c = Config::default();
+        assert!(c.route_for("/v1beta/models/gemini-2.5-flash:streamGenerateContent").is_some());
+        assert!(c.route_for("/v1beta/models/gemini-2.5-flash:countTokens").is_none(), "no schemas there");
+    }
 
     #[test]
     fn profile_alone_is_complete_and_empty_means_defaults() {

@@ -16,11 +16,10 @@
 //! request that needs no repair is never held: its calls are only read, for the validity counters.
 //!
 //! The parts: [`reply`] (what the response needs from its request, and the repair of one call or one
-//! whole document), [`calls`] (where each format puts its calls), [`stream`] (events and lines, held
+//! whole document, where calls sit as the format's descriptor in `crate::api::format` says), [`stream`] (events and lines, held
 //! and released), [`tally`] (what a response's repair did, as counters and a log line) and [`flow`]
 //! (what happens to a response from its headers to its end, for any host).
 
-mod calls;
 pub mod flow;
 mod reply;
 pub mod stream;

@@ -1,7 +1,7 @@
 //! What a response needs from its request, and the repair and check of one call or one document.
 
-use super::calls::{plain_paths, CallPath};
 use super::tally::{Call, Tally};
+use crate::api::format::{CallPath, ErrorShape};
 use crate::api::names::NameMap;
 use crate::api::raw;
 use crate::api::{self, Format};
@@ -265,10 +265,15 @@ impl Reply {
         (!edits.is_empty()).then(|| api::splice(text, edits.iter().map(|(a, b, s)| (*a, *b, s.as_str())).collect()))
     }
 
+    /// Where a whole response of the request's format carries calls.
+    pub(super) fn calls(&self) -> &'static [CallPath] {
+        self.format.descriptor().map_or(&[], |d| d.calls)
+    }
+
     /// Repairs a whole JSON response body. `None`: forward it as it is.
     pub fn repair_json(&self, body: &[u8], tally: &mut Tally) -> Option<Vec<u8>> {
         let text = std::str::from_utf8(body).ok()?;
-        let out = self.repair_doc(text, plain_paths(self.format), true, tally);
+        let out = self.repair_doc(text, self.calls(), true, tally);
         out.map(String::into_bytes)
     }
 
@@ -276,7 +281,8 @@ impl Reply {
     pub fn rejection(&self, call: &Call) -> Vec<u8> {
         let (path, why) = call.violation.as_ref().map(|v| (v.instance.as_str(), v.reason.as_str())).unwrap_or(("/", ""));
         let message = format!("the model's call to tool {:?} does not match the tool's schema at {path}: {why}", call.tool);
-        let v = if self.format == Format::Anthropic {
+        let shape = self.format.descriptor().map_or(ErrorShape::Error, |d| d.error);
+        let v = if shape == ErrorShape::TypedError {
             serde_json::json!({"type": "error", "error": {"type": "toolfit_invalid_tool_call", "message": message, "tool": call.tool, "path": path}})
         } else {
             serde_json::json!({"error": {"type": "toolfit_invalid_tool_call", "message": message, "tool": call.tool, "path": path}})

@@ -1,13 +1,11 @@
 //! Streamed responses (SSE events, NDJSON lines): cut into events as they come, the events that carry
 //! part of a call held only while that call may need repair, then released in order.
 
-use super::calls::{plain_paths, CallPath, RESPONSES_DONE};
 use super::reply::{decode_limit, quoted, Fixed, Reply};
 use super::tally::Tally;
-use crate::api::raw;
-use crate::api::{self, Format};
+use crate::api;
+use crate::api::format::{CallKey, CallPath, Frag, StreamCalls};
 use crate::filter::encoding::{Coding, Decoder};
-use serde_json::value::RawValue;
 
 /// The kind of streamed body.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,25 +14,6 @@ pub enum Events {
     Sse,
     /// `application/x-ndjson` (Ollama): one JSON document per line.
     Lines,
-}
-
-/// A call assembled over a stream, by (choice or block, index).
-type CallKey = (u64, u64);
-
-/// What one stream event says about the calls being assembled.
-#[derive(Debug, Clone)]
-enum Frag {
-    /// Part of a call's name (a JSON string at this byte range of the event's JSON).
-    NamePart(CallKey, usize, usize),
-    /// Part of a call's argument text.
-    ArgsPart(CallKey, usize, usize),
-    /// The call's whole name or arguments, said again (Responses' `.done` events).
-    NameWhole(CallKey, usize, usize),
-    ArgsWhole(CallKey, usize, usize),
-    /// The call is complete.
-    Close(CallKey),
-    /// Every call so far is complete.
-    CloseAll,
 }
 
 struct Open {
@@ -104,123 +83,6 @@ fn event_json(text: &str, events: Events) -> Option<(usize, &str)> {
     found
 }
 
-fn span(event: &str, v: &RawValue) -> Option<(usize, usize)> {
-    let at = raw::offset(event, v.get())?;
-    Some((at, at + v.get().len()))
-}
-
-fn index(o: &raw::RawObject, key: &str, default: u64) -> u64 {
-    o.get(key).and_then(|v| v.get().parse().ok()).unwrap_or(default)
-}
-
-/// The call fragments in one event's JSON, for the formats that stream calls in parts.
-fn frags(format: Format, json: &str) -> Vec<Frag> {
-    let mut out = Vec::new();
-    let Some(top) = raw::object(json) else { return out };
-    let kind = top.str("type").unwrap_or_default();
-    let mut push_part = |key: CallKey, v: Option<&RawValue>, name: bool, whole: bool| {
-        if let Some((a, b)) = v.and_then(|v| span(json, v)) {
-            out.push(match (name, whole) {
-                (true, false) => Frag::NamePart(key, a, b),
-                (false, false) => Frag::ArgsPart(key, a, b),
-                (true, true) => Frag::NameWhole(key, a, b),
-                (false, true) => Frag::ArgsWhole(key, a, b),
-            });
-        }
-    };
-    match format {
-        Format::OpenAiChat => {
-            let choices = top.get("choices").and_then(|c| raw::array(c.get())).map(|a| a.0).unwrap_or_default();
-            let mut finished = false;
-            for (n, c) in choices.iter().enumerate() {
-                let Some(c) = raw::object(c.get()) else { continue };
-                let ci = index(&c, "index", n as u64);
-                if let Some(d) = c.get("delta").and_then(|d| raw::object(d.get())) {
-                    for (m, tc) in d.get("tool_calls").and_then(|t| raw::array(t.get())).map(|a| a.0).unwrap_or_default().iter().enumerate() {
-                        let Some(tc) = raw::object(tc.get()) else { continue };
-                        let key = (ci, index(&tc, "index", m as u64));
-                        if let Some(f) = tc.get("function").and_then(|f| raw::object(f.get())) {
-                            push_part(key, f.get("name"), true, false);
-                            push_part(key, f.get("arguments"), false, false);
-                        }
-                    }
-                }
-                finished |= c.get("finish_reason").is_some_and(|f| f.get() != "null");
-            }
-            if finished {
-                out.push(Frag::CloseAll);
-            }
-        }
-        Format::Anthropic => {
-            let key = (0, index(&top, "index", 0));
-            match kind.as_str() {
-                "content_block_start" => {
-                    if let Some(b) = top.get("content_block").and_then(|b| raw::object(b.get())).filter(|b| b.str("type").as_deref() == Some("tool_use")) {
-                        push_part(key, b.get("name"), true, false);
-                    }
-                }
-                "content_block_delta" => {
-                    if let Some(d) = top.get("delta").and_then(|d| raw::object(d.get())).filter(|d| d.str("type").as_deref() == Some("input_json_delta")) {
-                        push_part(key, d.get("partial_json"), false, false);
-                    }
-                }
-                "content_block_stop" => out.push(Frag::Close(key)),
-                "message_delta" | "message_stop" => out.push(Frag::CloseAll),
-                _ => {}
-            }
-        }
-        Format::OpenAiResponses => {
-            let key = (0, index(&top, "output_index", 0));
-            let item = top.get("item").and_then(|i| raw::object(i.get())).filter(|i| i.str("type").as_deref() == Some("function_call"));
-            match kind.as_str() {
-                "response.output_item.added" => {
-                    if let Some(i) = item {
-                        push_part(key, i.get("name"), true, false);
-                        push_part(key, i.get("arguments"), false, false);
-                    }
-                }
-                "response.function_call_arguments.delta" => push_part(key, top.get("delta"), false, false),
-                "response.function_call_arguments.done" => {
-                    push_part(key, top.get("name"), true, true);
-                    push_part(key, top.get("arguments"), false, true);
-                }
-                "response.output_item.done" => {
-                    if let Some(i) = item {
-                        push_part(key, i.get("name"), true, true);
-                        push_part(key, i.get("arguments"), false, true);
-                        out.push(Frag::Close(key));
-                    }
-                }
-                "response.completed" | "response.incomplete" | "response.failed" => out.push(Frag::CloseAll),
-                _ => {}
-            }
-        }
-        Format::Cohere => {
-            let key = (0, index(&top, "index", 0));
-            let tc = top
-                .get("delta")
-                .and_then(|d| raw::object(d.get()))
-                .and_then(|d| d.get("message"))
-                .and_then(|m| raw::object(m.get()))
-                .and_then(|m| m.get("tool_calls"))
-                .and_then(|t| raw::object(t.get()));
-            let f = tc.as_ref().and_then(|t| t.get("function")).and_then(|f| raw::object(f.get()));
-            match (kind.as_str(), f) {
-                ("tool-call-start", Some(f)) => {
-                    push_part(key, f.get("name"), true, false);
-                    push_part(key, f.get("arguments"), false, false);
-                }
-                ("tool-call-delta", Some(f)) => push_part(key, f.get("arguments"), false, false),
-                ("tool-call-end", _) => out.push(Frag::Close(key)),
-                ("message-end", _) => out.push(Frag::CloseAll),
-                _ => {}
-            }
-        }
-        _ => {}
-    }
-    out
-}
-
 impl Stream {
     pub fn new(reply: Reply, events: Events, coding: Coding) -> Stream {
         let decoder = Decoder::new(coding, decode_limit(&reply));
@@ -236,19 +98,26 @@ impl Stream {
         !self.held.is_empty() || (!self.pending.is_empty() && self.reply.repairs())
     }
 
-    /// Whether the event is the Responses API's closing summary (`response.completed` and its kin),
-    /// which says every call again, whole. Read only on that format, by its `type`.
-    fn summary(&self, json: &str) -> bool {
-        self.reply.format == Format::OpenAiResponses
-            && json.contains("\"response.")
-            && raw::object(json)
-                .and_then(|o| o.str("type"))
-                .is_some_and(|t| matches!(t.as_str(), "response.completed" | "response.incomplete" | "response.failed"))
+    /// Where the calls are if the event is the format's closing summary, which says every call
+    /// again, whole (Responses' `response.completed` and its kin).
+    fn summary(&self, json: &str) -> Option<&'static [CallPath]> {
+        match self.reply.format.descriptor().map(|d| d.stream) {
+            Some(StreamCalls::Parts { summary: Some(s), .. }) if (s.is)(json) => Some(s.calls),
+            _ => None,
+        }
     }
 
     /// Whether events of this format carry whole calls (each is repaired on its own).
     fn whole_calls(&self) -> bool {
-        matches!(self.reply.format, Format::Gemini | Format::Ollama)
+        matches!(self.reply.format.descriptor().map(|d| d.stream), Some(StreamCalls::Whole))
+    }
+
+    /// The call fragments in one event's JSON, for the formats that stream calls in parts.
+    fn frags(&self, json: &str) -> Vec<Frag> {
+        match self.reply.format.descriptor().map(|d| d.stream) {
+            Some(StreamCalls::Parts { frags, .. }) => frags(json),
+            _ => Vec::new(),
+        }
     }
 
     fn held_bytes(&self) -> usize {
@@ -333,10 +202,14 @@ impl Stream {
             self.pass(text.into_bytes(), out);
             return;
         };
-        if self.whole_calls() || self.summary(json) {
-            // whole calls in one event: repaired (and, but for Responses' closing summary, counted) here
+        let summary = self.summary(json);
+        if self.whole_calls() || summary.is_some() {
+            // whole calls in one event: repaired (and, but for a closing summary, counted) here
             let count = self.whole_calls();
-            let paths: &[CallPath] = if count { plain_paths(self.reply.format) } else { RESPONSES_DONE };
+            let paths: &[CallPath] = match summary {
+                Some(p) if !count => p,
+                _ => self.reply.calls(),
+            };
             if !count {
                 self.close(None);
             }
@@ -349,7 +222,7 @@ impl Stream {
             self.release(out);
             return;
         }
-        let fr = frags(self.reply.format, json);
+        let fr = self.frags(json);
         for f in &fr {
             let (key, part, name) = match f {
                 Frag::NamePart(k, a, b) => (*k, json.get(*a..*b), true),

@@ -1,0 +1,50 @@
+//! Anthropic Messages: tools as `tools[].input_schema`; calls as `content[]` blocks of type
+//! `tool_use`, streamed as `content_block_*` events with `input_json_delta` parts.
+
+use super::{index, path, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use crate::api::raw::{self, RawTool, Step};
+use crate::api::{Format, NoDescription, Site};
+use crate::schema::Context;
+
+use Step::{Each, Key};
+
+pub const FORMAT: Descriptor = Descriptor {
+    format: Format::Anthropic,
+    name: "anthropic",
+    tool_sites: Some(tool_sites),
+    output_sites: None,
+    declared: &[&[Key("tools"), Each, Key("name")]],
+    mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
+    calls: &[path(&[Key("content"), Each], Some("tool_use"), "name", "input", false)],
+    stream: StreamCalls::Parts { frags, summary: None },
+    error: ErrorShape::TypedError,
+    routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
+};
+
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+    for p in t.members.all("input_schema") {
+        sites.push(Site::new(p, t.members.str("name").unwrap_or_default(), Context::Tool).switch(&t.members, false));
+    }
+}
+
+fn frags(json: &str) -> Vec<Frag> {
+    let mut f = Frags::new(json);
+    let Some(top) = raw::object(json) else { return f.out };
+    let key = (0, index(&top, "index", 0));
+    match top.str("type").unwrap_or_default().as_str() {
+        "content_block_start" => {
+            if let Some(b) = top.get("content_block").and_then(|b| raw::object(b.get())).filter(|b| b.str("type").as_deref() == Some("tool_use")) {
+                f.part(key, b.get("name"), true, false);
+            }
+        }
+        "content_block_delta" => {
+            if let Some(d) = top.get("delta").and_then(|d| raw::object(d.get())).filter(|d| d.str("type").as_deref() == Some("input_json_delta")) {
+                f.part(key, d.get("partial_json"), false, false);
+            }
+        }
+        "content_block_stop" => f.out.push(Frag::Close(key)),
+        "message_delta" | "message_stop" => f.out.push(Frag::CloseAll),
+        _ => {}
+    }
+    f.out
+}

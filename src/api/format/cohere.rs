@@ -1,0 +1,59 @@
+//! Cohere v2 chat: tools as OpenAI chat declares them, structured output as
+//! `response_format.json_schema` (the schema itself); calls in `message.tool_calls`, streamed as
+//! `tool-call-*` events. Its path always gets the `cohere` profile.
+
+use super::{index, path, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use crate::api::raw::{self, RawObject, Step};
+use crate::api::{Format, Site};
+use crate::schema::Context;
+
+use Step::{Each, Key};
+
+pub const FORMAT: Descriptor = Descriptor {
+    format: Format::Cohere,
+    name: "cohere",
+    tool_sites: Some(super::function_tools),
+    output_sites: Some(output_sites),
+    declared: super::openai_chat::DECLARED,
+    mentioned: super::openai_chat::MENTIONED,
+    calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", true)],
+    stream: StreamCalls::Parts { frags, summary: None },
+    error: ErrorShape::Error,
+    routes: Routes { paths: &["/v2/chat"], profile: Some(&crate::schema::profile::COHERE), ..Routes::NONE },
+};
+
+pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
+    for rf in top.all("response_format") {
+        let Some(o) = raw::object(rf.get()) else { continue };
+        for key in ["json_schema", "schema"] {
+            for s in o.all(key) {
+                sites.push(Site::new(s, "response_format".into(), Context::Output));
+            }
+        }
+    }
+}
+
+fn frags(json: &str) -> Vec<Frag> {
+    let mut fr = Frags::new(json);
+    let Some(top) = raw::object(json) else { return fr.out };
+    let key = (0, index(&top, "index", 0));
+    let tc = top
+        .get("delta")
+        .and_then(|d| raw::object(d.get()))
+        .and_then(|d| d.get("message"))
+        .and_then(|m| raw::object(m.get()))
+        .and_then(|m| m.get("tool_calls"))
+        .and_then(|t| raw::object(t.get()));
+    let f = tc.as_ref().and_then(|t| t.get("function")).and_then(|f| raw::object(f.get()));
+    match (top.str("type").unwrap_or_default().as_str(), f) {
+        ("tool-call-start", Some(f)) => {
+            fr.part(key, f.get("name"), true, false);
+            fr.part(key, f.get("arguments"), false, false);
+        }
+        ("tool-call-delta", Some(f)) => fr.part(key, f.get("arguments"), false, false),
+        ("tool-call-end", _) => fr.out.push(Frag::Close(key)),
+        ("message-end", _) => fr.out.push(Frag::CloseAll),
+        _ => {}
+    }
+    fr.out
+}

@@ -1,0 +1,27 @@
+//! llama-server's `/completion`: structured output as `json_schema`; no tools, no calls.
+
+use super::{Descriptor, ErrorShape, Routes, StreamCalls};
+use crate::api::raw::RawObject;
+use crate::api::{Format, Site};
+use crate::schema::Context;
+
+pub const FORMAT: Descriptor = Descriptor {
+    format: Format::LlamaCompletion,
+    name: "llama-completion",
+    tool_sites: None,
+    output_sites: Some(output_sites),
+    declared: &[],
+    mentioned: &[],
+    calls: &[],
+    stream: StreamCalls::None,
+    error: ErrorShape::Error,
+    routes: Routes { paths: &["/completion", "/completions", "/v1/completions"], ..Routes::NONE },
+};
+
+pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
+    for s in top.all("json_schema") {
+        if s.get().starts_with('{') {
+            sites.push(Site::new(s, "json_schema".into(), Context::Output));
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! One descriptor per API format: everything a request or response of that format means to toolfit,
+//! in one module per format (the way jsonschema-rs keeps one keyword per module). The rest of the
+//! code asks the descriptor ([`crate::api::Format::descriptor`]) instead of matching on the format:
+//! where its schemas sit, where it declares and names functions, where a response carries calls and
+//! how a stream carries them, the error shape, and the routes it is served on by default.
+//!
+//! Adding a format is a module here, a [`Format`] variant and a line in [`ALL`].
+
+pub mod anthropic;
+pub mod cohere;
+pub mod gemini;
+pub mod llama_completion;
+pub mod mcp_tools;
+pub mod ollama;
+pub mod openai_chat;
+pub mod openai_responses;
+
+use super::raw::{self, RawObject, RawTool, Step};
+use super::{Format, NoDescription, Site};
+use crate::schema::Profile;
+use serde_json::value::RawValue;
+
+/// What an API format means to toolfit.
+pub struct Descriptor {
+    pub format: Format,
+    /// The name the configuration and the CLI use.
+    pub name: &'static str,
+    /// The schema sites in one element of the request's `tools` (and function tools without a
+    /// description, where the format has `function.description`).
+    pub tool_sites: Option<ToolSites>,
+    /// The schema sites outside `tools`: structured output (and an MCP result's tools).
+    pub output_sites: Option<OutputSites>,
+    /// Where the request declares function names.
+    pub declared: &'static [&'static [Step]],
+    /// Where the request names a declared function again (tool choice, earlier calls).
+    pub mentioned: &'static [&'static [Step]],
+    /// Where a whole response body carries tool calls.
+    pub calls: &'static [CallPath],
+    /// How a streamed response carries them.
+    pub stream: StreamCalls,
+    /// The shape of the error a rejected response answers with.
+    pub error: ErrorShape,
+    /// The routes it is served on when the configuration lists none.
+    pub routes: Routes,
+}
+
+/// Reads one element of `tools`: its schema sites, and function tools without a description.
+pub type ToolSites = for<'a> fn(&RawTool<'a>, &mut Vec<Site<'a>>, &mut Vec<NoDescription<'a>>);
+/// Reads the top level of a body for the schema sites outside `tools`.
+pub type OutputSites = for<'a> fn(&RawObject<'a>, &mut Vec<Site<'a>>);
+
+/// Where a tool call sits in a complete JSON document of a format.
+pub struct CallPath {
+    pub at: &'static [Step],
+    /// The `type` the object must have, where the container holds other things too.
+    pub kind: Option<&'static str>,
+    pub name: &'static str,
+    pub args: &'static str,
+    /// Whether the arguments are a JSON string holding JSON (else a JSON object).
+    pub text: bool,
+}
+
+pub const fn path(at: &'static [Step], kind: Option<&'static str>, name: &'static str, args: &'static str, text: bool) -> CallPath {
+    CallPath { at, kind, name, args, text }
+}
+
+/// How a streamed response of the format carries tool calls.
+#[derive(Clone, Copy)]
+pub enum StreamCalls {
+    /// It has no streamed calls toolfit reads.
+    None,
+    /// Each event carries whole calls, at [`Descriptor::calls`] (Gemini's events, Ollama's lines).
+    Whole,
+    /// Calls come in parts over several events: the parser gives each event's fragments; `summary`,
+    /// where the format closes with an event that says every call again, whole (Responses'
+    /// `response.completed`).
+    Parts { frags: fn(&str) -> Vec<Frag>, summary: Option<Summary> },
+}
+
+/// A closing event that says every call again, whole.
+#[derive(Clone, Copy)]
+pub struct Summary {
+    /// Whether an event's JSON is that event.
+    pub is: fn(&str) -> bool,
+    /// Where its calls are.
+    pub calls: &'static [CallPath],
+}
+
+/// A call assembled over a stream, by (choice or block, index).
+pub type CallKey = (u64, u64);
+
+/// What one stream event says about the calls being assembled.
+#[derive(Debug, Clone)]
+pub enum Frag {
+    /// Part of a call's name (a JSON string at this byte range of the event's JSON).
+    NamePart(CallKey, usize, usize),
+    /// Part of a call's argument text.
+    ArgsPart(CallKey, usize, usize),
+    /// The call's whole name or arguments, said again (Responses' `.done` events).
+    NameWhole(CallKey, usize, usize),
+    ArgsWhole(CallKey, usize, usize),
+    /// The call is complete.
+    Close(CallKey),
+    /// Every call so far is complete.
+    CloseAll,
+}
+
+/// Collects the fragments of one event's JSON (what every stream parser shares).
+pub struct Frags<'j> {
+    pub json: &'j str,
+    pub out: Vec<Frag>,
+}
+
+impl<'j> Frags<'j> {
+    pub fn new(json: &'j str) -> Self {
+        Frags { json, out: Vec::new() }
+    }
+
+    /// A name or argument part (`whole`: said again whole) found at `v`.
+    pub fn part(&mut self, key: CallKey, v: Option<&RawValue>, name: bool, whole: bool) {
+        let Some((a, b)) = v.and_then(|v| raw::offset(self.json, v.get()).map(|at| (at, at + v.get().len()))) else { return };
+        self.out.push(match (name, whole) {
+            (true, false) => Frag::NamePart(key, a, b),
+            (false, false) => Frag::ArgsPart(key, a, b),
+            (true, true) => Frag::NameWhole(key, a, b),
+            (false, true) => Frag::ArgsWhole(key, a, b),
+        });
+    }
+}
+
+/// A numeric member used as an index, `default` when absent.
+pub fn index(o: &RawObject, key: &str, default: u64) -> u64 {
+    o.get(key).and_then(|v| v.get().parse().ok()).unwrap_or(default)
+}
+
+/// The shape of the format's error body.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ErrorShape {
+    /// `{"error": {...}}` (OpenAI and most others).
+    Error,
+    /// `{"type": "error", "error": {...}}` (Anthropic).
+    TypedError,
+}
+
+/// The routes a format is served on by default.
+pub struct Routes {
+    /// Exact paths.
+    pub paths: &'static [&'static str],
+    /// Path prefixes (an API that puts the model in the path).
+    pub prefixes: &'static [&'static str],
+    /// Under a prefix, only paths ending so carry schemas (`None`: all of them).
+    pub prefix_ends: Option<&'static [&'static str]>,
+    /// The profile these paths always get, whatever the plugin's profile or model map: a path that is
+    /// only ever this API (`None`: the plugin's).
+    pub profile: Option<&'static Profile>,
+}
+
+impl Routes {
+    pub const NONE: Routes = Routes { paths: &[], prefixes: &[], prefix_ends: None, profile: None };
+}
+
+/// Every format, in the order the default routes list them.
+pub const ALL: &[&Descriptor] = &[
+    &openai_chat::FORMAT,
+    &openai_responses::FORMAT,
+    &anthropic::FORMAT,
+    &ollama::FORMAT,
+    &llama_completion::FORMAT,
+    &gemini::FORMAT,
+    &cohere::FORMAT,
+    &mcp_tools::FORMAT,
+];
+
+/// What `auto` reads in each element of `tools`, in this order: every distinct tool shape once (Ollama
+/// and Cohere declare tools as OpenAI chat does).
+pub const AUTO_TOOLS: &[ToolSites] = &[openai_chat::tool_sites, openai_responses::tool_sites, anthropic::tool_sites, mcp_tools::tool_sites, gemini::tool_sites];
+
+/// What `auto` reads outside `tools`, in this order. Cohere's `response_format` is left out: it holds
+/// the schema itself where OpenAI's holds it under `json_schema.schema`.
+pub const AUTO_OUTPUTS: &[OutputSites] = &[
+    mcp_tools::output_sites,
+    openai_chat::output_sites,
+    openai_responses::output_sites,
+    gemini::output_sites,
+    ollama::output_sites,
+    llama_completion::output_sites,
+];
+
+/// An element of `tools` whose `function` objects declare tools (OpenAI chat, Ollama, Cohere).
+pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
+    for fo in &t.functions {
+        let name = fo.str("name").unwrap_or_default();
+        match (fo.get("description"), fo.get("name")) {
+            (Some(d), _) if d.get() == "null" => undescribed.push(NoDescription { anchor: d, null: true, tool: name.clone() }),
+            (None, Some(n)) => undescribed.push(NoDescription { anchor: n, null: false, tool: name.clone() }),
+            _ => {}
+        }
+        for p in fo.all("parameters") {
+            sites.push(Site::new(p, name.clone(), crate::schema::Context::Tool).switch(fo, false));
+        }
+    }
+}

@@ -1,0 +1,79 @@
+//! OpenAI Chat Completions (also vLLM's and llama-server's `/v1/chat/completions`): tools as
+//! `tools[].function.parameters`, structured output as `response_format.json_schema.schema` (and
+//! llama-server's `response_format.schema`); calls in `choices[].message.tool_calls`, streamed as
+//! `choices[].delta.tool_calls` parts.
+
+use super::{function_tools, index, path, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use crate::api::raw::{self, RawObject, RawTool, Step};
+use crate::api::{Format, NoDescription, Site};
+use crate::schema::Context;
+
+use Step::{Each, Key};
+
+pub const FORMAT: Descriptor = Descriptor {
+    format: Format::OpenAiChat,
+    name: "openai-chat",
+    tool_sites: Some(tool_sites),
+    output_sites: Some(output_sites),
+    declared: DECLARED,
+    mentioned: MENTIONED,
+    calls: CALLS,
+    stream: StreamCalls::Parts { frags, summary: None },
+    error: ErrorShape::Error,
+    routes: Routes { paths: &["/v1/chat/completions", "/chat/completions"], ..Routes::NONE },
+};
+
+/// Where function names are declared: the same for Ollama and Cohere.
+pub const DECLARED: &[&[Step]] = &[&[Key("tools"), Each, Key("function"), Key("name")]];
+/// Where they are named again: the same for Ollama and Cohere.
+pub const MENTIONED: &[&[Step]] =
+    &[&[Key("tool_choice"), Key("function"), Key("name")], &[Key("messages"), Each, Key("tool_calls"), Each, Key("function"), Key("name")]];
+
+const CALLS: &[CallPath] = &[path(&[Key("choices"), Each, Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", true)];
+
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
+    function_tools(t, sites, undescribed);
+}
+
+pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
+    for rf in top.all("response_format") {
+        let Some(o) = raw::object(rf.get()) else { continue };
+        for js in o.all("json_schema") {
+            if let Some(j) = raw::object(js.get()) {
+                let name = j.str("name").unwrap_or_else(|| "response_format".into());
+                for s in j.all("schema") {
+                    sites.push(Site::new(s, name.clone(), Context::Output).switch(&j, false));
+                }
+            }
+        }
+        for s in o.all("schema") {
+            sites.push(Site::new(s, "response_format".into(), Context::Output));
+        }
+    }
+}
+
+fn frags(json: &str) -> Vec<Frag> {
+    let mut f = Frags::new(json);
+    let Some(top) = raw::object(json) else { return f.out };
+    let choices = top.get("choices").and_then(|c| raw::array(c.get())).map(|a| a.0).unwrap_or_default();
+    let mut finished = false;
+    for (n, c) in choices.iter().enumerate() {
+        let Some(c) = raw::object(c.get()) else { continue };
+        let ci = index(&c, "index", n as u64);
+        if let Some(d) = c.get("delta").and_then(|d| raw::object(d.get())) {
+            for (m, tc) in d.get("tool_calls").and_then(|t| raw::array(t.get())).map(|a| a.0).unwrap_or_default().iter().enumerate() {
+                let Some(tc) = raw::object(tc.get()) else { continue };
+                let key = (ci, index(&tc, "index", m as u64));
+                if let Some(func) = tc.get("function").and_then(|x| raw::object(x.get())) {
+                    f.part(key, func.get("name"), true, false);
+                    f.part(key, func.get("arguments"), false, false);
+                }
+            }
+        }
+        finished |= c.get("finish_reason").is_some_and(|r| r.get() != "null");
+    }
+    if finished {
+        f.out.push(Frag::CloseAll);
+    }
+    f.out
+}

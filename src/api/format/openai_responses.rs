@@ -1,0 +1,87 @@
+//! OpenAI Responses: tools flat as `tools[].parameters` (strict unless the tool says otherwise),
+//! structured output as `text.format.schema`; calls as `output[]` items of type `function_call`,
+//! streamed as `response.function_call_arguments.*` events and said again whole at the end.
+
+use super::{index, path, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Summary};
+use crate::api::raw::{self, RawObject, RawTool, Step};
+use crate::api::{Format, NoDescription, Site};
+use crate::schema::Context;
+
+use Step::{Each, Key};
+
+pub const FORMAT: Descriptor = Descriptor {
+    format: Format::OpenAiResponses,
+    name: "openai-responses",
+    tool_sites: Some(tool_sites),
+    output_sites: Some(output_sites),
+    declared: &[&[Key("tools"), Each, Key("name")]],
+    mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("input"), Each, Key("name")]],
+    calls: &[path(&[Key("output"), Each], Some("function_call"), "name", "arguments", true)],
+    stream: StreamCalls::Parts { frags, summary: Some(Summary { is: summary, calls: DONE }) },
+    error: ErrorShape::Error,
+    routes: Routes { paths: &["/v1/responses"], ..Routes::NONE },
+};
+
+/// The closing `response.completed` event says every call again, whole.
+const DONE: &[CallPath] = &[path(&[Key("response"), Key("output"), Each], Some("function_call"), "name", "arguments", true)];
+
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+    if t.has_function {
+        return;
+    }
+    // the Responses API reads a function tool without `strict` as strict
+    for p in t.members.all("parameters") {
+        sites.push(Site::new(p, t.members.str("name").unwrap_or_default(), Context::Tool).switch(&t.members, true));
+    }
+}
+
+pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
+    for tx in top.all("text") {
+        let Some(o) = raw::object(tx.get()) else { continue };
+        for f in o.all("format") {
+            if let Some(fo) = raw::object(f.get()) {
+                let name = fo.str("name").unwrap_or_else(|| "text.format".into());
+                for s in fo.all("schema") {
+                    sites.push(Site::new(s, name.clone(), Context::Output).switch(&fo, false));
+                }
+            }
+        }
+    }
+}
+
+/// Whether an event is the closing summary (`response.completed` and its kin), read by its `type`.
+fn summary(json: &str) -> bool {
+    json.contains("\"response.")
+        && raw::object(json).and_then(|o| o.str("type")).is_some_and(|t| matches!(t.as_str(), "response.completed" | "response.incomplete" | "response.failed"))
+}
+
+fn frags(json: &str) -> Vec<Frag> {
+    let mut f = Frags::new(json);
+    let Some(top) = raw::object(json) else { return f.out };
+    let kind = top.str("type").unwrap_or_default();
+    let key = (0, index(&top, "output_index", 0));
+    let item = top.get("item").and_then(|i| raw::object(i.get())).filter(|i| i.str("type").as_deref() == Some("function_call"));
+    match kind.as_str() {
+        "response.output_item.added" => {
+            if let Some(i) = item {
+                f.part(key, i.get("name"), true, false);
+                f.part(key, i.get("arguments"), false, false);
+            }
+        }
+        "response.function_call_arguments.delta" => f.part(key, top.get("delta"), false, false),
+        "response.function_call_arguments.done" => {
+            f.part(key, top.get("name"), true, true);
+            f.part(key, top.get("arguments"), false, true);
+        }
+        "response.output_item.done" => {
+            if let Some(i) = item {
+                f.part(key, i.get("name"), true, true);
+                f.part(key, i.get("arguments"), false, true);
+                f.out.push(Frag::Close(key));
+            }
+        }
+        "response.completed" | "response.incomplete" | "response.failed" => f.out.push(Frag::CloseAll),
+        _ => {}
+    }
+    f.out
+}
