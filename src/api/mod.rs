@@ -290,7 +290,7 @@ pub fn rewrite_body_cached(
     };
     if let Some((edits, map, report)) = names::plan(text, format, &rule) {
         if !edits.is_empty() {
-            out.body = Some(splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
+            out.body = Some(splice(text, edits).into_bytes());
         }
         out.report.extend(report);
         out.names = map;
@@ -308,14 +308,7 @@ fn rewrite_schemas(
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
     let parsed = top(text);
-    // the schema-bearing members as wholes: a catalog sent again is found without looking inside it
-    // (not where a request-level switch depends on every tool together: Cohere's `strict_tools`)
-    let members: Vec<(&str, &str)> = match (&cache, &parsed) {
-        _ if profile.target.strict_tools.is_some() => Vec::new(),
-        (Some(_), Some(Top::Object(o))) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
-        (Some(_), Some(Top::Array(_))) => vec![("", text)],
-        _ => Vec::new(),
-    };
+    let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
         Some(Top::Object(o)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
         _ => Vec::new(),
@@ -326,18 +319,76 @@ fn rewrite_schemas(
         }
     }
     let mut undescribed = Vec::new();
-    let sites = match parsed.as_ref().and_then(|t| locate_in(t, format, &mut undescribed)) {
-        Some(s) => s,
-        None => {
-            return Err(if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() { Skip::UnknownShape } else { Skip::NotJson });
-        }
+    let Some(sites) = parsed.as_ref().and_then(|t| locate_in(t, format, &mut undescribed)) else {
+        return Err(if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() { Skip::UnknownShape } else { Skip::NotJson });
     };
+    let mut policy = StrictPolicy { profile, opts, spent: Spent::default(), scopes: Scopes::default() };
     let mut results: Vec<SiteResult> = Vec::with_capacity(sites.len());
-    let mut spent = Spent::default();
-    let mut scopes = Scopes::default();
     for site in &sites {
+        policy.site(text, site, cache.as_deref_mut(), &mut results);
+    }
+    // what spans the request: definitions shared across tools, Cohere's request-level switch, the
+    // descriptions old llama-server releases need
+    if profile.target.shared_defs {
+        defs::share(text, &mut results);
+    }
+    if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
+        results.extend(strict_tools(text, o, &limits, &results));
+    }
+    if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
+        results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
+    }
+    if let Some(c) = cache {
+        remember_members(c, scope, format, text, &members, &results);
+    }
+    Ok(assemble(text, results, tool_lists))
+}
+
+/// The schema-bearing members as wholes, for the cache: a catalog sent again is found without looking
+/// inside it. None where a request-level switch depends on every tool together (Cohere's
+/// `strict_tools`), or without a cache.
+fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'t>>, profile: &Profile, cached: bool) -> Vec<(&'p str, &'p str)> {
+    match parsed {
+        _ if !cached || profile.target.strict_tools.is_some() => Vec::new(),
+        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
+        Some(Top::Array(_)) => vec![("", text)],
+        None => Vec::new(),
+    }
+}
+
+/// The body's outcome from every site's result: one edit per change, one report.
+fn assemble(text: &str, results: Vec<SiteResult>, tool_lists: Vec<(usize, usize)>) -> BodyOutcome {
+    let tools = results.iter().filter(|r| r.tool).count();
+    let schemas_changed = results.iter().filter(|r| r.schema && r.output.is_some()).count();
+    let (mut report, mut unparsed, mut edits) = (Report::default(), Vec::new(), Vec::new());
+    for r in results {
+        if let Some(o) = r.output {
+            edits.push(Edit::new(r.at, r.at + r.len, o));
+        }
+        unparsed.extend(r.unparsed);
+        report.extend(r.report);
+    }
+    let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
+    BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default(), tool_lists }
+}
+
+/// Whether each schema goes strict, for an API with a strict mode: asked for (or forced by the
+/// profile), kept only if the strict rewrite is not declined and the request's strict schemas stay
+/// within the API's per-request limits; else the schema gets the non-strict rewrite of the original,
+/// and the switch says which.
+struct StrictPolicy<'o> {
+    profile: &'static Profile,
+    opts: &'o Options,
+    /// What the request's strict tools have used of the per-request limits so far.
+    spent: Spent,
+    scopes: Scopes,
+}
+
+impl StrictPolicy<'_> {
+    /// Rewrites one site and adds its results (the schema's, and any switch or member edit beside it).
+    fn site(&mut self, text: &str, site: &Site, mut cache: Option<&mut cache::SiteCache>, results: &mut Vec<SiteResult>) {
         let src = site.raw.get();
-        let Some(at) = raw::offset(text, src) else { continue };
+        let Some(at) = raw::offset(text, src) else { return };
         let mut r = SiteResult {
             at,
             len: src.len(),
@@ -350,24 +401,25 @@ fn rewrite_schemas(
         };
         if !(src.starts_with('{') || src == "true" || src == "false") {
             results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
-            continue;
+            return;
         }
-        let switch = !matches!(site.strict, StrictAt::NoSwitch);
-        let modes = profile.modes.filter(|_| switch);
+        let (profile, opts) = (self.profile, self.opts);
+        let modes = profile.modes.filter(|_| !matches!(site.strict, StrictAt::NoSwitch));
         let strict_on = modes.is_some_and(|m| m.force || site.strict.on());
         let first = profile.for_site(strict_on, site.json_field);
-        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut scopes);
+        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut self.scopes);
         let mut strict = strict_on;
+        let loose = profile.for_site(false, site.json_field);
         if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
-            done = declined(done.report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut(), &mut scopes));
+            done = declined(done.report, rewrite_site(src, site, loose, opts, cache.as_deref_mut(), &mut self.scopes));
             strict = false;
         }
         // the API's limits over the whole request: past them a schema goes non-strict
         if let (true, Some(limits)) = (strict && site.context == Context::Tool, first.target.strict.and_then(|s| s.per_request)) {
-            if let Some(why) = spent.add(&limits, done.output.as_deref().unwrap_or(src)) {
+            if let Some(why) = self.spent.add(&limits, done.output.as_deref().unwrap_or(src)) {
                 let mut report = Report::default();
                 report.push(crate::schema::Record { tool: site.tool.clone(), path: String::new(), kind: Kind::StrictDeclined, detail: why });
-                done = declined(report, rewrite_site(src, site, profile.for_site(false, site.json_field), opts, cache.as_deref_mut(), &mut scopes));
+                done = declined(report, rewrite_site(src, site, loose, opts, cache, &mut self.scopes));
                 strict = false;
             }
         }
@@ -384,32 +436,6 @@ fn rewrite_schemas(
         r.unparsed = done.unparsed;
         results.push(r);
     }
-    if profile.target.shared_defs {
-        defs::share(text, &mut results);
-    }
-    if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
-        results.extend(strict_tools(text, o, &limits, &results));
-    }
-    if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
-        results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
-    }
-    if let Some(c) = cache {
-        remember_members(c, scope, format, text, &members, &results);
-    }
-    let tools = results.iter().filter(|r| r.tool).count();
-    let mut report = Report::default();
-    let mut unparsed = Vec::new();
-    let mut edits = Vec::new();
-    let schemas_changed = results.iter().filter(|r| r.schema && r.output.is_some()).count();
-    for r in results {
-        if let Some(o) = r.output {
-            edits.push((r.at, r.at + r.len, o));
-        }
-        unparsed.extend(r.unparsed);
-        report.extend(r.report);
-    }
-    let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
-    Ok(BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default(), tool_lists })
 }
 
 /// One schema's rewrite by one profile.
@@ -461,15 +487,9 @@ impl Scopes {
     }
 }
 
-/// The non-strict rewrite, reported with why strict mode was declined (the strict attempt's other
-/// records are dropped: none of its changes is sent).
+/// The non-strict rewrite, reported with why strict mode was declined (see [`Report::declined`]).
 fn declined(strict: Report, loose: Done) -> Done {
-    let mut report = Report::default();
-    for rec in strict.records.into_iter().filter(|r| r.kind == Kind::StrictDeclined) {
-        report.push(rec);
-    }
-    report.extend(loose.report);
-    Done { output: loose.output, report, unparsed: loose.unparsed }
+    Done { output: loose.output, report: Report::declined(strict, loose.report), unparsed: loose.unparsed }
 }
 
 /// What a request's strict tools have used of the API's per-request limits so far.
@@ -603,10 +623,10 @@ fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str
         schemas_changed += hit.counts.changed;
         report.extend(hit.report);
         if let Some(o) = hit.output {
-            edits.push((at, at + len, o));
+            edits.push(Edit::new(at, at + len, o));
         }
     }
-    let body = (!edits.is_empty()).then(|| splice(text, edits.iter().map(|(a, b, o)| (*a, *b, o.as_str())).collect()).into_bytes());
+    let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
     Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default(), tool_lists: Vec::new() })
 }
 
@@ -623,7 +643,7 @@ fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: 
         for r in &inside {
             report.extend(r.report.clone());
         }
-        let edits: Vec<(usize, usize, &str)> = inside.iter().filter_map(|r| r.output.as_deref().map(|o| (r.at - base, r.at - base + r.len, o))).collect();
+        let edits: Vec<Edit> = inside.iter().filter_map(|r| r.output.as_deref().map(|o| Edit::new(r.at - base, r.at - base + r.len, o))).collect();
         let counts = cache::Counts {
             schemas: inside.iter().filter(|r| r.schema).count(),
             tools: inside.iter().filter(|r| r.tool).count(),
@@ -634,22 +654,37 @@ fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: 
     }
 }
 
-/// `text` with each byte range replaced; ranges in any order, an overlapping one is skipped (a
-/// duplicate member: the first rewrite wins).
-pub(crate) fn splice(text: &str, mut edits: Vec<(usize, usize, &str)>) -> String {
-    edits.sort_by_key(|e| e.0);
+/// One change to a body: the bytes `at..end` replaced by `text`. Every rewrite (schemas, names,
+/// switches, repaired calls in a response) is a list of these, applied by [`splice`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit {
+    pub at: usize,
+    pub end: usize,
+    pub text: String,
+}
+
+impl Edit {
+    pub fn new(at: usize, end: usize, text: impl Into<String>) -> Edit {
+        Edit { at, end, text: text.into() }
+    }
+}
+
+/// `text` with each edit applied; edits in any order, an overlapping one is skipped (a duplicate
+/// member: the first rewrite wins).
+pub fn splice(text: &str, mut edits: Vec<Edit>) -> String {
+    edits.sort_by_key(|e| e.at);
     // the exact size: a rewritten catalog is longer than the original, and letting the string double
     // past it would hold twice the body at the peak
-    let grown: usize = edits.iter().map(|(a, b, new)| new.len().saturating_sub(b.saturating_sub(*a))).sum();
+    let grown: usize = edits.iter().map(|e| e.text.len().saturating_sub(e.end.saturating_sub(e.at))).sum();
     let mut out = String::with_capacity(text.len() + grown);
     let mut pos = 0;
-    for (a, b, new) in edits {
-        if a < pos {
+    for e in edits {
+        if e.at < pos {
             continue;
         }
-        out.push_str(text.get(pos..a).unwrap_or(""));
-        out.push_str(new);
-        pos = b;
+        out.push_str(text.get(pos..e.at).unwrap_or(""));
+        out.push_str(&e.text);
+        pos = e.end;
     }
     out.push_str(text.get(pos..).unwrap_or(""));
     out

@@ -8,14 +8,11 @@
 //! conversation), and the map goes with the request so the response can say the original again.
 
 use super::raw::{self, Step};
-use super::Format;
+use super::{Edit, Format};
 use crate::schema::target::Names;
 use crate::schema::{Kind, Record, Report};
 use serde_json::value::RawValue;
 use std::collections::{HashMap, HashSet};
-
-/// A byte range of the body and the JSON that replaces it.
-pub type Edit = (usize, usize, String);
 
 /// Names sent in place of the originals: `(sent, original)`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -74,7 +71,7 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
     for v in decls.iter().chain(again.iter()) {
         let (Some(at), Some(n)) = (raw::offset(text, v.get()), string(v)) else { continue };
         if let Some(sent) = by_original.get(&n) {
-            edits.push((at, at + v.get().len(), serde_json::Value::String(sent.to_string()).to_string()));
+            edits.push(Edit::new(at, at + v.get().len(), serde_json::Value::String(sent.to_string()).to_string()));
         }
     }
     Some((edits, map, report))
@@ -84,8 +81,8 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
 mod tests {
     use super::*;
 
-    fn apply(text: &str, edits: &[(usize, usize, String)]) -> String {
-        super::super::splice(text, edits.iter().map(|(a, b, s)| (*a, *b, s.as_str())).collect())
+    fn apply(text: &str, edits: &[Edit]) -> String {
+        super::super::splice(text, edits.to_vec())
     }
 
     #[test]

@@ -245,11 +245,7 @@ pub fn normalize_or_loose(schema: &mut Value, profile: &Profile, opts: &Options,
     let first = normalize(schema, profile, opts, context, tool);
     let Some(loose) = profile.modes.map(|m| m.loose).filter(|_| first.report.counters.contains_key(&Kind::StrictDeclined)) else { return first };
     *schema = original;
-    let mut report = Report::default();
-    for r in first.report.records.into_iter().filter(|r| r.kind == Kind::StrictDeclined) {
-        report.push(r);
-    }
     let second = normalize(schema, loose, opts, context, tool);
-    report.extend(second.report);
+    let report = Report::declined(first.report, second.report);
     Outcome { changed: second.changed, report }
 }

@@ -46,6 +46,19 @@ impl Report {
             self.dropped_records += 1;
         }
     }
+    /// The report of a schema sent non-strict after its strict rewrite was declined: the strict
+    /// attempt's [`Kind::StrictDeclined`] records (why), then the non-strict rewrite's report. The
+    /// attempt's other records go: none of its changes is sent. The one way both the request path and
+    /// [`crate::schema::normalize_or_loose`] say a declined strict mode.
+    pub fn declined(strict: Report, loose: Report) -> Report {
+        let mut report = Report::default();
+        for rec in strict.records.into_iter().filter(|r| r.kind == Kind::StrictDeclined) {
+            report.push(rec);
+        }
+        report.extend(loose);
+        report
+    }
+
     pub fn extend(&mut self, other: Report) {
         for (k, n) in other.counters {
             *self.counters.entry(k).or_insert(0) += n;

@@ -255,6 +255,20 @@ pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String
     traverse(root, path, true, f);
 }
 
+/// What a pass does at one node, with its context: the node, its JSON pointer, the pass's `Cx`.
+pub type AtNode<'f, 'a> = dyn FnMut(&mut Map<String, Value>, &str, &mut crate::schema::Cx<'a>) + 'f;
+
+/// [`post_order`] from the root, handing the pass's context to `f` with each node: a pass records
+/// (and says removals) as it goes, the one way every pass reports.
+pub fn post_order_cx<'a>(root: &mut Value, cx: &mut crate::schema::Cx<'a>, f: &mut AtNode<'_, 'a>) {
+    traverse(root, "", false, &mut |node, path| f(node, path, cx));
+}
+
+/// [`pre_order`] from the root, handing the pass's context to `f` (see [`post_order_cx`]).
+pub fn pre_order_cx<'a>(root: &mut Value, cx: &mut crate::schema::Cx<'a>, f: &mut AtNode<'_, 'a>) {
+    traverse(root, "", true, &mut |node, path| f(node, path, cx));
+}
+
 fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
     fn go(v: &mut Value, path: &mut String, depth: usize, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
         let Value::Object(node) = v else { return };

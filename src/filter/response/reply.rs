@@ -235,7 +235,7 @@ impl Reply {
     /// The calls of a complete JSON document at `paths`, repaired: the new text if anything changed.
     pub(super) fn repair_doc(&self, text: &str, paths: &[CallPath], count: bool, tally: &mut Tally) -> Option<String> {
         let top: &RawValue = serde_json::from_str(text).ok()?;
-        let mut edits: Vec<(usize, usize, String)> = Vec::new();
+        let mut edits: Vec<api::Edit> = Vec::new();
         for p in paths {
             let mut found = Vec::new();
             raw::walk(top, p.at, &mut found);
@@ -253,16 +253,16 @@ impl Reply {
                 };
                 let fixed = self.fix(&name, &args, count, tally);
                 if let (Some(new), Some(at)) = (fixed.name, raw::offset(text, name_v.get())) {
-                    edits.push((at, at + name_v.get().len(), quoted(&new)));
+                    edits.push(api::Edit::new(at, at + name_v.get().len(), quoted(&new)));
                 }
                 if let (Some(new), Some(a)) = (fixed.args, args_v) {
                     if let Some(at) = raw::offset(text, a.get()) {
-                        edits.push((at, at + a.get().len(), if p.text { quoted(&new) } else { new }));
+                        edits.push(api::Edit::new(at, at + a.get().len(), if p.text { quoted(&new) } else { new }));
                     }
                 }
             }
         }
-        (!edits.is_empty()).then(|| api::splice(text, edits.iter().map(|(a, b, s)| (*a, *b, s.as_str())).collect()))
+        (!edits.is_empty()).then(|| api::splice(text, edits))
     }
 
     /// Where a whole response of the request's format carries calls.

@@ -306,7 +306,7 @@ impl Stream {
         let mut seen_name: Vec<CallKey> = Vec::new();
         let mut seen_args: Vec<CallKey> = Vec::new();
         for h in std::mem::take(&mut self.held) {
-            let mut edits: Vec<(usize, usize, String)> = Vec::new();
+            let mut edits: Vec<api::Edit> = Vec::new();
             for f in &h.frags {
                 let (key, a, b, name, whole) = match f {
                     Frag::NamePart(k, a, b) => (*k, *a, *b, true, false),
@@ -328,12 +328,12 @@ impl Stream {
                 if !whole {
                     seen.push(key);
                 }
-                edits.push((h.json_at + a, h.json_at + b, if first { quoted(new) } else { "\"\"".into() }));
+                edits.push(api::Edit::new(h.json_at + a, h.json_at + b, if first { quoted(new) } else { "\"\"".into() }));
             }
             if edits.is_empty() {
                 out.extend_from_slice(h.text.as_bytes());
             } else {
-                out.extend_from_slice(api::splice(&h.text, edits.iter().map(|(a, b, s)| (*a, *b, s.as_str())).collect()).as_bytes());
+                out.extend_from_slice(api::splice(&h.text, edits).as_bytes());
             }
         }
     }

@@ -5,7 +5,7 @@
 use crate::schema::definitions::{deref, root_defs};
 use crate::schema::lookup::{Lookup, Take};
 use crate::schema::merge::{cross, intersect, never, never_map, Merged};
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
@@ -19,9 +19,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
     let promote = cx.opts.promote_to_description;
-    // (path, kind, detail, what could not be combined, as said in the description)
-    let mut recs: Vec<(String, Kind, String, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::Array(members)) = node.take("allOf") else { return };
         let mut base = std::mem::take(node);
         let mut lost = Vec::new();
@@ -46,7 +44,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if is_never {
             *node = never_map();
-            recs.push((path.to_string(), Kind::AllofMerged, "allOf members contradict: no value matches".into(), String::new()));
+            cx.record(path, Kind::AllofMerged, "allOf members contradict: no value matches");
             return;
         }
         match unions.len() {
@@ -63,15 +61,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         *node = base;
+        // what could not be combined is said in the description, and recorded after the merge
         let text = crate::schema::say_removed(node, &lost, promote);
-        recs.push((path.to_string(), Kind::AllofMerged, "allOf merged into one schema".into(), text));
-    });
-    for (path, kind, detail, lost) in recs {
-        cx.record(&path, kind, detail);
-        if !lost.is_empty() {
-            cx.record(&path, Kind::KeywordRemoved, format!("could not combine {lost}"));
+        cx.record(path, Kind::AllofMerged, "allOf merged into one schema");
+        if !text.is_empty() {
+            cx.record(path, Kind::KeywordRemoved, format!("could not combine {text}"));
         }
-    }
+    });
 }
 
 /// Members with nested `allOf`s spliced in and ref members replaced by their definitions.

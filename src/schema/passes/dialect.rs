@@ -6,7 +6,7 @@
 use crate::schema::arrays::boolean_items;
 use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
-use crate::schema::walk::{children_mut, is_annotation, pre_order, MAP};
+use crate::schema::walk::{children_mut, is_annotation, pre_order_cx, MAP};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -14,13 +14,11 @@ use serde_json::{Map, Value};
 pub const AFTER: &[&str] = &[];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut recs: Vec<(String, Kind, String, crate::schema::Removed)> = Vec::new();
     let legacy = legacy_draft(root);
-    let promote = cx.opts.promote_to_description;
     let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
-    pre_order(root, "", &mut |node, path| {
+    pre_order_cx(root, cx, &mut |node, path, cx| {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();
         let mut normalized: Vec<String> = Vec::new();
@@ -37,21 +35,15 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         bounds_and_dependencies(node, &mut changes);
         nullable_and_ids(node, path, openapi, &mut changes, &mut normalized);
         if !changes.is_empty() {
-            recs.push((path.to_string(), Kind::DialectNormalized, changes.join("; "), vec![]));
+            cx.record(path, Kind::DialectNormalized, changes.join("; "));
         }
         if !normalized.is_empty() {
-            recs.push((path.to_string(), Kind::KeywordNormalized, normalized.join("; "), vec![]));
+            cx.record(path, Kind::KeywordNormalized, normalized.join("; "));
         }
-        if !lossy.is_empty() {
-            let text = crate::schema::say_removed(node, &lossy, promote);
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text}"), lossy));
-        }
+        cx.removed(node, path, Kind::KeywordRemoved, &lossy);
     });
     if !moved.is_empty() {
-        follow_moves(root, &moved, &mut recs);
-    }
-    for (path, kind, detail, _) in recs {
-        cx.record(&path, kind, detail);
+        follow_moves(root, &moved, cx);
     }
 }
 
@@ -196,8 +188,8 @@ fn legacy_draft(root: &Value) -> bool {
 }
 
 /// Rewrites same-document refs whose pointer starts with a moved prefix.
-fn follow_moves(root: &mut Value, moved: &[(String, String)], recs: &mut Vec<(String, Kind, String, crate::schema::Removed)>) {
-    pre_order(root, "", &mut |node, path| {
+fn follow_moves(root: &mut Value, moved: &[(String, String)], cx: &mut Cx) {
+    pre_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::String(r)) = node.at("$ref") else { return };
         let Some(frag) = r.strip_prefix('#') else { return };
         let frag = percent_encoding::percent_decode_str(frag).decode_utf8_lossy().into_owned();
@@ -205,7 +197,7 @@ fn follow_moves(root: &mut Value, moved: &[(String, String)], recs: &mut Vec<(St
             let hit = frag.starts_with(old.as_str()) || (!old.ends_with('/') && (frag == *old || frag.starts_with(&format!("{old}/"))));
             if hit {
                 let now = format!("#{new}{}", frag.get(old.len()..).unwrap_or(""));
-                recs.push((path.to_string(), Kind::DialectNormalized, format!("$ref {r} now {now}: array items became prefixItems"), vec![]));
+                cx.record(path, Kind::DialectNormalized, format!("$ref {r} now {now}: array items became prefixItems"));
                 node.insert("$ref".into(), Value::String(now));
                 return;
             }

@@ -7,7 +7,7 @@ use super::primary_type;
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::never_map;
 use crate::schema::types::Types;
-use crate::schema::walk::{is_constraint, post_order};
+use crate::schema::walk::{is_constraint, post_order_cx};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -44,16 +44,15 @@ pub const AFTER: &[&str] = &[];
 pub const WANTS: &[&str] = &["enum", "const"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if let (Some(c), Some(Value::Array(e))) = (node.at("const").cloned(), node.at("enum").cloned()) {
             node.remove("enum");
             if !e.contains(&c) {
                 *node = never_map();
-                recs.push((path.to_string(), Kind::NeverDropped, "const is not among the enum values".into()));
+                cx.record(path, Kind::NeverDropped, "const is not among the enum values");
                 return;
             }
-            recs.push((path.to_string(), Kind::KeywordNormalized, "enum beside const removed".into()));
+            cx.record(path, Kind::KeywordNormalized, "enum beside const removed");
         }
         let t = primary_type(node).map(|t| t.union(Types::of(node).unwrap_or(Types::NONE).inter(Types::NULL)));
         if let (Some(t), Some(Value::Array(e))) = (t, node.at("enum")) {
@@ -65,13 +64,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 let kept: Vec<Value> = e.iter().filter(|v| fits(v)).cloned().collect();
                 let n = e.len() - kept.len();
                 node.insert("enum".into(), Value::Array(kept));
-                recs.push((path.to_string(), Kind::KeywordNormalized, format!("{n} enum value(s) of another type dropped")));
+                cx.record(path, Kind::KeywordNormalized, format!("{n} enum value(s) of another type dropped"));
             }
         }
         if let (Some(t), Some(c)) = (t, node.at("const")) {
             if !(t.contains(Types::of_value(c)) || Types::of_value(c) == Types::INTEGER && t.contains(Types::FRACTION)) {
                 *node = never_map();
-                recs.push((path.to_string(), Kind::NeverDropped, "const is not of the node's type".into()));
+                cx.record(path, Kind::NeverDropped, "const is not of the node's type");
                 return;
             }
         }
@@ -83,7 +82,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     node.insert(k, v);
                 }
             }
-            recs.push((path.to_string(), Kind::EnumRewritten, "const string with escapes written as a pattern".into()));
+            cx.record(path, Kind::EnumRewritten, "const string with escapes written as a pattern");
         }
         if let Some(Value::Array(e)) = node.at("enum") {
             if e.iter().any(needs_pattern) {
@@ -109,11 +108,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     }
                 }
                 node.insert("anyOf".into(), Value::Array(branches));
-                recs.push((path.to_string(), Kind::EnumRewritten, "enum strings with escapes written as patterns".into()));
+                cx.record(path, Kind::EnumRewritten, "enum strings with escapes written as patterns");
             }
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }

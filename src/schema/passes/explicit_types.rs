@@ -6,7 +6,7 @@
 
 use crate::schema::merge::is_never;
 use crate::schema::types::{keyword_type, Types};
-use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::walk::{is_annotation, post_order_cx};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -16,8 +16,7 @@ const ORDER: [Types; 5] = [Types::OBJECT, Types::ARRAY, Types::STRING, Types::NU
 pub const AFTER: &[&str] = &["unions"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut recs: Vec<(String, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if path.ends_with("/not") {
             return; // only the never sentinel (`not: {}`) keeps a `not` this late: its `{}` stays as it is
         }
@@ -36,7 +35,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         match declared {
             None if groups.is_empty() => {
                 node.insert("type".into(), Types::ALL.to_json());
-                recs.push((path.to_string(), "no type: every type allowed explicitly".into()));
+                cx.record(path, Kind::TypesExplicit, "no type: every type allowed explicitly");
                 return;
             }
             None => {}
@@ -87,9 +86,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         } else {
             node.insert("anyOf".into(), Value::Array(branches));
         }
-        recs.push((path.to_string(), "keywords that apply to one type each: one branch per type".into()));
+        cx.record(path, Kind::TypesExplicit, "keywords that apply to one type each: one branch per type");
     });
-    for (p, d) in recs {
-        cx.record(&p, Kind::TypesExplicit, d);
-    }
 }

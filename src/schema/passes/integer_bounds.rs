@@ -12,7 +12,7 @@ use crate::schema::lookup::Lookup;
 use crate::schema::merge::never_map;
 use crate::schema::target::Numbers;
 use crate::schema::types::Types;
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
@@ -37,8 +37,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         Numbers::Integers => LIMIT_32,
         Numbers::All | Numbers::Unenforced => f64::INFINITY,
     };
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if !KEYS.iter().any(|k| node.has(k)) {
             return;
         }
@@ -74,7 +73,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
                     *node = never_map();
-                    recs.push((path.to_string(), Kind::NeverDropped, format!("no integer lies between {l} and {h}")));
+                    cx.record(path, Kind::NeverDropped, format!("no integer lies between {l} and {h}"));
                     return;
                 }
             }
@@ -96,7 +95,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     None => {}
                 }
             }
-            recs.push((path.to_string(), Kind::BoundsNormalized, "integer bounds made whole and inclusive".into()));
+            cx.record(path, Kind::BoundsNormalized, "integer bounds made whole and inclusive");
         }
         for (list, why) in [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {limit}, beyond what the served releases enforce"))] {
             if list.is_empty() {
@@ -104,13 +103,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             let text: Vec<String> = list.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text}: {why}")));
+            cx.record(path, Kind::KeywordRemoved, format!("removed {text}: {why}"));
             if promote_on {
                 crate::schema::promote(node, &text);
             }
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }

@@ -9,7 +9,7 @@
 use super::primary_type;
 use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
-use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::walk::{is_annotation, post_order_cx};
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{json, Map, Value};
 
@@ -27,8 +27,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let need_items = cx.target.counts_need_room && !release.is_some_and(|r| r.item_counts_without_items());
     let empty_ok = release.is_none_or(|r| r.empty_arrays_beside_items());
     let any_item = Value::Object(cx.target.any(Context::Output, false));
-    let mut recs: Vec<(String, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(t) = primary_type(node) else { return };
         if !t.contains(Types::ARRAY) || node.has("prefixItems") || super::typed_elsewhere(node) {
             return;
@@ -36,17 +35,14 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let max = node.at("maxItems").and_then(Value::as_u64);
         if max == Some(0) && !empty_ok {
             empty_array(node, t);
-            recs.push((path.to_string(), "maxItems: 0 written as const: []".into()));
+            cx.record(path, Kind::ItemCountsSpelled, "maxItems: 0 written as const: []");
             return;
         }
         if (max.is_some() || node.has("minItems")) && !node.has("items") && need_items {
             node.insert("items".into(), any_item.clone());
-            recs.push((path.to_string(), "items written out so minItems/maxItems apply".into()));
+            cx.record(path, Kind::ItemCountsSpelled, "items written out so minItems/maxItems apply");
         }
     });
-    for (p, d) in recs {
-        cx.record(&p, Kind::ItemCountsSpelled, d);
-    }
 }
 
 /// The array branch of `node` as `const: []`; other types the node allows stay a branch of their own.

@@ -7,7 +7,7 @@
 //! means the same.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::{is_constraint, post_order};
+use crate::schema::walk::{is_constraint, post_order_cx};
 use crate::schema::{compact, note, say_removed, Cx, Kind};
 use serde_json::{json, Value};
 
@@ -20,8 +20,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     }
     let promote_on = cx.opts.promote_to_description;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if let Some(ok) = allowed {
             // a literal the API cannot spell as `const` is the same as a one-value enum
             if !ok.contains(&"const") && ok.contains(&"enum") {
@@ -32,7 +31,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     };
                     let values = if kept { vec![c.clone()] } else { Vec::new() };
                     node.insert("enum".into(), Value::Array(values));
-                    recs.push((path.to_string(), Kind::DialectNormalized, format!("const {} as a one-value enum", compact(&c, 60))));
+                    cx.record(path, Kind::DialectNormalized, format!("const {} as a one-value enum", compact(&c, 60)));
                 }
             }
             let refused: Vec<String> = node.keys().filter(|k| !ok.contains(&k.as_str())).cloned().collect();
@@ -55,11 +54,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             if !moved.is_empty() {
                 let names: Vec<&str> = moved.iter().map(|(k, _)| k.as_str()).collect();
-                recs.push((path.to_string(), Kind::AnnotationMoved, format!("removed {} (refused by the API)", names.join(", "))));
+                cx.record(path, Kind::AnnotationMoved, format!("removed {} (refused by the API)", names.join(", ")));
             }
             if !removed.is_empty() {
                 let text = say_removed(node, &removed, promote_on);
-                recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text} (refused by the API)")));
+                cx.record(path, Kind::KeywordRemoved, format!("removed {text} (refused by the API)"));
             }
         }
         if let Some(ok) = ref_ok {
@@ -69,12 +68,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     let rest = std::mem::take(node);
                     node.insert("anyOf".into(), json!([{ "$ref": r }]));
                     node.extend(rest);
-                    recs.push((path.to_string(), Kind::RefWrapped, "keywords beside $ref moved beside a one-branch anyOf around it".into()));
+                    cx.record(path, Kind::RefWrapped, "keywords beside $ref moved beside a one-branch anyOf around it");
                 }
             }
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }

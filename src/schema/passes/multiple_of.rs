@@ -10,7 +10,7 @@
 use super::primary_type;
 use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
@@ -23,14 +23,13 @@ pub const WANTS: &[&str] = &["multipleOf"];
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let states = cx.target.multiple_of_states;
     let promote = cx.opts.promote_to_description;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::Number(m)) = node.at("multipleOf") else { return };
         let text = m.to_string();
         if primary_type(node) == Some(Types::INTEGER) && !(m.is_u64() || m.is_i64()) {
             if let Some(step) = whole_step(&text) {
                 node.insert("multipleOf".into(), Value::from(step));
-                recs.push((path.to_string(), Kind::BoundsNormalized, format!("multipleOf {text} on integers written as {step}")));
+                cx.record(path, Kind::BoundsNormalized, format!("multipleOf {text} on integers written as {step}"));
             }
         }
         let Some(limit) = states else { return };
@@ -40,13 +39,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if needed > limit {
             if let Some(v) = node.remove("multipleOf") {
                 let said = crate::schema::say_removed(node, &[("multipleOf".to_string(), v)], promote);
-                recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {said}: a step of {needed} automaton states (over {limit})")));
+                cx.record(path, Kind::KeywordRemoved, format!("removed {said}: a step of {needed} automaton states (over {limit})"));
             }
         }
     });
-    for (path, kind, detail) in recs {
-        cx.record(&path, kind, detail);
-    }
 }
 
 /// `n` without its factors 2 and 5: the remainders a decimal automaton must track to check `n`.

@@ -5,7 +5,7 @@
 
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::{is_never, never_map};
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Context, Cx, Kind, Never};
 use serde_json::{Map, Value};
 
@@ -14,15 +14,14 @@ pub const AFTER: &[&str] = &["boolean_schemas"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let spell = cx.target.never;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         for key in ["anyOf", "oneOf"] {
             let Some(Value::Array(bs)) = node.at_mut(key) else { continue };
             let before = bs.len();
             bs.retain(|b| !b.as_object().is_some_and(is_never));
             let n = before - bs.len();
             if n > 0 {
-                recs.push((path.to_string(), Kind::NeverDropped, format!("{n} {key} branch(es) can never match")));
+                cx.record(path, Kind::NeverDropped, format!("{n} {key} branch(es) can never match"));
                 if bs.is_empty() {
                     *node = never_map();
                     return;
@@ -49,13 +48,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 props.shift_remove(&name); // keep the order: llama.cpp writes properties in it
                 let kind = if closed { Kind::NeverDropped } else { Kind::NotDropped };
                 let why = if closed { "can never be present; removed" } else { "can never be present; removed, and an open object cannot forbid it" };
-                recs.push((format!("{path}/properties/{name}"), kind, format!("property {name} {why}")));
+                cx.record(&format!("{path}/properties/{name}"), kind, format!("property {name} {why}"));
             }
         }
         if let Some(name) = dead_required {
             // a required property that can never match: the object itself can never match
             if node.at("type").and_then(Value::as_str) == Some("object") || !node.has("type") {
-                recs.push((path.to_string(), Kind::NeverDropped, format!("required property {name} can never match")));
+                cx.record(path, Kind::NeverDropped, format!("required property {name} can never match"));
                 *node = never_map();
                 return;
             }
@@ -64,7 +63,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let cut = node.at("prefixItems").and_then(Value::as_array).and_then(|t| t.iter().position(|x| x.as_object().is_some_and(is_never)));
         if let Some(i) = cut {
             if node.at("minItems").and_then(Value::as_u64).is_some_and(|m| m > i as u64) {
-                recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match")));
+                cx.record(path, Kind::NeverDropped, format!("tuple position {i} can never match"));
                 *node = never_map();
                 return;
             }
@@ -74,19 +73,19 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.remove("items");
             let cap = node.at("maxItems").and_then(Value::as_u64).map_or(i as u64, |m| m.min(i as u64));
             node.insert("maxItems".into(), Value::from(cap));
-            recs.push((path.to_string(), Kind::NeverDropped, format!("tuple position {i} can never match: arrays end before it")));
+            cx.record(path, Kind::NeverDropped, format!("tuple position {i} can never match: arrays end before it"));
         }
         if node.at("items").and_then(Value::as_object).is_some_and(is_never) {
             node.remove("items");
             node.insert("maxItems".into(), Value::from(node.at("prefixItems").and_then(Value::as_array).map_or(0, Vec::len)));
-            recs.push((path.to_string(), Kind::NeverDropped, "items can never match: no items allowed".into()));
+            cx.record(path, Kind::NeverDropped, "items can never match: no items allowed");
         }
         if node.at("additionalProperties").and_then(Value::as_object).is_some_and(is_never) {
             node.insert("additionalProperties".into(), Value::Bool(false));
-            recs.push((path.to_string(), Kind::NeverDropped, "additionalProperties can never match: false".into()));
+            cx.record(path, Kind::NeverDropped, "additionalProperties can never match: false");
         }
         if spell == Never::EmptyAnyOf {
-            respell(node, path, &mut recs);
+            respell(node, path, cx);
         }
     });
     if root.as_object().is_some_and(is_never) {
@@ -96,16 +95,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             Context::Output => (serde_json::json!({"type": crate::schema::types::Types::ALL.to_json()}), "any value"),
         };
         *root = replacement;
-        recs.push((String::new(), Kind::SchemaReplaced, format!("no value can match the schema; replaced by {what}")));
-    }
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
+        cx.record("", Kind::SchemaReplaced, format!("no value can match the schema; replaced by {what}"));
     }
 }
 
 /// The never sentinels a node holds as subschemas, and a closed object without `properties`, written as
 /// a backend that refuses `not` reads them ([`Never::EmptyAnyOf`]). Exact.
-fn respell(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(String, Kind, String)>) {
+fn respell(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) {
     let mut n = 0;
     crate::schema::walk::children_mut(node, |_, c| {
         if c.as_object().is_some_and(|m| m.len() == 1 && m.contains_key("not") && is_never(m)) {
@@ -114,10 +110,10 @@ fn respell(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(String, Ki
         }
     });
     if n > 0 {
-        recs.push((path.to_string(), Kind::KeywordNormalized, format!("{n} never-matching subschema(s) written as anyOf: [] (the backend refuses not)")));
+        cx.record(path, Kind::KeywordNormalized, format!("{n} never-matching subschema(s) written as anyOf: [] (the backend refuses not)"));
     }
     if node.at("additionalProperties") == Some(&Value::Bool(false)) && !node.has("properties") {
         node.insert("properties".into(), Value::Object(Map::new()));
-        recs.push((path.to_string(), Kind::KeywordNormalized, "properties: {} written beside additionalProperties: false (read only beside it)".into()));
+        cx.record(path, Kind::KeywordNormalized, "properties: {} written beside additionalProperties: false (read only beside it)");
     }
 }

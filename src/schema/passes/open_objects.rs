@@ -10,7 +10,7 @@
 //! declared properties than it must have is opened explicitly, as JSON Schema means it.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -21,8 +21,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let open = cx.opts.open_objects;
     let max_open = cx.opts.limits.max_open_properties;
     let room = cx.target.counts_need_room;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let objecty = match node.at("type") {
             Some(Value::String(t)) => t == "object",
             Some(Value::Array(a)) => a.iter().any(|t| t == "object"),
@@ -48,21 +47,18 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     p.insert(name.clone(), extra.clone());
                 }
             }
-            recs.push((path.to_string(), Kind::RequiredDeclared, format!("required {} declared in properties", missing.join(", "))));
+            cx.record(path, Kind::RequiredDeclared, format!("required {} declared in properties", missing.join(", ")));
         }
         let n_props = node.at("properties").and_then(Value::as_object).map_or(0, Map::len);
         let min_props = node.at("minProperties").and_then(Value::as_u64).unwrap_or(0);
         if room && !node.has("additionalProperties") && min_props > n_props as u64 {
             node.insert("additionalProperties".into(), Value::Bool(true));
-            recs.push((path.to_string(), Kind::ObjectOpened, format!("other properties allowed, as JSON Schema says: {min_props} must be present")));
+            cx.record(path, Kind::ObjectOpened, format!("other properties allowed, as JSON Schema says: {min_props} must be present"));
             return;
         }
         if open && node.has("properties") && !node.has("additionalProperties") && n_props <= max_open {
             node.insert("additionalProperties".into(), Value::Bool(true));
-            recs.push((path.to_string(), Kind::ObjectOpened, "other properties allowed, as JSON Schema says".into()));
+            cx.record(path, Kind::ObjectOpened, "other properties allowed, as JSON Schema says");
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }

@@ -8,7 +8,7 @@
 
 use crate::schema::lookup::Lookup;
 use crate::schema::types::per_type_branches;
-use crate::schema::walk::{is_annotation, post_order};
+use crate::schema::walk::{is_annotation, post_order_cx};
 use crate::schema::{compact, say_removed, Cx, Kind};
 use serde_json::{json, Map, Value};
 
@@ -22,8 +22,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     }
     let promote_on = cx.opts.promote_to_description;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         // enums: strings only, none empty; `null` is `nullable`
         if let Some(Value::Array(e)) = node.at("enum") {
             let e = e.clone();
@@ -32,11 +31,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if values.iter().any(|v| !v.is_string()) || values.iter().any(|v| v.as_str() == Some("")) {
                 node.remove("enum");
                 let text = say_removed(node, &[("enum".to_string(), Value::Array(e.clone()))], promote_on);
-                recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text} (the API's enums are non-empty strings)")));
+                cx.record(path, Kind::KeywordRemoved, format!("removed {text} (the API's enums are non-empty strings)"));
             } else if null {
                 node.insert("enum".into(), Value::Array(values));
                 node.insert("nullable".into(), Value::Bool(true));
-                recs.push((path.to_string(), Kind::OpenapiTypes, "null in enum as nullable: true".into()));
+                cx.record(path, Kind::OpenapiTypes, "null in enum as nullable: true");
             }
         }
         // a type list
@@ -59,7 +58,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if null && !rest.is_empty() {
                 set_nullable(node);
             }
-            recs.push((path.to_string(), Kind::OpenapiTypes, format!("type list {} as OpenAPI types", compact(&json!(names), 80))));
+            cx.record(path, Kind::OpenapiTypes, format!("type list {} as OpenAPI types", compact(&json!(names), 80)));
         }
         // a null branch, and keywords beside the union
         if let Some(Value::Array(u)) = node.at("anyOf") {
@@ -95,12 +94,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     node.insert("anyOf".into(), Value::Array(branches));
                 }
             }
-            recs.push((path.to_string(), Kind::OpenapiTypes, "anyOf with nothing beside it, null as nullable".into()));
+            cx.record(path, Kind::OpenapiTypes, "anyOf with nothing beside it, null as nullable");
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }
 
 fn set_nullable(node: &mut Map<String, Value>) {

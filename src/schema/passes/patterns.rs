@@ -7,7 +7,7 @@
 use crate::schema::lookup::Lookup;
 use crate::schema::pattern::{rewrite, Unsupported};
 use crate::schema::target::BesidePattern;
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
@@ -21,18 +21,17 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_rep = cx.opts.limits.max_repetition;
     let promote_on = cx.opts.promote_to_description;
     let target = cx.target;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let mut removed: Vec<(String, Value)> = Vec::new();
         if let Some(p) = node.at("pattern").cloned() {
             match p.as_str().map(|s| rewrite(s, max_rep)) {
                 Some(Ok(r)) => {
                     if Some(r.pattern.as_str()) != p.as_str() {
-                        recs.push((path.to_string(), Kind::PatternRewritten, format!("{p} became {}", r.pattern)));
+                        cx.record(path, Kind::PatternRewritten, format!("{p} became {}", r.pattern));
                         node.insert("pattern".into(), Value::String(r.pattern));
                     }
                     if r.clamped {
-                        recs.push((path.to_string(), Kind::RepetitionClamped, format!("regex repetition over {max_rep} clamped")));
+                        cx.record(path, Kind::RepetitionClamped, format!("regex repetition over {max_rep} clamped"));
                     }
                 }
                 other => {
@@ -42,7 +41,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                         _ => "not a string".to_string(),
                     };
                     node.remove("pattern");
-                    recs.push((path.to_string(), Kind::PatternRemoved, format!("pattern {p} removed ({why})")));
+                    cx.record(path, Kind::PatternRemoved, format!("pattern {p} removed ({why})"));
                     if promote_on {
                         crate::schema::promote(node, &format!("pattern {p}"));
                     }
@@ -67,13 +66,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
             let what = if has_pattern { "pattern" } else { "format" };
-            recs.push((path.to_string(), Kind::PatternRemoved, format!("{text} removed: not enforced beside the {what}")));
+            cx.record(path, Kind::PatternRemoved, format!("{text} removed: not enforced beside the {what}"));
             if promote_on {
                 crate::schema::promote(node, &text);
             }
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }

@@ -13,7 +13,7 @@ use crate::schema::lookup::Lookup;
 use crate::schema::merge::cross;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::{json, Map, Value};
 
@@ -25,8 +25,7 @@ pub const WANTS: &[&str] = &["prefixItems"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_branches = cx.opts.limits.max_branches as u64;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::Array(tuple)) = node.at("prefixItems") else { return };
         if Types::of(node).is_some_and(|t| !t.contains(Types::ARRAY)) {
             return; // array keywords on a node that cannot be an array constrain nothing
@@ -87,13 +86,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         node.insert(key.into(), Value::Array(branches));
         if tail_lost {
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("items past the first {n} are not checked by position")));
+            cx.record(path, Kind::KeywordRemoved, format!("items past the first {n} are not checked by position"));
         }
-        recs.push((path.to_string(), Kind::TupleExpanded, format!("prefixItems of {n}: one exact tuple per allowed length")));
+        cx.record(path, Kind::TupleExpanded, format!("prefixItems of {n}: one exact tuple per allowed length"));
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::never_map;
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
@@ -18,8 +18,7 @@ pub const WANTS: &[&str] = &["minLength", "maxLength", "minItems", "maxItems", "
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max = cx.opts.limits.max_repetition;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         for (lo_k, hi_k) in [("minLength", "maxLength"), ("minItems", "maxItems"), ("minProperties", "maxProperties")] {
             let mut lo = None;
             let mut hi = None;
@@ -29,12 +28,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 let fixed = match n {
                     None => {
                         node.remove(k);
-                        recs.push((path.to_string(), Kind::KeywordRemoved, format!("{k}: {v} is not a number")));
+                        cx.record(path, Kind::KeywordRemoved, format!("{k}: {v} is not a number"));
                         continue;
                     }
                     Some(x) if x < 0.0 => {
                         node.remove(k);
-                        recs.push((path.to_string(), Kind::KeywordNormalized, format!("negative {k} removed")));
+                        cx.record(path, Kind::KeywordNormalized, format!("negative {k} removed"));
                         continue;
                     }
                     Some(x) => {
@@ -44,15 +43,15 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 };
                 if is_min && fixed > max {
                     node.insert(k.into(), Value::from(max));
-                    recs.push((path.to_string(), Kind::RepetitionClamped, format!("{k} {fixed} clamped to {max}")));
+                    cx.record(path, Kind::RepetitionClamped, format!("{k} {fixed} clamped to {max}"));
                     lo = Some(max);
                 } else if !is_min && fixed > max {
                     node.remove(k);
-                    recs.push((path.to_string(), Kind::RepetitionClamped, format!("{k} {fixed} over {max}: removed")));
+                    cx.record(path, Kind::RepetitionClamped, format!("{k} {fixed} over {max}: removed"));
                 } else {
                     if !(v.is_u64()) {
                         node.insert(k.into(), Value::from(fixed));
-                        recs.push((path.to_string(), Kind::KeywordNormalized, format!("{k} made a whole number")));
+                        cx.record(path, Kind::KeywordNormalized, format!("{k} made a whole number"));
                     }
                     if is_min {
                         lo = Some(fixed);
@@ -64,13 +63,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
                     *node = never_map();
-                    recs.push((path.to_string(), Kind::NeverDropped, format!("{lo_k} {l} over {hi_k} {h}: no value matches")));
+                    cx.record(path, Kind::NeverDropped, format!("{lo_k} {l} over {hi_k} {h}: no value matches"));
                     return;
                 }
             }
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }

@@ -12,7 +12,7 @@ use crate::schema::definitions::{is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
-use crate::schema::walk::{children, post_order, HARD_DEPTH};
+use crate::schema::walk::{children, post_order_cx, HARD_DEPTH};
 use crate::schema::{compact, say_removed, Context, Cx, Kind, Strict, Target};
 use serde_json::{json, Map, Value};
 
@@ -26,35 +26,31 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         cx.record(&path, Kind::StrictDeclined, why);
         return;
     }
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
     let promote_on = cx.opts.promote_to_description;
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if let Some(max) = strict.max_min_items {
             if node.at("minItems").and_then(Value::as_u64).is_some_and(|n| n > max) {
                 if let Some(v) = node.remove("minItems") {
                     let text = say_removed(node, &[("minItems".to_string(), v)], promote_on);
-                    recs.push((path.to_string(), Kind::KeywordRemoved, format!("removed {text} (strict mode compiles minItems up to {max})")));
+                    cx.record(path, Kind::KeywordRemoved, format!("removed {text} (strict mode compiles minItems up to {max})"));
                 }
             }
         }
-        close(node, path, &strict, &mut recs);
+        close(node, path, &strict, cx);
         if strict.single_types {
-            single_types(node, path, &mut recs);
+            single_types(node, path, cx);
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }
 
 /// Closes an object (and requires every property where the mode says so).
-fn close(node: &mut Map<String, Value>, path: &str, strict: &Strict, recs: &mut Vec<(String, Kind, String)>) {
+fn close(node: &mut Map<String, Value>, path: &str, strict: &Strict, cx: &mut Cx) {
     if !objecty(node) || is_never(node) {
         return;
     }
     if node.at("additionalProperties") != Some(&Value::Bool(false)) {
         node.insert("additionalProperties".into(), Value::Bool(false));
-        recs.push((path.to_string(), Kind::ObjectClosed, "additionalProperties: false".into()));
+        cx.record(path, Kind::ObjectClosed, "additionalProperties: false");
     }
     if !node.has("properties") {
         node.insert("properties".into(), json!({}));
@@ -74,7 +70,7 @@ fn close(node: &mut Map<String, Value>, path: &str, strict: &Strict, recs: &mut 
         if !node.has("required") {
             // the mode reads a missing `required` as wrong, even with no properties
             node.insert("required".into(), Value::Array(Vec::new()));
-            recs.push((path.to_string(), Kind::StructureSpelled, "required: [] written out".into()));
+            cx.record(path, Kind::StructureSpelled, "required: [] written out");
         }
         return;
     }
@@ -86,7 +82,7 @@ fn close(node: &mut Map<String, Value>, path: &str, strict: &Strict, recs: &mut 
         }
     }
     node.insert("required".into(), Value::Array(names.into_iter().map(Value::String).collect()));
-    recs.push((path.to_string(), Kind::OptionalNullable, format!("optional {} required, null allowed", optional.join(", "))));
+    cx.record(path, Kind::OptionalNullable, format!("optional {} required, null allowed", optional.join(", ")));
 }
 
 /// Whether a node describes objects (a type that allows them, or properties without a type).
@@ -255,7 +251,7 @@ fn has_properties(m: &Map<String, Value>) -> bool {
 /// One `type` per node, none beside a literal (see [`Strict::single_types`]). Exact: a literal's values
 /// outside the type are dropped with it, a type list becomes one branch per type with every keyword
 /// (each applies to its own type only).
-fn single_types(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(String, Kind, String)>) {
+fn single_types(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) {
     if node.has("enum") || node.has("const") {
         if let Some(t) = node.remove("type").as_ref().and_then(Types::of_value_type) {
             if let Some(Value::Array(e)) = node.at_mut("enum") {
@@ -265,7 +261,7 @@ fn single_types(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(Strin
                 node.insert("enum".into(), json!([]));
                 node.remove("const");
             }
-            recs.push((path.to_string(), Kind::TypesExplicit, "type beside a literal taken into its values".into()));
+            cx.record(path, Kind::TypesExplicit, "type beside a literal taken into its values");
         }
         return;
     }
@@ -282,5 +278,5 @@ fn single_types(node: &mut Map<String, Value>, path: &str, recs: &mut Vec<(Strin
     let annotations: Map<String, Value> = node.iter().filter(|(k, _)| OUTSIDE.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
     *node = annotations;
     node.insert("anyOf".into(), Value::Array(branches));
-    recs.push((path.to_string(), Kind::TypesExplicit, "type list as one branch per type".into()));
+    cx.record(path, Kind::TypesExplicit, "type list as one branch per type");
 }

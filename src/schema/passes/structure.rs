@@ -14,7 +14,7 @@
 use crate::schema::lookup::Lookup;
 use crate::schema::target::ObjectProperties;
 use crate::schema::types::{keyword_type, Types};
-use crate::schema::walk::post_order;
+use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
 use serde_json::{json, Value};
 
@@ -26,8 +26,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if want == crate::schema::target::Structure::AS_SENT {
         return;
     }
-    let mut recs: Vec<(String, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(t) = Types::of(node) else { return };
         if want.own_type_only {
             let vacuous: Vec<String> = node
@@ -37,12 +36,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 .collect();
             for k in vacuous {
                 node.remove(&k);
-                recs.push((path.to_string(), format!("{k} removed: it applies only to {}, which type {} excludes", kind_name(&k), t.to_json())));
+                cx.record(path, Kind::StructureSpelled, format!("{k} removed: it applies only to {}, which type {} excludes", kind_name(&k), t.to_json()));
             }
         }
         if want.items && t.contains(Types::ARRAY) && !node.has("items") && !node.has("prefixItems") {
             node.insert("items".into(), json!({}));
-            recs.push((path.to_string(), "items: {} (any item) written out".into()));
+            cx.record(path, Kind::StructureSpelled, "items: {} (any item) written out");
         }
         if !t.contains(Types::OBJECT) {
             return;
@@ -50,18 +49,15 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         match want.properties {
             ObjectProperties::Written if !node.has("properties") => {
                 node.insert("properties".into(), json!({}));
-                recs.push((path.to_string(), "properties: {} written out".into()));
+                cx.record(path, Kind::StructureSpelled, "properties: {} written out");
             }
             ObjectProperties::NonEmpty if node.get("properties").and_then(Value::as_object).is_some_and(|p| p.is_empty()) => {
                 node.remove("properties");
-                recs.push((path.to_string(), "properties: {} removed (no property declared)".into()));
+                cx.record(path, Kind::StructureSpelled, "properties: {} removed (no property declared)");
             }
             _ => {}
         }
     });
-    for (p, d) in recs {
-        cx.record(&p, Kind::StructureSpelled, d);
-    }
 }
 
 fn kind_name(keyword: &str) -> &'static str {

@@ -8,7 +8,7 @@
 //! lossy record: after flattening, converting it would forbid properties that were evaluated.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::{post_order, ARRAY, MAP};
+use crate::schema::walk::{post_order_cx, ARRAY, MAP};
 use crate::schema::{Cx, Kind};
 
 /// Keywords that evaluate in place: an `unevaluated*` beside them can see what they evaluated.
@@ -23,37 +23,33 @@ pub const AFTER: &[&str] = &[];
 pub const WANTS: &[&str] = &["unevaluatedProperties", "unevaluatedItems"];
 
 pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
-    let mut recs = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if !node.has("unevaluatedProperties") && !node.has("unevaluatedItems") {
             return;
         }
         // beside additionalProperties (items), every property (item) is evaluated by this very node,
         // whatever applicators say: the unevaluated* keyword can never apply
         if node.has("additionalProperties") && node.remove("unevaluatedProperties").is_some() {
-            recs.push((path.to_string(), "unevaluatedProperties beside additionalProperties never applies; removed"));
+            cx.record(path, Kind::KeywordNormalized, "unevaluatedProperties beside additionalProperties never applies; removed".to_string());
         }
         if node.has("items") && node.remove("unevaluatedItems").is_some() {
-            recs.push((path.to_string(), "unevaluatedItems beside items never applies; removed"));
+            cx.record(path, Kind::KeywordNormalized, "unevaluatedItems beside items never applies; removed".to_string());
         }
         if IN_PLACE.iter().any(|k| node.has(k)) || is_in_place_child(path) {
             return;
         }
         if let Some(u) = node.remove("unevaluatedProperties") {
             node.insert("additionalProperties".into(), u);
-            recs.push((path.to_string(), "unevaluatedProperties became additionalProperties"));
+            cx.record(path, Kind::KeywordNormalized, "unevaluatedProperties became additionalProperties".to_string());
         }
         if !node.has("contains") {
             if let Some(u) = node.remove("unevaluatedItems") {
                 node.insert("items".into(), u);
                 crate::schema::arrays::boolean_items(node);
-                recs.push((path.to_string(), "unevaluatedItems became items"));
+                cx.record(path, Kind::KeywordNormalized, "unevaluatedItems became items".to_string());
             }
         }
     });
-    for (p, d) in recs {
-        cx.record(&p, Kind::KeywordNormalized, d.to_string());
-    }
 }
 
 /// Whether the node at `path` is an applicator's subschema: `/allOf/0`, `/then`, `/$defs/a`, ...

@@ -8,7 +8,7 @@ use crate::schema::definitions::{deref, is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::{cross, intersect, is_never, never_map, Merged};
 use crate::schema::types::Types;
-use crate::schema::walk::{is_constraint, post_order};
+use crate::schema::walk::{is_constraint, post_order_cx};
 use crate::schema::{promote, Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -23,8 +23,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_branches = cx.opts.limits.max_branches;
     let promote_on = cx.opts.promote_to_description;
     let cx_one_of_as_any_of = cx.target.one_of_as_any_of;
-    let mut recs: Vec<(String, Kind, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         if !node.has("anyOf") && !node.has("oneOf") {
             return;
         }
@@ -91,28 +90,25 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.insert("anyOf".into(), Value::Array(branches));
         }
         if !siblings.is_empty() || n_unions > 1 {
-            recs.push((path.to_string(), Kind::AnyofDistributed, format!("{} keyword(s) beside the union moved into its branches", siblings.len())));
+            cx.record(path, Kind::AnyofDistributed, format!("{} keyword(s) beside the union moved into its branches", siblings.len()));
         }
         if never_dropped > 0 {
-            recs.push((path.to_string(), Kind::NeverDropped, format!("{never_dropped} branch(es) contradict the keywords beside the union")));
+            cx.record(path, Kind::NeverDropped, format!("{never_dropped} branch(es) contradict the keywords beside the union"));
         }
         if one_of_rewritten && !overlapping_one_of {
-            recs.push((path.to_string(), Kind::OneofDisjoint, "oneOf branches cannot overlap: written as anyOf".into()));
+            cx.record(path, Kind::OneofDisjoint, "oneOf branches cannot overlap: written as anyOf");
         }
         if overlapping_one_of {
-            recs.push((path.to_string(), Kind::OneofAsAnyof, "oneOf branches may overlap; exactly-one is not enforced".into()));
+            cx.record(path, Kind::OneofAsAnyof, "oneOf branches may overlap; exactly-one is not enforced");
             if promote_on {
                 promote(node, "exactly one of the alternatives");
             }
         }
         if !lost.is_empty() {
             let text: Vec<String> = lost.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
-            recs.push((path.to_string(), Kind::KeywordRemoved, format!("could not combine {}", text.join("; "))));
+            cx.record(path, Kind::KeywordRemoved, format!("could not combine {}", text.join("; ")));
         }
     });
-    for (p, k, d) in recs {
-        cx.record(&p, k, d);
-    }
 }
 
 /// Replaces each branch that holds `anyOf`/`oneOf` beside constraints by the intersections of those

@@ -6,7 +6,7 @@
 
 use crate::schema::definitions::{count_objects, is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::{children_at, collect_refs, has_ref, post_order, HARD_DEPTH};
+use crate::schema::walk::{children_at, collect_refs, has_ref, post_order_cx, HARD_DEPTH};
 use crate::schema::{note, Cx, Kind, Refs};
 use serde_json::{json, Map, Value};
 
@@ -101,8 +101,7 @@ fn optional_cycles(root: &mut Value, cx: &mut Cx) {
     }
     let defs = root_defs(root);
     let promote_on = cx.opts.promote_to_description;
-    let mut recs: Vec<(String, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::Object(props)) = node.at("properties") else { return };
         let Some(Value::Array(required)) = node.at("required") else { return };
         let cyclic: Vec<String> = required
@@ -130,9 +129,6 @@ fn optional_cycles(root: &mut Value, cx: &mut Cx) {
                 }
             }
         }
-        recs.push((path.to_string(), format!("required {} made optional: it holds a recursive type", cyclic.join(", "))));
+        cx.record(path, Kind::RecursionCut, format!("required {} made optional: it holds a recursive type", cyclic.join(", ")));
     });
-    for (p, d) in recs {
-        cx.record(&p, Kind::RecursionCut, d);
-    }
 }

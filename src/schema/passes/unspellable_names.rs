@@ -8,7 +8,7 @@
 //! value can still be sent as any other property (lossy, recorded).
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::{post_order, push_escaped};
+use crate::schema::walk::{post_order_cx, push_escaped};
 use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
@@ -20,8 +20,7 @@ fn unspellable(name: &str) -> bool {
 pub const AFTER: &[&str] = &[];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut recs: Vec<(String, String)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let mut gone: Vec<String> = Vec::new();
         if let Some(Value::Object(props)) = node.at_mut("properties") {
             gone = props.keys().filter(|k| unspellable(k)).cloned().collect();
@@ -49,12 +48,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         for g in gone {
             let mut p = format!("{path}/properties");
             push_escaped(&mut p, &g);
-            recs.push((p, format!("property {} cannot be written in every llama.cpp grammar; removed", Value::String(g))));
+            cx.record(&p, Kind::PropertyUnspellable, format!("property {} cannot be written in every llama.cpp grammar; removed", Value::String(g)));
         }
     });
-    for (p, d) in recs {
-        cx.record(&p, Kind::PropertyUnspellable, d);
-    }
 }
 
 #[cfg(test)]
