@@ -105,13 +105,27 @@ impl<'a> Cx<'a> {
         self.report.push(Record { tool: self.tool.to_string(), path: path.to_string(), kind, detail: detail.into() });
     }
 
-    /// Records the removal of constraints from `node` and, when configured, says them in its description.
+    /// The one way a lossy change is said: records `detail` and, when `promote_to_description` is on,
+    /// writes `said` (the constraints the backend no longer enforces) in the node's description.
+    pub fn lost(&mut self, node: &mut Map<String, Value>, path: &str, kind: Kind, said: &str, detail: impl Into<String>) {
+        self.say(node, said);
+        self.record(path, kind, detail);
+    }
+
+    /// The description half of [`Cx::lost`], for a pass whose one sentence covers several records.
+    pub fn say(&self, node: &mut Map<String, Value>, said: &str) {
+        if self.opts.promote_to_description && !said.is_empty() {
+            promote(node, said);
+        }
+    }
+
+    /// Records the removal of keywords from `node` (`removed k: v; ...`) and says them (see [`Cx::lost`]).
     pub fn removed(&mut self, node: &mut Map<String, Value>, path: &str, kind: Kind, removed: &[(String, Value)]) {
         if removed.is_empty() {
             return;
         }
-        let text = say_removed(node, removed, self.opts.promote_to_description);
-        self.record(path, kind, format!("removed {text}"));
+        let text = removed_text(removed, 120);
+        self.lost(node, path, kind, &text, format!("removed {text}"));
     }
 }
 
@@ -120,19 +134,9 @@ pub fn removed_text(removed: &[(String, Value)], max: usize) -> String {
     removed.iter().map(|(k, v)| format!("{k}: {}", compact(v, max))).collect::<Vec<_>>().join("; ")
 }
 
-/// The one way a lossy removal is said: returns the text for its record (`k: v; ...`) and, when
-/// `promote_to_description` is on, writes the same in the node's description. For passes that record
-/// after their walk ([`Cx::removed`] records at once).
-pub fn say_removed(node: &mut Map<String, Value>, removed: &[(String, Value)], promote_to_description: bool) -> String {
-    let text = removed_text(removed, 120);
-    if promote_to_description && !text.is_empty() {
-        promote(node, &text);
-    }
-    text
-}
-
-/// Appends a sentence naming constraints the grammar does not enforce to a node's description.
-pub fn promote(node: &mut Map<String, Value>, text: &str) {
+/// Appends a sentence naming constraints the grammar does not enforce to a node's description (only
+/// through [`Cx::say`], which asks the configuration).
+fn promote(node: &mut Map<String, Value>, text: &str) {
     note(node, &format!("(Also required, not enforced: {text}.)"));
 }
 

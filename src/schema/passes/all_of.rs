@@ -18,7 +18,6 @@ pub const WANTS: &[&str] = &["allOf"];
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
-    let promote = cx.opts.promote_to_description;
     post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::Array(members)) = node.take("allOf") else { return };
         let mut base = std::mem::take(node);
@@ -62,10 +61,10 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         *node = base;
         // what could not be combined is said in the description, and recorded after the merge
-        let text = crate::schema::say_removed(node, &lost, promote);
         cx.record(path, Kind::AllofMerged, "allOf merged into one schema");
-        if !text.is_empty() {
-            cx.record(path, Kind::KeywordRemoved, format!("could not combine {text}"));
+        if !lost.is_empty() {
+            let text = crate::schema::removed_text(&lost, 120);
+            cx.lost(node, path, Kind::KeywordRemoved, &text, format!("could not combine {text}"));
         }
     });
 }

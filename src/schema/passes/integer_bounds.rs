@@ -30,7 +30,6 @@ pub const AFTER: &[&str] = &["dialect"];
 pub const WANTS: &[&str] = &KEYS;
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let promote_on = cx.opts.promote_to_description;
     let numbers = cx.target.numbers;
     let limit = match numbers {
         Numbers::Integers if cx.release().is_some_and(|r| r.wide_integer_bounds()) => LIMIT_53,
@@ -103,10 +102,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             let text: Vec<String> = list.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
-            cx.record(path, Kind::KeywordRemoved, format!("removed {text}: {why}"));
-            if promote_on {
-                crate::schema::promote(node, &text);
-            }
+            cx.lost(node, path, Kind::KeywordRemoved, &text, format!("removed {text}: {why}"));
         }
     });
 }

@@ -8,7 +8,7 @@
 
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::{is_constraint, post_order_cx};
-use crate::schema::{compact, note, say_removed, Cx, Kind};
+use crate::schema::{compact, note, removed_text, Cx, Kind};
 use serde_json::{json, Value};
 
 /// Passes that must run before this one in a profile's list: keywords are in their 2020-12 spelling, and refs in their final form.
@@ -19,7 +19,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if allowed.is_none() && ref_ok.is_none() {
         return;
     }
-    let promote_on = cx.opts.promote_to_description;
     post_order_cx(root, cx, &mut |node, path, cx| {
         if let Some(ok) = allowed {
             // a literal the API cannot spell as `const` is the same as a one-value enum
@@ -57,8 +56,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 cx.record(path, Kind::AnnotationMoved, format!("removed {} (refused by the API)", names.join(", ")));
             }
             if !removed.is_empty() {
-                let text = say_removed(node, &removed, promote_on);
-                cx.record(path, Kind::KeywordRemoved, format!("removed {text} (refused by the API)"));
+                let text = removed_text(&removed, 120);
+                cx.lost(node, path, Kind::KeywordRemoved, &text, format!("removed {text} (refused by the API)"));
             }
         }
         if let Some(ok) = ref_ok {

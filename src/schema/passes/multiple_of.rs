@@ -22,7 +22,6 @@ pub const WANTS: &[&str] = &["multipleOf"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let states = cx.target.multiple_of_states;
-    let promote = cx.opts.promote_to_description;
     post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(Value::Number(m)) = node.at("multipleOf") else { return };
         let text = m.to_string();
@@ -38,8 +37,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         let needed = digits.trim_start_matches('0').parse::<u64>().map_or(u64::MAX, odd_part);
         if needed > limit {
             if let Some(v) = node.remove("multipleOf") {
-                let said = crate::schema::say_removed(node, &[("multipleOf".to_string(), v)], promote);
-                cx.record(path, Kind::KeywordRemoved, format!("removed {said}: a step of {needed} automaton states (over {limit})"));
+                let said = crate::schema::removed_text(&[("multipleOf".to_string(), v)], 120);
+                cx.lost(node, path, Kind::KeywordRemoved, &said, format!("removed {said}: a step of {needed} automaton states (over {limit})"));
             }
         }
     });

@@ -9,7 +9,7 @@
 use crate::schema::lookup::Lookup;
 use crate::schema::types::per_type_branches;
 use crate::schema::walk::{is_annotation, post_order_cx};
-use crate::schema::{compact, say_removed, Cx, Kind};
+use crate::schema::{compact, removed_text, Cx, Kind};
 use serde_json::{json, Map, Value};
 
 /// Passes that must run before this one in a profile's list: unions with their constraints already in the branches, and no refs.
@@ -21,7 +21,6 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if !cx.target.openapi {
         return;
     }
-    let promote_on = cx.opts.promote_to_description;
     post_order_cx(root, cx, &mut |node, path, cx| {
         // enums: strings only, none empty; `null` is `nullable`
         if let Some(Value::Array(e)) = node.at("enum") {
@@ -30,8 +29,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let values: Vec<Value> = e.iter().filter(|v| !v.is_null()).cloned().collect();
             if values.iter().any(|v| !v.is_string()) || values.iter().any(|v| v.as_str() == Some("")) {
                 node.remove("enum");
-                let text = say_removed(node, &[("enum".to_string(), Value::Array(e.clone()))], promote_on);
-                cx.record(path, Kind::KeywordRemoved, format!("removed {text} (the API's enums are non-empty strings)"));
+                let text = removed_text(&[("enum".to_string(), Value::Array(e.clone()))], 120);
+                cx.lost(node, path, Kind::KeywordRemoved, &text, format!("removed {text} (the API's enums are non-empty strings)"));
             } else if null {
                 node.insert("enum".into(), Value::Array(values));
                 node.insert("nullable".into(), Value::Bool(true));

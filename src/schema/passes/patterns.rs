@@ -19,7 +19,6 @@ pub const WANTS: &[&str] = &["pattern", "format"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_rep = cx.opts.limits.max_repetition;
-    let promote_on = cx.opts.promote_to_description;
     let target = cx.target;
     post_order_cx(root, cx, &mut |node, path, cx| {
         let mut removed: Vec<(String, Value)> = Vec::new();
@@ -41,10 +40,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                         _ => "not a string".to_string(),
                     };
                     node.remove("pattern");
-                    cx.record(path, Kind::PatternRemoved, format!("pattern {p} removed ({why})"));
-                    if promote_on {
-                        crate::schema::promote(node, &format!("pattern {p}"));
-                    }
+                    cx.lost(node, path, Kind::PatternRemoved, &format!("pattern {p}"), format!("pattern {p} removed ({why})"));
                 }
             }
         }
@@ -66,10 +62,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let text: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
             let what = if has_pattern { "pattern" } else { "format" };
-            cx.record(path, Kind::PatternRemoved, format!("{text} removed: not enforced beside the {what}"));
-            if promote_on {
-                crate::schema::promote(node, &text);
-            }
+            cx.lost(node, path, Kind::PatternRemoved, &text, format!("{text} removed: not enforced beside the {what}"));
         }
     });
 }

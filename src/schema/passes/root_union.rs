@@ -7,7 +7,7 @@
 
 use crate::schema::definitions::{deref, root_defs};
 use crate::schema::lookup::Lookup;
-use crate::schema::{compact, promote, Context, Cx, Kind};
+use crate::schema::{compact, Context, Cx, Kind};
 use serde_json::{json, Map, Value};
 
 /// Passes that must run before this one in a profile's list: nothing: it looks at the root only, and
@@ -68,10 +68,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     }
     node.insert("type".into(), json!("object"));
     let text = said.iter().map(|(k, v)| format!("{k}: {}", compact(v, 200))).collect::<Vec<_>>().join("; ");
-    if cx.opts.promote_to_description {
-        promote(node, &format!("one of the shapes {text}"));
-    }
-    cx.record("", Kind::RootUnionMerged, format!("root union made one object; removed {}", compact(&Value::String(text), 200)));
+    cx.lost(
+        node,
+        "",
+        Kind::RootUnionMerged,
+        &format!("one of the shapes {text}"),
+        format!("root union made one object; removed {}", compact(&Value::String(text), 200)),
+    );
 }
 
 /// Adds a branch's properties (and, for an `allOf` branch, its requirements) to the root. A name the

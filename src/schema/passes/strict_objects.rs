@@ -13,7 +13,7 @@ use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
 use crate::schema::walk::{children, post_order_cx, HARD_DEPTH};
-use crate::schema::{compact, say_removed, Context, Cx, Kind, Strict, Target};
+use crate::schema::{compact, removed_text, Context, Cx, Kind, Strict, Target};
 use serde_json::{json, Map, Value};
 
 /// Passes that must run before this one in a profile's list: refs in their final form, unions with
@@ -26,13 +26,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         cx.record(&path, Kind::StrictDeclined, why);
         return;
     }
-    let promote_on = cx.opts.promote_to_description;
     post_order_cx(root, cx, &mut |node, path, cx| {
         if let Some(max) = strict.max_min_items {
             if node.at("minItems").and_then(Value::as_u64).is_some_and(|n| n > max) {
                 if let Some(v) = node.remove("minItems") {
-                    let text = say_removed(node, &[("minItems".to_string(), v)], promote_on);
-                    cx.record(path, Kind::KeywordRemoved, format!("removed {text} (strict mode compiles minItems up to {max})"));
+                    let text = removed_text(&[("minItems".to_string(), v)], 120);
+                    cx.lost(node, path, Kind::KeywordRemoved, &text, format!("removed {text} (strict mode compiles minItems up to {max})"));
                 }
             }
         }

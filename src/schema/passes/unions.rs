@@ -9,7 +9,7 @@ use crate::schema::lookup::Lookup;
 use crate::schema::merge::{cross, intersect, is_never, never_map, Merged};
 use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order_cx};
-use crate::schema::{promote, Cx, Kind};
+use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
 /// Passes that must run before this one in a profile's list: branches that are refs are read through plain root definitions.
@@ -21,7 +21,6 @@ pub const WANTS: &[&str] = &["anyOf", "oneOf"];
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
-    let promote_on = cx.opts.promote_to_description;
     let cx_one_of_as_any_of = cx.target.one_of_as_any_of;
     post_order_cx(root, cx, &mut |node, path, cx| {
         if !node.has("anyOf") && !node.has("oneOf") {
@@ -99,10 +98,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             cx.record(path, Kind::OneofDisjoint, "oneOf branches cannot overlap: written as anyOf");
         }
         if overlapping_one_of {
-            cx.record(path, Kind::OneofAsAnyof, "oneOf branches may overlap; exactly-one is not enforced");
-            if promote_on {
-                promote(node, "exactly one of the alternatives");
-            }
+            cx.lost(node, path, Kind::OneofAsAnyof, "exactly one of the alternatives", "oneOf branches may overlap; exactly-one is not enforced");
         }
         if !lost.is_empty() {
             let text: Vec<String> = lost.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();

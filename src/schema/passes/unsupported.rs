@@ -7,8 +7,8 @@
 use super::primary_type;
 use crate::schema::lookup::Lookup;
 use crate::schema::types::Types;
-use crate::schema::walk::post_order;
-use crate::schema::{Cx, Kind};
+use crate::schema::walk::post_order_cx;
+use crate::schema::{removed_text, Cx, Kind};
 use serde_json::Value;
 
 fn trivially_true(k: &str, v: &Value) -> bool {
@@ -42,10 +42,8 @@ fn provably_disjoint(p: &serde_json::Map<String, Value>) -> bool {
 pub const AFTER: &[&str] = &["dialect"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let promote_on = cx.opts.promote_to_description;
     let target = cx.target;
-    let mut jobs: Vec<(String, crate::schema::Removed, crate::schema::Removed)> = Vec::new();
-    post_order(root, "", &mut |node, path| {
+    post_order_cx(root, cx, &mut |node, path, cx| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
         // one scan over the node's keys (a few) instead of a hashed lookup per ignored keyword (many)
@@ -95,39 +93,20 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.remove("format");
             normalized.push(("format".to_string(), v));
         }
-        if !removed.is_empty() || !normalized.is_empty() {
-            jobs.push((path.to_string(), removed.clone(), normalized));
-            if promote_on {
-                if let Some(text) = describe(&removed) {
-                    crate::schema::promote(node, &text);
-                }
-            }
-        }
-    });
-    for (path, removed, normalized) in jobs {
-        let nots: Vec<(String, Value)> = removed.iter().filter(|(k, _)| k == "not").cloned().collect();
-        let rest: Vec<(String, Value)> = removed.into_iter().filter(|(k, _)| k != "not").collect();
+        // one description sentence for everything removed here; `not` has its own kind in the report
+        cx.say(node, &removed_text(&removed, 120));
+        let (nots, rest): (Vec<_>, Vec<_>) = removed.into_iter().partition(|(k, _)| k == "not");
         if !nots.is_empty() {
-            let text = describe(&nots).unwrap_or_default();
-            cx.record(&path, Kind::NotDropped, format!("removed {text}"));
+            cx.record(path, Kind::NotDropped, format!("removed {}", removed_text(&nots, 120)));
         }
         if !rest.is_empty() {
-            let text = describe(&rest).unwrap_or_default();
-            cx.record(&path, Kind::KeywordRemoved, format!("removed {text}"));
+            cx.record(path, Kind::KeywordRemoved, format!("removed {}", removed_text(&rest, 120)));
         }
         if !normalized.is_empty() {
             let names: Vec<&str> = normalized.iter().map(|(k, _)| k.as_str()).collect();
-            cx.record(&path, Kind::KeywordNormalized, format!("removed always-true {}", names.join(", ")));
+            cx.record(path, Kind::KeywordNormalized, format!("removed always-true {}", names.join(", ")));
         }
-    }
-}
-
-fn describe(removed: &[(String, Value)]) -> Option<String> {
-    if removed.is_empty() {
-        return None;
-    }
-    let t: Vec<String> = removed.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
-    Some(t.join("; "))
+    });
 }
 
 #[cfg(test)]
