@@ -126,3 +126,51 @@ fn record(cx: &mut Cx, path: &str, lossy: &Removed, other: &Removed, describe: O
         note(node, &parts.join(" "));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, apply_with, count};
+    use crate::schema::{Options, Target};
+    use serde_json::json;
+
+    fn tool() -> Value {
+        json!({"type": "object", "title": "T", "additionalProperties": false, "required": ["mode"], "properties": {
+            "mode": {"const": "fast", "title": "Mode"},
+            "n": {"anyOf": [{"type": "integer"}, {"type": "null"}], "minimum": 1},
+            "opts": {"type": "object", "properties": {"a": {"type": "string"}}, "description": "options"}}})
+    }
+
+    #[test]
+    fn ollama_keeps_its_fields_and_writes_the_rest_into_descriptions() {
+        let (v, r) = apply(run, tool(), &Target::OLLAMA);
+        let mut root: Vec<&String> = v.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+        root.sort();
+        assert_eq!(root, ["properties", "required", "type"], "root keeps only its fields");
+        assert_eq!(v["properties"]["mode"], json!({"enum": ["fast"], "description": "(title: \"Mode\".)"}));
+        assert_eq!(v["properties"]["n"]["type"], json!(["integer", "null"]), "a union of bare types as a type list");
+        assert_eq!(v["properties"]["n"]["description"], json!("(Also required, not enforced: minimum: 1.)"));
+        let opts = v["properties"]["opts"]["description"].as_str().unwrap_or_default();
+        assert!(opts.starts_with("options (Also required, not enforced: properties: {\"a\":"), "{opts}");
+        assert!(v["properties"]["opts"].get("properties").is_none());
+        // root: additionalProperties lossy, title not; the properties: n's minimum, opts' properties
+        assert_eq!(count(&r, Kind::KeywordRemoved), 3);
+        assert_eq!(count(&r, Kind::KeywordNormalized), 4);
+    }
+
+    #[test]
+    fn with_promotion_off_the_loss_is_recorded_only() {
+        let opts = Options { promote_to_description: false, ..Options::default() };
+        let (v, r) = apply_with(run, tool(), &Target::OLLAMA, Context::Tool, &opts);
+        assert!(v["properties"]["n"].get("description").is_none());
+        assert_eq!(count(&r, Kind::KeywordRemoved), 3);
+    }
+
+    #[test]
+    fn only_a_tool_on_a_target_with_fixed_fields_is_rewritten() {
+        let (v, _) = apply(run, tool(), &Target::LLAMA_CPP);
+        assert_eq!(v, tool());
+        let (v, _) = apply_with(run, tool(), &Target::OLLAMA, Context::Output, &Options::default());
+        assert_eq!(v, tool());
+    }
+}

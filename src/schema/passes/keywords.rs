@@ -73,3 +73,76 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, count, keywords};
+    use crate::schema::Target;
+
+    /// A property with a bit of everything MCP servers send.
+    fn busy() -> Value {
+        json!({"type": "object", "properties": {
+            "q": {"type": "string", "title": "Q", "minLength": 1, "maxLength": 9, "pattern": "^a", "format": "email",
+                  "default": "a@b", "examples": ["a@c"], "x-vendor": true, "deprecated": false, "contentMediaType": "text/plain"},
+            "n": {"type": "integer", "minimum": 0, "exclusiveMaximum": 9, "multipleOf": 3, "const": 3},
+            "l": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 4, "uniqueItems": true}},
+            "required": ["q"], "additionalProperties": false})
+    }
+
+    #[test]
+    fn every_keyword_left_is_one_the_api_accepts() {
+        for t in [&Target::OPENAI_STRICT, &Target::ANTHROPIC_STRICT, &Target::GEMINI, &Target::GEMINI_JSON, &Target::COHERE] {
+            let ok = t.keywords.unwrap_or_default();
+            let (v, r) = apply(run, busy(), t);
+            let refused: Vec<String> = keywords(&v).into_iter().filter(|k| !ok.contains(&k.as_str())).collect();
+            assert!(refused.is_empty(), "{refused:?} left in {v}");
+            assert!(count(&r, Kind::KeywordRemoved) > 0, "constraints the API refuses are recorded as lost");
+            assert_eq!(v["required"], json!(["q"]), "required is kept everywhere");
+        }
+    }
+
+    #[test]
+    fn removed_constraints_are_said_and_annotations_moved_to_the_description() {
+        let (v, r) = apply(run, busy(), &Target::COHERE);
+        let q = v["properties"]["q"]["description"].as_str().unwrap_or_default();
+        assert!(q.contains("(Default: \"a@b\".)") && q.contains("(Examples: [\"a@c\"].)"), "{q}");
+        assert!(q.contains("minLength: 1") && q.contains("pattern: \"^a\""), "{q}");
+        assert!(!q.contains("x-vendor"), "vendor keys are dropped, not said: {q}");
+        assert_eq!(count(&r, Kind::AnnotationMoved), 1);
+    }
+
+    #[test]
+    fn const_is_a_one_value_enum_where_the_api_lacks_const() {
+        let (v, r) = apply(run, busy(), &Target::GEMINI);
+        assert_eq!(v["properties"]["n"]["enum"], json!([3]));
+        assert_eq!(count(&r, Kind::DialectNormalized), 1);
+        // an enum that does not hold the const allows nothing
+        let (v, _) = apply(run, json!({"const": 1, "enum": [2]}), &Target::COHERE);
+        assert_eq!(v["enum"], json!([]));
+        // OpenAI strict spells const itself
+        let (v, _) = apply(run, busy(), &Target::OPENAI_STRICT);
+        assert_eq!(v["properties"]["n"]["const"], json!(3));
+    }
+
+    #[test]
+    fn a_ref_with_siblings_the_api_refuses_is_wrapped() {
+        let s = json!({"$ref": "#/$defs/A", "description": "d", "minItems": 1, "$defs": {"A": {"type": "array"}}});
+        let (v, r) = apply(run, s, &Target::GEMINI_JSON);
+        assert_eq!(v["anyOf"], json!([{"$ref": "#/$defs/A"}]));
+        assert_eq!(v["minItems"], json!(1));
+        assert_eq!(count(&r, Kind::RefWrapped), 1);
+        // only a description beside it is fine there
+        let s = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/A", "description": "d"}}, "$defs": {"A": {"type": "array"}}});
+        let (v, r) = apply(run, s.clone(), &Target::GEMINI_JSON);
+        assert_eq!(v, s);
+        assert_eq!(count(&r, Kind::RefWrapped), 0);
+    }
+
+    #[test]
+    fn a_target_without_a_list_is_left_alone() {
+        let (v, r) = apply(run, busy(), &Target::LLAMA_CPP);
+        assert_eq!(v, busy());
+        assert!(r.records.is_empty());
+    }
+}

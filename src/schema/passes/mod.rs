@@ -56,3 +56,36 @@ pub(crate) fn typed_elsewhere(node: &serde_json::Map<String, Value>) -> bool {
 pub(crate) fn primary_type(node: &serde_json::Map<String, Value>) -> Option<super::types::Types> {
     super::types::Types::of(node).map(|t| t.minus(super::types::Types::NULL))
 }
+
+/// What the passes' unit tests share: one pass run on one schema for one target.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::schema::{Context, Cx, Kind, Options, Report, Target};
+    use serde_json::Value;
+
+    /// Runs `pass` on `v` as `target`'s profile would, in `context`, with `opts`: the schema it
+    /// wrote and its report.
+    pub fn apply_with(pass: fn(&mut Value, &mut Cx), mut v: Value, target: &Target, context: Context, opts: &Options) -> (Value, Report) {
+        let mut cx = Cx::new("t", context, opts, target);
+        pass(&mut v, &mut cx);
+        (v, cx.report)
+    }
+
+    /// [`apply_with`] a tool's parameters with the default options.
+    pub fn apply(pass: fn(&mut Value, &mut Cx), v: Value, target: &Target) -> (Value, Report) {
+        apply_with(pass, v, target, Context::Tool, &Options::default())
+    }
+
+    /// How often the report counted `kind`.
+    pub fn count(report: &Report, kind: Kind) -> u64 {
+        report.counters.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// Every keyword of every schema node (property names are not keywords).
+    pub fn keywords(v: &Value) -> Vec<String> {
+        let mut v = v.clone();
+        let mut out = Vec::new();
+        crate::schema::walk::post_order(&mut v, "", &mut |node, _| out.extend(node.keys().cloned()));
+        out
+    }
+}

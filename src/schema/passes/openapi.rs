@@ -117,3 +117,64 @@ fn split(node: &mut Map<String, Value>, types: &[String]) {
     node.clear();
     node.insert("anyOf".into(), Value::Array(branches));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, count};
+    use crate::schema::Target;
+
+    #[test]
+    fn a_type_list_with_null_is_one_type_and_nullable() {
+        let (v, r) = apply(run, json!({"type": ["string", "null"], "maxLength": 5}), &Target::GEMINI);
+        assert_eq!(v, json!({"type": "string", "maxLength": 5, "nullable": true}));
+        assert_eq!(count(&r, Kind::OpenapiTypes), 1);
+    }
+
+    #[test]
+    fn several_types_are_one_branch_each_with_its_own_keywords() {
+        let (v, r) = apply(run, json!({"type": ["integer", "string", "null"], "minLength": 2, "minimum": 1, "description": "d"}), &Target::GEMINI);
+        assert_eq!(
+            v,
+            json!({"anyOf": [
+                {"type": "string", "minLength": 2, "description": "d", "nullable": true},
+                {"type": "integer", "minimum": 1, "description": "d", "nullable": true}]})
+        );
+        assert_eq!(count(&r, Kind::OpenapiTypes), 1);
+    }
+
+    #[test]
+    fn a_null_branch_becomes_nullable_and_siblings_go_into_the_branches() {
+        let (v, r) = apply(run, json!({"description": "when", "anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}), &Target::GEMINI);
+        assert_eq!(v, json!({"type": "string", "format": "date-time", "description": "when", "nullable": true}));
+        assert_eq!(count(&r, Kind::OpenapiTypes), 1);
+        // a union already as the API spells it is left alone
+        let plain = json!({"anyOf": [{"type": "string"}, {"type": "integer"}]});
+        let (v, r) = apply(run, plain.clone(), &Target::GEMINI);
+        assert_eq!(v, plain);
+        assert!(r.records.is_empty());
+    }
+
+    #[test]
+    fn enums_are_strings_null_in_one_is_nullable_and_others_are_removed_and_said() {
+        let (v, r) = apply(run, json!({"type": "string", "enum": ["a", null]}), &Target::GEMINI);
+        assert_eq!(v, json!({"type": "string", "enum": ["a"], "nullable": true}));
+        assert_eq!(count(&r, Kind::OpenapiTypes), 1);
+        let (v, r) = apply(run, json!({"type": "integer", "enum": [1, 2]}), &Target::GEMINI);
+        assert!(v.get("enum").is_none());
+        assert!(v["description"].as_str().is_some_and(|d| d.contains("enum: [1,2]")), "{v}");
+        assert_eq!(count(&r, Kind::KeywordRemoved), 1);
+        let (v, _) = apply(run, json!({"enum": ["", "x"]}), &Target::GEMINI);
+        assert!(v.get("enum").is_none(), "an empty string in an enum: {v}");
+    }
+
+    #[test]
+    fn only_an_openapi_target_is_rewritten() {
+        let s = json!({"type": ["string", "null"], "enum": [1, "a"]});
+        for t in [&Target::GEMINI_JSON, &Target::OPENAI, &Target::LLAMA_CPP] {
+            let (v, r) = apply(run, s.clone(), t);
+            assert_eq!(v, s);
+            assert!(r.records.is_empty());
+        }
+    }
+}

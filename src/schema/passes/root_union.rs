@@ -122,3 +122,48 @@ fn absorb(node: &mut Map<String, Value>, branch: &Value, all: bool) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, apply_with, count};
+    use crate::schema::{Options, Target};
+
+    fn by_id_or_name() -> Value {
+        json!({"type": "object", "properties": {"verbose": {"type": "boolean"}}, "anyOf": [
+            {"properties": {"id": {"type": "integer"}, "kind": {"type": "string"}}, "required": ["id", "kind"]},
+            {"$ref": "#/$defs/ByName"}],
+            "$defs": {"ByName": {"properties": {"name": {"type": "string"}, "kind": {"type": "integer"}}, "required": ["name", "kind"]}}})
+    }
+
+    #[test]
+    fn a_root_union_becomes_one_object_required_where_every_branch_requires() {
+        for t in [&Target::ANTHROPIC, &Target::OPENAI_STRICT, &Target::GEMINI, &Target::COHERE] {
+            let (v, r) = apply(run, by_id_or_name(), t);
+            assert!(v.get("anyOf").is_none());
+            assert_eq!(v["type"], json!("object"));
+            let props = v["properties"].as_object().map(|p| p.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
+            assert_eq!(props, ["verbose", "id", "kind", "name"]);
+            assert_eq!(v["properties"]["kind"], json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}), "declared two ways: both");
+            assert_eq!(v["required"], json!(["kind"]));
+            assert!(v["description"].as_str().is_some_and(|d| d.starts_with("(Also required, not enforced: one of the shapes anyOf:")), "{v}");
+            assert_eq!(count(&r, Kind::RootUnionMerged), 1);
+        }
+    }
+
+    #[test]
+    fn an_all_of_at_the_root_adds_every_branch_requirement() {
+        let s = json!({"type": "object", "allOf": [{"properties": {"a": {"type": "string"}}, "required": ["a"]}, {"properties": {"b": {"type": "string"}}, "required": ["b"]}]});
+        let (v, _) = apply(run, s, &Target::ANTHROPIC);
+        assert_eq!(v["required"], json!(["a", "b"]));
+    }
+
+    #[test]
+    fn left_alone_where_a_root_union_is_fine_or_the_schema_is_not_a_tool() {
+        let (v, r) = apply(run, by_id_or_name(), &Target::LLAMA_CPP);
+        assert_eq!(v, by_id_or_name());
+        assert!(r.records.is_empty());
+        let (v, _) = apply_with(run, by_id_or_name(), &Target::ANTHROPIC, Context::Output, &Options::default());
+        assert_eq!(v, by_id_or_name());
+    }
+}

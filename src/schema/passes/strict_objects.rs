@@ -279,3 +279,114 @@ fn single_types(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) {
     node.insert("anyOf".into(), Value::Array(branches));
     cx.record(path, Kind::TypesExplicit, "type list as one branch per type");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, apply_with, count};
+    use crate::schema::Options;
+
+    fn tool() -> Value {
+        json!({"type": "object", "properties": {
+            "a": {"type": "string"},
+            "b": {"type": "integer"},
+            "c": {"$ref": "#/$defs/X", "description": "an x"},
+            "e": {"enum": ["p", "q"]}},
+            "required": ["a"],
+            "$defs": {"X": {"type": "object", "properties": {"x": {"type": "string"}}, "required": ["x"]}}})
+    }
+
+    #[test]
+    fn openai_strict_closes_objects_and_makes_optional_properties_required_and_nullable() {
+        let (v, r) = apply(run, tool(), &Target::OPENAI_STRICT);
+        assert_eq!(v["additionalProperties"], json!(false));
+        assert_eq!(v["required"], json!(["a", "b", "c", "e"]), "every property, in the properties' order");
+        assert_eq!(v["properties"]["a"], json!({"type": "string"}), "a required property keeps refusing null");
+        assert_eq!(v["properties"]["b"]["type"], json!(["integer", "null"]));
+        assert_eq!(v["properties"]["c"], json!({"description": "an x", "anyOf": [{"$ref": "#/$defs/X"}, {"type": "null"}]}));
+        assert_eq!(v["properties"]["e"]["enum"], json!(["p", "q", null]));
+        assert_eq!(v["$defs"]["X"]["additionalProperties"], json!(false), "definitions are closed too");
+        assert_eq!(count(&r, Kind::OptionalNullable), 1);
+        assert_eq!(count(&r, Kind::ObjectClosed), 2);
+        assert_eq!(count(&r, Kind::StrictDeclined), 0);
+    }
+
+    #[test]
+    fn openai_strict_writes_out_an_empty_required() {
+        let (v, r) = apply(run, json!({"type": "object", "properties": {}}), &Target::OPENAI_STRICT);
+        assert_eq!(v, json!({"type": "object", "properties": {}, "additionalProperties": false, "required": []}));
+        assert_eq!(count(&r, Kind::StructureSpelled), 1);
+    }
+
+    #[test]
+    fn anthropic_strict_keeps_optional_properties_and_spells_one_type_per_node() {
+        let schema = json!({"type": "object", "properties": {
+            "ids": {"type": "array", "items": {"type": "string"}, "minItems": 3},
+            "n": {"type": ["string", "integer"], "minLength": 2, "minimum": 1},
+            "k": {"type": "string", "enum": ["a", 1]}},
+            "required": ["ids"]});
+        let (v, r) = apply(run, schema, &Target::ANTHROPIC_STRICT);
+        assert_eq!(v["required"], json!(["ids"]), "optional stays optional");
+        assert_eq!(count(&r, Kind::OptionalNullable), 0);
+        assert!(v["properties"]["ids"].get("minItems").is_none(), "minItems over 1 removed: {v}");
+        assert!(v["properties"]["ids"]["description"].as_str().is_some_and(|d| d.contains("minItems: 3")), "and said: {v}");
+        assert_eq!(v["properties"]["n"]["anyOf"], json!([{"type": "string", "minLength": 2}, {"type": "integer", "minimum": 1}]));
+        assert_eq!(v["properties"]["k"], json!({"enum": ["a"]}), "the type is taken into the literal's values");
+        assert_eq!(count(&r, Kind::KeywordRemoved), 1);
+        assert_eq!(count(&r, Kind::TypesExplicit), 2);
+    }
+
+    #[test]
+    fn a_removal_is_not_said_when_promotion_is_off() {
+        let opts = Options { promote_to_description: false, ..Options::default() };
+        let schema = json!({"type": "object", "properties": {"ids": {"type": "array", "items": {"type": "string"}, "minItems": 3}}});
+        let (v, r) = apply_with(run, schema, &Target::ANTHROPIC_STRICT, Context::Tool, &opts);
+        assert_eq!(v["properties"]["ids"], json!({"type": "array", "items": {"type": "string"}}));
+        assert_eq!(count(&r, Kind::KeywordRemoved), 1, "still recorded");
+    }
+
+    #[test]
+    fn what_cannot_be_strict_is_declined_with_its_place_and_left_as_it_was() {
+        let cases = [
+            (json!({"type": "object", "properties": {"m": {"type": "object", "additionalProperties": {"type": "string"}}}}), "/properties/m", "map object"),
+            (json!({"type": "object", "properties": {"t": {"type": "array", "prefixItems": [{"type": "string"}]}}}), "/properties/t", "tuple"),
+            (json!({"type": "object", "properties": {"any": {}}}), "/properties/any", "any type"),
+            (json!({"type": "object", "properties": {"x": {"type": "string"}}, "required": ["y"]}), "", "not declared"),
+        ];
+        for target in [&Target::OPENAI_STRICT, &Target::ANTHROPIC_STRICT] {
+            for (schema, at, why) in &cases {
+                let (v, r) = apply(run, schema.clone(), target);
+                assert_eq!(&v, schema, "unchanged");
+                assert_eq!(count(&r, Kind::StrictDeclined), 1, "{schema}");
+                let rec = r.records.first().map(|x| (x.path.as_str(), x.detail.as_str()));
+                assert!(rec.is_some_and(|(p, d)| p == *at && d.contains(why)), "{rec:?} for {schema}");
+            }
+        }
+    }
+
+    #[test]
+    fn recursion_is_declined_only_where_the_mode_refuses_it() {
+        let tree = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/N"}}, "required": ["root"],
+            "$defs": {"N": {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}}, "required": ["kids"]}}});
+        let (_, r) = apply(run, tree.clone(), &Target::OPENAI_STRICT);
+        assert_eq!(count(&r, Kind::StrictDeclined), 0);
+        let (v, r) = apply(run, tree.clone(), &Target::ANTHROPIC_STRICT);
+        assert_eq!(count(&r, Kind::StrictDeclined), 1);
+        assert_eq!(v, tree);
+    }
+
+    #[test]
+    fn an_output_format_must_be_an_object() {
+        let opts = Options::default();
+        let (v, r) = apply_with(run, json!({"type": "array", "items": {"type": "string"}}), &Target::OPENAI_STRICT, Context::Output, &opts);
+        assert_eq!(count(&r, Kind::StrictDeclined), 1);
+        assert_eq!(v, json!({"type": "array", "items": {"type": "string"}}));
+    }
+
+    #[test]
+    fn a_target_without_a_strict_mode_is_left_alone() {
+        let (v, r) = apply(run, tool(), &Target::OPENAI);
+        assert_eq!(v, tool());
+        assert!(r.records.is_empty());
+    }
+}

@@ -71,14 +71,12 @@ fn kind_name(keyword: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{Context, Options, Target};
+    use crate::schema::passes::testing::{apply, count};
+    use crate::schema::Target;
 
-    fn run_on(mut v: Value, target: &Target) -> (Value, u64) {
-        let opts = Options::default();
-        let mut cx = Cx::new("t", Context::Tool, &opts, target);
-        run(&mut v, &mut cx);
-        let n = cx.report.counters.get(&Kind::StructureSpelled).copied().unwrap_or(0);
-        (v, n)
+    fn run_on(v: Value, target: &Target) -> (Value, u64) {
+        let (v, r) = apply(run, v, target);
+        (v, count(&r, Kind::StructureSpelled))
     }
 
     const MCP_SHAPES: &str = r#"{"type": "object", "properties": {

@@ -132,3 +132,72 @@ fn optional_cycles(root: &mut Value, cx: &mut Cx) {
         cx.record(path, Kind::RecursionCut, format!("required {} made optional: it holds a recursive type", cyclic.join(", ")));
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, count, keywords};
+    use crate::schema::Target;
+
+    fn tree() -> Value {
+        json!({"type": "object", "properties": {
+            "root": {"$ref": "#/$defs/Node"},
+            "when": {"$ref": "#/$defs/Date", "description": "start"}},
+            "required": ["root"],
+            "$defs": {
+                "Date": {"type": "string", "format": "date"},
+                "Node": {"type": "object", "properties": {"name": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}, "required": ["name"]}}})
+    }
+
+    /// How many `kids` levels the unrolled tree has.
+    fn levels(mut v: &Value) -> usize {
+        let mut n = 0;
+        while let Some(k) = v.pointer("/properties/kids/items") {
+            n += 1;
+            v = k;
+        }
+        n
+    }
+
+    #[test]
+    fn where_no_ref_may_stay_refs_are_copied_and_recursion_cut_after_three_rounds() {
+        for t in [&Target::GEMINI, &Target::COHERE] {
+            let (v, r) = apply(run, tree(), t);
+            let kw = keywords(&v);
+            assert!(!kw.iter().any(|k| k == "$ref" || k == "$defs"), "{v}");
+            assert_eq!(v["properties"]["when"], json!({"type": "string", "format": "date", "description": "start"}), "siblings kept");
+            assert_eq!(levels(&v["properties"]["root"]), 3);
+            let cut = v.pointer("/properties/root/properties/kids/items/properties/kids/items/properties/kids/items").cloned().unwrap_or_default();
+            assert_eq!(cut["type"], json!("object"), "the cut keeps the definition's type: {cut}");
+            assert!(cut["description"].as_str().is_some_and(|d| d.contains("Node again")));
+            assert_eq!(count(&r, Kind::RecursionCut), 1);
+            assert_eq!(count(&r, Kind::RefsInlined), 1);
+        }
+    }
+
+    #[test]
+    fn definitions_no_ref_uses_are_removed() {
+        let (v, r) = apply(run, json!({"type": "object", "$defs": {"A": {}}}), &Target::COHERE);
+        assert_eq!(v, json!({"type": "object"}));
+        assert_eq!(count(&r, Kind::KeywordNormalized), 1);
+    }
+
+    #[test]
+    fn where_recursion_may_stand_in_an_optional_property_a_required_one_is_made_optional() {
+        let s = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}, "name": {"type": "string"}}, "required": ["root", "name"],
+            "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}, "required": ["next"]}}});
+        let (v, r) = apply(run, s, &Target::GEMINI_JSON);
+        assert_eq!(v["required"], json!(["name"]));
+        assert_eq!(v["properties"]["root"]["$ref"], json!("#/$defs/Node"), "refs stay");
+        assert_eq!(v["properties"]["root"]["description"], json!("(Required.)"));
+        assert_eq!(v["$defs"]["Node"]["required"], json!([]), "inside the definition too");
+        assert_eq!(count(&r, Kind::RecursionCut), 2);
+    }
+
+    #[test]
+    fn a_target_that_reads_refs_is_left_alone() {
+        let (v, r) = apply(run, tree(), &Target::OPENAI_STRICT);
+        assert_eq!(v, tree());
+        assert!(r.records.is_empty());
+    }
+}
