@@ -117,7 +117,7 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
         if va == vb {
             continue;
         }
-        if merge_keyword(k, va, vb, a, b, &mut out, lost, depth).is_none() {
+        if merge_keyword(k, a, b, &mut out, lost, depth).is_none() {
             return Merged::Never;
         }
     }
@@ -130,17 +130,15 @@ fn intersect_at(a: &Map<String, Value>, b: &Map<String, Value>, lost: &mut Vec<(
 
 /// One keyword both sides hold, with different values, merged into `out`; `None` when no value can
 /// satisfy both.
-#[allow(clippy::too_many_arguments)]
 fn merge_keyword(
     k: &str,
-    va: &Value,
-    vb: &Value,
     a: &Map<String, Value>,
     b: &Map<String, Value>,
     out: &mut Map<String, Value>,
     lost: &mut Vec<(String, Value)>,
     depth: usize,
 ) -> Option<()> {
+    let (Some(va), Some(vb)) = (a.at(k), b.at(k)) else { return Some(()) };
     let key = k;
     match key {
         "type" => {
@@ -172,23 +170,7 @@ fn merge_keyword(
         "const" => return None, // two different constants
         "properties" => {
             let (Some(pa), Some(pb)) = (va.as_object(), vb.as_object()) else { return Some(()) };
-            let mut props = pa.clone();
-            for (name, sb) in pb {
-                match pa.get(name) {
-                    Some(sa) => match intersect_values(sa, sb, lost, depth) {
-                        Some(s) => {
-                            props.insert(name.clone(), s);
-                        }
-                        None => {
-                            props.insert(name.clone(), never());
-                        }
-                    },
-                    None => {
-                        props.insert(name.clone(), sb.clone());
-                    }
-                }
-            }
-            out.insert(k.to_string(), Value::Object(props));
+            out.insert(k.to_string(), Value::Object(merge_properties(pa, pb, lost, depth)));
         }
         "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems" | "unevaluatedProperties" => {
             match intersect_values(va, vb, lost, depth) {
@@ -207,16 +189,7 @@ fn merge_keyword(
         }
         "prefixItems" => {
             let (Some(xa), Some(xb)) = (va.as_array(), vb.as_array()) else { return Some(()) };
-            let n = xa.len().max(xb.len());
-            let mut items = Vec::with_capacity(n);
-            for i in 0..n {
-                match (xa.get(i), xb.get(i)) {
-                    (Some(x), Some(y)) => items.push(intersect_values(x, y, lost, depth).unwrap_or_else(never)),
-                    (Some(x), None) | (None, Some(x)) => items.push(x.clone()),
-                    (None, None) => {}
-                }
-            }
-            out.insert(k.to_string(), Value::Array(items));
+            out.insert(k.to_string(), Value::Array(merge_tuple(xa, xb, lost, depth)));
         }
         "uniqueItems" => {
             out.insert(k.to_string(), Value::Bool(va == &Value::Bool(true) || vb == &Value::Bool(true)));
@@ -239,6 +212,33 @@ fn merge_keyword(
         _ => lost.push((k.to_string(), vb.clone())),
     }
     Some(())
+}
+
+/// Both sides' `properties`: a name both declare must satisfy both (never, if it cannot).
+fn merge_properties(pa: &Map<String, Value>, pb: &Map<String, Value>, lost: &mut Vec<(String, Value)>, depth: usize) -> Map<String, Value> {
+    let mut props = pa.clone();
+    for (name, sb) in pb {
+        let merged = match pa.get(name) {
+            Some(sa) => intersect_values(sa, sb, lost, depth).unwrap_or_else(never),
+            None => sb.clone(),
+        };
+        props.insert(name.clone(), merged);
+    }
+    props
+}
+
+/// Both sides' `prefixItems`, position by position; a position only one side covers keeps its schema.
+fn merge_tuple(xa: &[Value], xb: &[Value], lost: &mut Vec<(String, Value)>, depth: usize) -> Vec<Value> {
+    let n = xa.len().max(xb.len());
+    let mut items = Vec::with_capacity(n);
+    for i in 0..n {
+        match (xa.get(i), xb.get(i)) {
+            (Some(x), Some(y)) => items.push(intersect_values(x, y, lost, depth).unwrap_or_else(never)),
+            (Some(x), None) | (None, Some(x)) => items.push(x.clone()),
+            (None, None) => {}
+        }
+    }
+    items
 }
 
 /// What one side's keywords say about the other's: a property one side declares and the other leaves to

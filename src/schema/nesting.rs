@@ -49,92 +49,121 @@ struct Frame {
 /// Returns `text` with every subtree past the bounds replaced, and one [`Cut`] per replacement; `None`
 /// when nothing needed cutting or `text` is not well-formed JSON (the caller then keeps its error).
 pub fn bound(text: &str, max_depth: usize, context: Context) -> Option<(String, Vec<Cut>)> {
-    let bytes = text.as_bytes();
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut path = String::new();
-    let mut cuts: Vec<(usize, usize, Cut)> = Vec::new();
-    let mut i = 0usize;
-    while i < bytes.len() {
-        let b = *bytes.get(i)?;
-        match b {
-            b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' => {
-                if b == b',' {
-                    if let Some(f) = stack.last_mut() {
-                        if !f.is_object {
-                            f.index += 1;
-                        } else {
-                            f.key = None;
-                        }
-                    }
-                }
-                i += 1;
-            }
-            b'}' | b']' => {
-                stack.pop();
-                i += 1;
-            }
-            b'"' if stack.last().is_some_and(|f| f.is_object && f.key.is_none()) => {
-                let end = string_end(bytes, i)?;
-                let raw = text.get(i..end)?;
-                let key = if raw.contains('\\') { serde_json::from_str::<String>(raw).ok()? } else { raw.get(1..raw.len() - 1)?.to_string() };
-                if let Some(f) = stack.last_mut() {
-                    f.key = Some(key);
-                }
-                i = end;
-            }
-            _ => {
-                // a value starts here: which role it has, and where it sits
-                let (role, seg) = match stack.last() {
-                    None => (Role::Schema(0), None),
-                    Some(f) => (child_role(f, b), Some(segment(f))),
-                };
-                let depth_here = stack.last().map_or(0, |f| f.path_len);
-                path.truncate(depth_here);
-                if let Some(s) = &seg {
-                    path.push('/');
-                    push_escaped(&mut path, s);
-                }
-                if b != b'{' && b != b'[' {
-                    i = scalar_end(bytes, i)?;
-                    continue;
-                }
-                let too_deep_schema = matches!(role, Role::Schema(d) if d > max_depth);
-                // an array keyword's schemas at the bound would sit two levels past it: the schema
-                // holding them is cut instead, as the `bounds` pass does
-                let past_by_two = matches!(role, Role::Schema(d) if d > max_depth + 1);
-                let too_deep_json = stack.len() + 1 > MAX_JSON_DEPTH;
-                if !too_deep_schema && !too_deep_json {
-                    stack.push(Frame { role, start: i, path_len: path.len(), is_object: b == b'{', key: None, index: 0 });
-                    i += 1;
-                    continue;
-                }
-                // a schema too deep is cut where it stands; past the JSON bound, the innermost schema
-                // already open is cut, so its `{}` stays within the bound
-                let (at, cut_path, why) = if !too_deep_json && !past_by_two {
-                    (stack.len(), path.clone(), format!("nesting deeper than {max_depth}"))
-                } else if !too_deep_json {
-                    let j = stack.iter().rposition(|f| matches!(f.role, Role::Schema(_)))?;
-                    let f = stack.get(j)?;
-                    (j, path.get(..f.path_len)?.to_string(), format!("nesting deeper than {max_depth}"))
-                } else {
-                    let j = stack.iter().rposition(|f| matches!(f.role, Role::Schema(_)))?;
-                    let f = stack.get(j)?;
-                    (j, path.get(..f.path_len)?.to_string(), format!("nested deeper than {MAX_JSON_DEPTH} JSON levels"))
-                };
-                let start = stack.get(at).map_or(i, |f| f.start);
-                let end = container_end(bytes, i, stack.len().saturating_sub(at))?;
-                stack.truncate(at);
-                cuts.retain(|(s, _, _)| *s < start);
-                let root = at == 0;
-                let what = if root && context == Context::Tool { "any object" } else { "any value" };
-                cuts.push((start, end, Cut { path: cut_path, detail: format!("{why}: subtree replaced by {what}") }));
-                i = end;
-            }
-        }
-    }
-    if cuts.is_empty() || !stack.is_empty() {
+    let scan = Scan { text, bytes: text.as_bytes(), max_depth, context, stack: Vec::new(), path: String::new(), cuts: Vec::new() };
+    let cuts = scan.run()?;
+    if cuts.is_empty() {
         return None;
     }
+    splice(text, cuts, context)
+}
+
+/// One pass over the text: the open containers, the pointer to the value being read, and the
+/// subtrees to replace (start, end, why).
+struct Scan<'t> {
+    text: &'t str,
+    bytes: &'t [u8],
+    max_depth: usize,
+    context: Context,
+    stack: Vec<Frame>,
+    path: String,
+    cuts: Vec<(usize, usize, Cut)>,
+}
+
+impl Scan<'_> {
+    /// The cuts, or `None` when the text is not well-formed JSON.
+    fn run(mut self) -> Option<Vec<(usize, usize, Cut)>> {
+        let mut i = 0usize;
+        while i < self.bytes.len() {
+            let b = *self.bytes.get(i)?;
+            i = match b {
+                b' ' | b'\t' | b'\n' | b'\r' | b',' | b':' => {
+                    if b == b',' {
+                        if let Some(f) = self.stack.last_mut() {
+                            if !f.is_object {
+                                f.index += 1;
+                            } else {
+                                f.key = None;
+                            }
+                        }
+                    }
+                    i + 1
+                }
+                b'}' | b']' => {
+                    self.stack.pop();
+                    i + 1
+                }
+                b'"' if self.stack.last().is_some_and(|f| f.is_object && f.key.is_none()) => self.key(i)?,
+                _ => self.value(i, b)?,
+            };
+        }
+        self.stack.is_empty().then_some(self.cuts)
+    }
+
+    /// A member key at `i`; returns where it ends.
+    fn key(&mut self, i: usize) -> Option<usize> {
+        let end = string_end(self.bytes, i)?;
+        let raw = self.text.get(i..end)?;
+        let key = if raw.contains('\\') { serde_json::from_str::<String>(raw).ok()? } else { raw.get(1..raw.len() - 1)?.to_string() };
+        if let Some(f) = self.stack.last_mut() {
+            f.key = Some(key);
+        }
+        Some(end)
+    }
+
+    /// A value starting at `i` with byte `b`: a scalar is skipped, a container within the bounds
+    /// opened, one past them cut. Returns where reading goes on.
+    fn value(&mut self, i: usize, b: u8) -> Option<usize> {
+        let (role, seg) = match self.stack.last() {
+            None => (Role::Schema(0), None),
+            Some(f) => (child_role(f, b), Some(segment(f))),
+        };
+        let depth_here = self.stack.last().map_or(0, |f| f.path_len);
+        self.path.truncate(depth_here);
+        if let Some(s) = &seg {
+            self.path.push('/');
+            push_escaped(&mut self.path, s);
+        }
+        if b != b'{' && b != b'[' {
+            return scalar_end(self.bytes, i);
+        }
+        let too_deep_schema = matches!(role, Role::Schema(d) if d > self.max_depth);
+        let too_deep_json = self.stack.len() + 1 > MAX_JSON_DEPTH;
+        if !too_deep_schema && !too_deep_json {
+            self.stack.push(Frame { role, start: i, path_len: self.path.len(), is_object: b == b'{', key: None, index: 0 });
+            return Some(i + 1);
+        }
+        self.cut(i, role, too_deep_json)
+    }
+
+    /// Cuts at the container opening at `i`: a schema too deep where it stands; past the JSON bound,
+    /// the innermost schema already open, so its `{}` stays within the bound. Returns the end of the
+    /// subtree cut.
+    fn cut(&mut self, i: usize, role: Role, too_deep_json: bool) -> Option<usize> {
+        let max_depth = self.max_depth;
+        // an array keyword's schemas at the bound would sit two levels past it: the schema holding
+        // them is cut instead, as the `bounds` pass does
+        let past_by_two = matches!(role, Role::Schema(d) if d > max_depth + 1);
+        let (at, cut_path, why) = if !too_deep_json && !past_by_two {
+            (self.stack.len(), self.path.clone(), format!("nesting deeper than {max_depth}"))
+        } else {
+            let j = self.stack.iter().rposition(|f| matches!(f.role, Role::Schema(_)))?;
+            let f = self.stack.get(j)?;
+            let why = if too_deep_json { format!("nested deeper than {MAX_JSON_DEPTH} JSON levels") } else { format!("nesting deeper than {max_depth}") };
+            (j, self.path.get(..f.path_len)?.to_string(), why)
+        };
+        let start = self.stack.get(at).map_or(i, |f| f.start);
+        let end = container_end(self.bytes, i, self.stack.len().saturating_sub(at))?;
+        self.stack.truncate(at);
+        self.cuts.retain(|(s, _, _)| *s < start);
+        let what = if at == 0 && self.context == Context::Tool { "any object" } else { "any value" };
+        self.cuts.push((start, end, Cut { path: cut_path, detail: format!("{why}: subtree replaced by {what}") }));
+        Some(end)
+    }
+}
+
+/// `text` with each cut subtree replaced by `{}` (the root of a tool by `{"type":"object"}`).
+fn splice(text: &str, cuts: Vec<(usize, usize, Cut)>, context: Context) -> Option<(String, Vec<Cut>)> {
+    let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut pos = 0;
     let mut list = Vec::with_capacity(cuts.len());

@@ -339,79 +339,9 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
             cx.record(path, Kind::RefsUnresolved, format!("$ref {r}: chain of refs longer than {MAX_HOPS}"));
             break;
         }
-        let ptr = match st.resolve(&r) {
-            Ok(p) => p,
-            Err(f) => {
-                node.remove("$ref");
-                let (kind, why) = match f {
-                    Fail::External => (Kind::RefExternal, "another document; never fetched"),
-                    Fail::Missing => (Kind::RefsUnresolved, "nothing at that location"),
-                };
-                cx.record(path, kind, format!("$ref {r}: {why}; any value allowed"));
-                break;
-            }
-        };
-        if st.pure_cycle(&ptr) || refers_in_place(path, &ptr) {
-            // `{"$ref": "#"}` and friends: refs that lead back to themselves without a constraint on the
-            // way. No value is ever checked against anything; llama.cpp would recurse without end.
-            node.remove("$ref");
-            cx.record(path, Kind::RefsUnresolved, format!("$ref {r}: only refers back to itself; any value allowed"));
+        if !follow(node, &r, path, depth, st, cx) {
             break;
         }
-        // a definition that is only a ref compiles as "any object" on older llama.cpp: point past it
-        // (pointing past it is exact, so a backend without releases gets it too)
-        let ptr = if cx.release().is_some_and(|r| r.ref_chains()) { ptr } else { st.chain_end(ptr) };
-        st.targets.insert(ptr.clone());
-        let constraining = node.keys().any(|k| constrains(k));
-        let tool_root = path.is_empty() && cx.context == Context::Tool;
-        let plain = st.is_plain(&ptr, &r);
-        let target = st.target(&ptr).unwrap_or_default();
-        // a ref to a schema nothing matches: llama.cpp would read the target's `not: {}` as any value,
-        // so the (tiny) target is inlined and the `never` pass deals with it where it stands
-        let never_target = target.as_object().is_some_and(crate::schema::merge::is_never);
-        if plain && !constraining && !tool_root && !never_target {
-            break;
-        }
-        let size = count_objects(&target);
-        let fits = st.inlined + size <= cx.opts.limits.inline_budget && depth < cx.opts.limits.max_depth;
-        // a tool's root must be an object schema, not a ref: one level is inlined even for a recursive
-        // target (the copy's own refs keep pointing at the definition)
-        if (!st.on_cycle(&ptr) && fits) || (tool_root && !ptr.is_empty()) || never_target {
-            st.inlined += size;
-            node.remove("$ref");
-            let siblings = std::mem::take(node);
-            let mut t = match target {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            if ptr.is_empty() {
-                t.remove("$defs");
-                t.remove("definitions");
-            }
-            t.remove("$schema");
-            t.remove("$id");
-            let mut lost = Vec::new();
-            *node = match intersect(&t, &siblings, &mut lost) {
-                Merged::Schema(m) => m,
-                Merged::Never => never_map(),
-            };
-            cx.record(path, Kind::RefsInlined, format!("$ref {r} replaced by its target"));
-            cx.removed(node, path, Kind::KeywordRemoved, &lost);
-            continue;
-        }
-        let new_ref = st.def_ref(&ptr);
-        if new_ref != r {
-            node.insert("$ref".into(), Value::String(new_ref.clone()));
-            cx.record(path, Kind::RefsRetargeted, format!("$ref {r} now {new_ref}"));
-        }
-        if constraining {
-            let dropped: Vec<(String, Value)> = node.iter().filter(|(k, _)| constrains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
-            for (k, _) in &dropped {
-                node.remove(k);
-            }
-            cx.removed(node, path, Kind::RefSiblingsDropped, &dropped);
-        }
-        break;
     }
     if depth >= HARD_DEPTH {
         return;
@@ -422,6 +352,96 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
         walk(child, path, depth + 1, st, cx);
         path.truncate(base);
     });
+}
+
+/// One `$ref` of a node: removed where it leads nowhere, the target inlined where it may be, else
+/// pointed at its definition. True when the target was inlined (the node may hold another ref).
+fn follow(node: &mut Map<String, Value>, r: &str, path: &str, depth: usize, st: &mut State, cx: &mut Cx) -> bool {
+    let Some(ptr) = resolve(node, r, path, st, cx) else { return false };
+    // a definition that is only a ref compiles as "any object" on older llama.cpp: point past it
+    // (pointing past it is exact, so a backend without releases gets it too)
+    let ptr = if cx.release().is_some_and(|r| r.ref_chains()) { ptr } else { st.chain_end(ptr) };
+    st.targets.insert(ptr.clone());
+    let constraining = node.keys().any(|k| constrains(k));
+    let tool_root = path.is_empty() && cx.context == Context::Tool;
+    let plain = st.is_plain(&ptr, r);
+    let target = st.target(&ptr).unwrap_or_default();
+    // a ref to a schema nothing matches: llama.cpp would read the target's `not: {}` as any value,
+    // so the (tiny) target is inlined and the `never` pass deals with it where it stands
+    let never_target = target.as_object().is_some_and(crate::schema::merge::is_never);
+    if plain && !constraining && !tool_root && !never_target {
+        return false;
+    }
+    let size = count_objects(&target);
+    let fits = st.inlined + size <= cx.opts.limits.inline_budget && depth < cx.opts.limits.max_depth;
+    // a tool's root must be an object schema, not a ref: one level is inlined even for a recursive
+    // target (the copy's own refs keep pointing at the definition)
+    if (!st.on_cycle(&ptr) && fits) || (tool_root && !ptr.is_empty()) || never_target {
+        st.inlined += size;
+        inline(node, target, ptr.is_empty(), r, path, cx);
+        return true;
+    }
+    let new_ref = st.def_ref(&ptr);
+    if new_ref != r {
+        node.insert("$ref".into(), Value::String(new_ref.clone()));
+        cx.record(path, Kind::RefsRetargeted, format!("$ref {r} now {new_ref}"));
+    }
+    if constraining {
+        let dropped: Vec<(String, Value)> = node.iter().filter(|(k, _)| constrains(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (k, _) in &dropped {
+            node.remove(k);
+        }
+        cx.removed(node, path, Kind::RefSiblingsDropped, &dropped);
+    }
+    false
+}
+
+/// Where a ref leads, or `None` after removing a ref that leads nowhere (another document, nothing
+/// there, or only back to itself).
+fn resolve(node: &mut Map<String, Value>, r: &str, path: &str, st: &State, cx: &mut Cx) -> Option<String> {
+    let ptr = match st.resolve(r) {
+        Ok(p) => p,
+        Err(f) => {
+            node.remove("$ref");
+            let (kind, why) = match f {
+                Fail::External => (Kind::RefExternal, "another document; never fetched"),
+                Fail::Missing => (Kind::RefsUnresolved, "nothing at that location"),
+            };
+            cx.record(path, kind, format!("$ref {r}: {why}; any value allowed"));
+            return None;
+        }
+    };
+    if st.pure_cycle(&ptr) || refers_in_place(path, &ptr) {
+        // `{"$ref": "#"}` and friends: refs that lead back to themselves without a constraint on the
+        // way. No value is ever checked against anything; llama.cpp would recurse without end.
+        node.remove("$ref");
+        cx.record(path, Kind::RefsUnresolved, format!("$ref {r}: only refers back to itself; any value allowed"));
+        return None;
+    }
+    Some(ptr)
+}
+
+/// The node becomes its ref's target intersected with the keywords beside the ref.
+fn inline(node: &mut Map<String, Value>, target: Value, whole_document: bool, r: &str, path: &str, cx: &mut Cx) {
+    node.remove("$ref");
+    let siblings = std::mem::take(node);
+    let mut t = match target {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    if whole_document {
+        t.remove("$defs");
+        t.remove("definitions");
+    }
+    t.remove("$schema");
+    t.remove("$id");
+    let mut lost = Vec::new();
+    *node = match intersect(&t, &siblings, &mut lost) {
+        Merged::Schema(m) => m,
+        Merged::Never => never_map(),
+    };
+    cx.record(path, Kind::RefsInlined, format!("$ref {r} replaced by its target"));
+    cx.removed(node, path, Kind::KeywordRemoved, &lost);
 }
 
 /// Removes `$defs`/`definitions` everywhere below the root; true if any were there.

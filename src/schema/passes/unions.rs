@@ -21,19 +21,39 @@ pub const WANTS: &[&str] = &["anyOf", "oneOf"];
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs = root_defs(root);
     let max_branches = cx.opts.limits.max_branches;
-    let cx_one_of_as_any_of = cx.target.one_of_as_any_of;
+    let one_of_as_any_of = cx.target.one_of_as_any_of;
     post_order_cx(root, cx, &mut |node, path, cx| {
         if !node.has("anyOf") && !node.has("oneOf") {
             return;
         }
+        let Some(found) = Found::read(node, &defs, one_of_as_any_of) else { return };
         let mut lost = Vec::new();
+        let never_dropped = found.distribute(node, &defs, max_branches, &mut lost);
+        found.report(node, path, never_dropped, &lost, cx);
+    });
+}
+
+/// A node's unions and the constraints beside them, as read before the node changes.
+struct Found {
+    unions: Vec<Vec<Value>>,
+    siblings: Map<String, Value>,
+    /// A `oneOf` whose branches may overlap: written as `anyOf`, exactly-one is lost.
+    overlapping_one_of: bool,
+    /// The target reads `oneOf` as `anyOf`, so a disjoint one is spelled that way (exact).
+    one_of_rewritten: bool,
+}
+
+impl Found {
+    /// The node's unions (a non-array one is removed), or `None` where the backend compiles the node
+    /// as it means: one union with nothing beside it (or only a `type` every branch has).
+    fn read(node: &mut Map<String, Value>, defs: &Value, one_of_as_any_of: bool) -> Option<Found> {
         let mut overlapping_one_of = false;
-        let one_of_rewritten = cx_one_of_as_any_of && node.has("oneOf");
+        let one_of_rewritten = one_of_as_any_of && node.has("oneOf");
         let mut unions: Vec<Vec<Value>> = Vec::new();
         for key in ["anyOf", "oneOf"] {
             match node.at(key) {
                 Some(Value::Array(u)) => {
-                    if key == "oneOf" && may_overlap(u, &defs) {
+                    if key == "oneOf" && may_overlap(u, defs) {
                         overlapping_one_of = true;
                     }
                     unions.push(u.clone());
@@ -52,32 +72,41 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 unions.len() == 1
                     && unions.iter().flatten().all(|b| {
                         // a recursive ref is left as it is: expanding it once more each run never ends
-                        is_recursive_ref(b, &defs) || deref(b.clone(), &defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
+                        is_recursive_ref(b, defs) || deref(b.clone(), defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
                     })
             });
         if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of && !one_of_rewritten {
-            return; // the backend compiles this union as it means
+            return None;
         }
-        let n_unions = unions.len();
-        let (mut branches, dropped) = if unions.len() > 1 { cross(&unions, max_branches, &mut lost) } else { (unions.pop().unwrap_or_default(), false) };
+        Some(Found { unions, siblings, overlapping_one_of, one_of_rewritten })
+    }
+
+    /// Writes the node as one `anyOf` (several unions crossed) with the siblings moved into each
+    /// branch; returns how many branches contradicted the siblings and were dropped.
+    fn distribute(&self, node: &mut Map<String, Value>, defs: &Value, max_branches: usize, lost: &mut Vec<(String, Value)>) -> usize {
+        let (mut branches, dropped) = match self.unions.as_slice() {
+            [] => (Vec::new(), false),
+            [one] => (one.clone(), false),
+            many => cross(many, max_branches, lost),
+        };
         if dropped {
             lost.push(("oneOf".into(), Value::String(format!("intersection over {max_branches} branches"))));
         }
         let mut never_dropped = 0;
-        if !siblings.is_empty() {
+        if !self.siblings.is_empty() {
             let mut out = Vec::with_capacity(branches.len());
             for b in branches {
-                let b = deref(b, &defs);
+                let b = deref(b, defs);
                 let Value::Object(bm) = b else { continue };
-                match intersect(&siblings, &bm, &mut lost) {
+                match intersect(&self.siblings, &bm, lost) {
                     Merged::Schema(m) => out.push(Value::Object(m)),
                     Merged::Never => never_dropped += 1,
                 }
             }
             // a branch that is itself a union beside keywords (the siblings just moved in) is flattened
             // into this union: otherwise it is the very shape this pass removes, one level down
-            branches = flatten(out, max_branches, &mut lost);
-            for k in siblings.keys() {
+            branches = flatten(out, max_branches, lost);
+            for k in self.siblings.keys() {
                 node.remove(k);
             }
         }
@@ -88,23 +117,27 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         } else {
             node.insert("anyOf".into(), Value::Array(branches));
         }
-        if !siblings.is_empty() || n_unions > 1 {
-            cx.record(path, Kind::AnyofDistributed, format!("{} keyword(s) beside the union moved into its branches", siblings.len()));
+        never_dropped
+    }
+
+    fn report(&self, node: &mut Map<String, Value>, path: &str, never_dropped: usize, lost: &[(String, Value)], cx: &mut Cx) {
+        if !self.siblings.is_empty() || self.unions.len() > 1 {
+            cx.record(path, Kind::AnyofDistributed, format!("{} keyword(s) beside the union moved into its branches", self.siblings.len()));
         }
         if never_dropped > 0 {
             cx.record(path, Kind::NeverDropped, format!("{never_dropped} branch(es) contradict the keywords beside the union"));
         }
-        if one_of_rewritten && !overlapping_one_of {
+        if self.one_of_rewritten && !self.overlapping_one_of {
             cx.record(path, Kind::OneofDisjoint, "oneOf branches cannot overlap: written as anyOf");
         }
-        if overlapping_one_of {
+        if self.overlapping_one_of {
             cx.lost(node, path, Kind::OneofAsAnyof, "exactly one of the alternatives", "oneOf branches may overlap; exactly-one is not enforced");
         }
         if !lost.is_empty() {
             let text: Vec<String> = lost.iter().map(|(k, v)| format!("{k}: {}", crate::schema::compact(v, 120))).collect();
             cx.record(path, Kind::KeywordRemoved, format!("could not combine {}", text.join("; ")));
         }
-    });
+    }
 }
 
 /// Replaces each branch that holds `anyOf`/`oneOf` beside constraints by the intersections of those
