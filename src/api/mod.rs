@@ -189,14 +189,8 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
 
 /// The schemas of the request's tool lists (and the function tools without a description).
 fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
-    let own;
-    let readers: &[format::ToolSites] = match format.descriptor() {
-        Some(d) => {
-            own = d.tool_sites;
-            own.as_slice()
-        }
-        None => format::AUTO_TOOLS,
-    };
+    // `auto` has no descriptor: it reads with every distinct reader
+    let readers = format.descriptor().map_or(format::AUTO_TOOLS, |d| d.tool_sites.as_slice());
     if readers.is_empty() {
         return;
     }
@@ -212,14 +206,8 @@ fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Ve
 
 /// The structured-output schemas (and an MCP `tools/list` result's tools).
 fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Site<'a>>) {
-    let own;
-    let readers: &[format::OutputSites] = match format.descriptor() {
-        Some(d) => {
-            own = d.output_sites;
-            own.as_slice()
-        }
-        None => format::AUTO_OUTPUTS,
-    };
+    // `auto` has no descriptor: it reads with every distinct reader
+    let readers = format.descriptor().map_or(format::AUTO_OUTPUTS, |d| d.output_sites.as_slice());
     for read in readers {
         read(top, sites);
     }
