@@ -1,8 +1,13 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build wasm lint load fuzz digest test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
+.PHONY: build extproc wasm lint load fuzz digest test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
 
+# the CLI (target/release/toolfit) and the external processor (target/release/toolfit-extproc)
 build:
-	cargo build --release
+	cargo build --release --workspace
+
+# toolfit-extproc alone: the same filter as an Envoy ext_proc gRPC service (extproc/, envoy/extproc.yaml)
+extproc:
+	cargo build --release -p toolfit-extproc
 
 # dist/toolfit.wasm: wasm32-wasip1, size profile, wasm-opt -Oz (installs the target and binaryen if missing);
 # dist/toolfit-test.wasm: the same with the test-trap feature, for the e2e failure-policy test only
@@ -29,6 +34,7 @@ demo: build wasm
 # each fuzz target for 20 s (a cold run stays under 45 minutes on 2 cores; make fuzz runs them longer).
 test: build wasm lint
 	cargo test --release
+	cargo test --release -p toolfit-extproc
 	python3 tests/judges/llama_judges.py
 	python3 tests/judges/vllm_judges.py
 	python3 tests/judges/ollama_judges.py
@@ -37,6 +43,7 @@ test: build wasm lint
 	python3 tests/envoy/responses.py
 	python3 tests/envoy/clients.py
 	python3 tests/envoy/faults.py
+	python3 tests/envoy/extproc.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
@@ -45,14 +52,16 @@ test: build wasm lint
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
 # formatting and clippy, natively and for the wasm target the filter ships as.
 lint:
-	cargo fmt --check
+	cargo fmt --all --check
 	cargo clippy --release --all-targets -- -D warnings
+	cargo clippy --release -p toolfit-extproc --all-targets -- -D warnings
 	rustup target add wasm32-wasip1 >/dev/null 2>&1 || true
 	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features -- -D warnings
 	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features --features test-trap --target-dir target/test-trap -- -D warnings
 
 test-unit:
 	cargo test --release
+	cargo test --release -p toolfit-extproc
 
 test-judges: build
 	python3 tests/judges/llama_judges.py
@@ -64,6 +73,7 @@ test-e2e: build wasm
 	python3 tests/envoy/e2e.py
 	python3 tests/envoy/responses.py
 	python3 tests/envoy/clients.py
+	python3 tests/envoy/extproc.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in
 # ~/.cache/toolfit/server) with tiny generated models (Qwen 2.5 and Llama 3.1 templates), raw and behind

@@ -1,0 +1,255 @@
+//! `toolfit-extproc`: toolfit's filter as an Envoy external processor (`envoy.service.ext_proc.v3`),
+//! for gateways that take an ext_proc service and no Wasm (agentgateway, GKE Service Extensions) or
+//! where a team prefers a process to a VM in the proxy.
+//!
+//! `toolfit-extproc --config FILE --listen ADDR --metrics-listen ADDR [--max-streams N]
+//! [--message-timeout-ms N]`. FILE is the Wasm plugin's configuration (the same JSON); an unknown key
+//! or bad value stops the start with the key named.
+
+mod metrics;
+mod session;
+
+use envoy_types::pb::envoy::service::ext_proc::v3::external_processor_server::{ExternalProcessor, ExternalProcessorServer};
+use envoy_types::pb::envoy::service::ext_proc::v3::{ProcessingRequest, ProcessingResponse};
+use session::{Session, Shared};
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, Semaphore};
+use tokio_stream::Stream;
+use tonic::{Request, Response, Status, Streaming};
+
+/// What the command line says.
+struct Args {
+    config: String,
+    listen: SocketAddr,
+    metrics_listen: SocketAddr,
+    /// Streams processed at once; past it a new stream is refused (`RESOURCE_EXHAUSTED`), which Envoy's
+    /// `failure_mode_allow: true` turns into the request going on unchanged.
+    max_streams: usize,
+    /// Longest a message may take here; past it the stream is closed (unchanged). Envoy's own
+    /// `message_timeout` should sit above it.
+    message_timeout: Duration,
+}
+
+const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR --metrics-listen ADDR [--max-streams N] [--message-timeout-ms N]";
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let (mut config, mut listen, mut metrics_listen) = (None, None, None);
+    let (mut max_streams, mut timeout_ms) = (1024usize, 150u64);
+    while let Some(flag) = it.next() {
+        if flag == "--help" || flag == "-h" {
+            return Err(USAGE.to_string());
+        }
+        let value = it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        let addr = |v: &str| v.parse::<SocketAddr>().map_err(|e| format!("{flag} {v}: {e}"));
+        match flag.as_str() {
+            "--config" => config = Some(value),
+            "--listen" => listen = Some(addr(&value)?),
+            "--metrics-listen" => metrics_listen = Some(addr(&value)?),
+            "--max-streams" => max_streams = value.parse().map_err(|e| format!("--max-streams {value}: {e}"))?,
+            "--message-timeout-ms" => timeout_ms = value.parse().map_err(|e| format!("--message-timeout-ms {value}: {e}"))?,
+            _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
+        }
+    }
+    fn need<T>(v: Option<T>, f: &str) -> Result<T, String> {
+        v.ok_or_else(|| format!("{f} is required\n{USAGE}"))
+    }
+    Ok(Args {
+        config: need(config, "--config")?,
+        listen: need(listen, "--listen")?,
+        metrics_listen: need(metrics_listen, "--metrics-listen")?,
+        max_streams: max_streams.max(1),
+        message_timeout: Duration::from_millis(timeout_ms.max(1)),
+    })
+}
+
+/// Log lines on stderr, one JSON object each.
+struct JsonLog;
+
+impl log::Log for JsonLog {
+    fn enabled(&self, m: &log::Metadata) -> bool {
+        m.level() <= log::Level::Info
+    }
+    fn log(&self, r: &log::Record) {
+        if self.enabled(r.metadata()) {
+            let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+            let line = serde_json::json!({"ts": ts, "level": r.level().as_str().to_ascii_lowercase(), "msg": r.args().to_string()});
+            eprintln!("{line}");
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOG: JsonLog = JsonLog;
+
+struct Processor {
+    shared: Arc<Shared>,
+    streams: Arc<Semaphore>,
+    timeout: Duration,
+    active: Arc<AtomicUsize>,
+}
+
+type Answers = Pin<Box<dyn Stream<Item = Result<ProcessingResponse, Status>> + Send>>;
+
+#[tonic::async_trait]
+impl ExternalProcessor for Processor {
+    type ProcessStream = Answers;
+
+    async fn process(&self, request: Request<Streaming<ProcessingRequest>>) -> Result<Response<Answers>, Status> {
+        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
+            return Err(Status::resource_exhausted("toolfit-extproc: too many streams"));
+        };
+        let mut inbound = request.into_inner();
+        let (tx, rx) = mpsc::channel::<Result<ProcessingResponse, Status>>(4);
+        let shared = self.shared.clone();
+        let timeout = self.timeout;
+        let active = self.active.clone();
+        active.fetch_add(1, Ordering::Relaxed);
+        tokio::spawn(async move {
+            let _permit = permit;
+            // the session is not Send-bound across awaits: each message is handled synchronously
+            let mut session = Session::new(&shared);
+            loop {
+                let msg = match inbound.message().await {
+                    Ok(Some(m)) => m,
+                    Ok(None) | Err(_) => break,
+                };
+                let started = tokio::time::Instant::now();
+                let answer = session.on(msg);
+                if started.elapsed() > timeout {
+                    log::warn!("toolfit: a message took {} ms, over --message-timeout-ms; stream closed", started.elapsed().as_millis());
+                    break;
+                }
+                for a in answer {
+                    if tx.send(Ok(a)).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            session.end();
+            active.fetch_sub(1, Ordering::Relaxed);
+        });
+        Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
+    }
+}
+
+fn main() {
+    let _ = log::set_logger(&LOG).map(|()| log::set_max_level(log::LevelFilter::Info));
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    };
+    let config = match std::fs::read(&args.config).map_err(|e| format!("{}: {e}", args.config)).and_then(|b| toolfit::filter::config::Config::parse(&b)) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("toolfit-extproc: configuration refused: {e}");
+            std::process::exit(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("toolfit-extproc: {e}");
+            std::process::exit(1);
+        }
+    };
+    if let Err(e) = rt.block_on(serve(args, config)) {
+        eprintln!("toolfit-extproc: {e}");
+        std::process::exit(1);
+    }
+}
+
+async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<(), Box<dyn std::error::Error>> {
+    log::info!(
+        "toolfit-extproc {} configured: profile={} routes={} max_body_bytes={} strict={} listen={} metrics={}",
+        env!("CARGO_PKG_VERSION"),
+        config.profile.name,
+        config.routes.len(),
+        config.max_body_bytes,
+        config.strict,
+        args.listen,
+        args.metrics_listen
+    );
+    let shared = Arc::new(Shared::new(config));
+    let ready = Arc::new(AtomicBool::new(false));
+    let active = Arc::new(AtomicUsize::new(0));
+    let metrics = tokio::net::TcpListener::bind(args.metrics_listen).await?;
+    tokio::spawn(metrics_server(metrics, shared.clone(), ready.clone(), active.clone()));
+    let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone() };
+    let grpc = tokio::net::TcpListener::bind(args.listen).await?;
+    ready.store(true, Ordering::SeqCst);
+    let stop = {
+        let ready = ready.clone();
+        async move {
+            shutdown_signal().await;
+            // readiness goes first, so a load balancer stops sending new streams while these drain
+            ready.store(false, Ordering::SeqCst);
+            log::info!("toolfit-extproc: stopping, draining open streams");
+        }
+    };
+    tonic::transport::Server::builder()
+        .add_service(ExternalProcessorServer::new(processor))
+        .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), stop)
+        .await?;
+    log::info!("toolfit-extproc: stopped ({} streams open at the end)", active.load(Ordering::SeqCst));
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = term => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `/metrics` (Prometheus text), `/healthz` (the process runs), `/readyz` (it takes streams).
+async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, ready: Arc<AtomicBool>, active: Arc<AtomicUsize>) {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    loop {
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let (shared, ready, active) = (shared.clone(), ready.clone(), active.clone());
+        tokio::spawn(async move {
+            let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let (status, body) = match req.uri().path() {
+                    "/metrics" => {
+                        let mut text = shared.metrics.render();
+                        text.push_str(&format!(
+                            "# TYPE toolfit_extproc_streams_active gauge\ntoolfit_extproc_streams_active {}\n",
+                            active.load(Ordering::Relaxed)
+                        ));
+                        (200, text)
+                    }
+                    "/healthz" => (200, "ok\n".to_string()),
+                    "/readyz" if ready.load(Ordering::SeqCst) => (200, "ready\n".to_string()),
+                    "/readyz" => (503, "not ready\n".to_string()),
+                    _ => (404, "not found\n".to_string()),
+                };
+                let resp = hyper::Response::builder().status(status).header("content-type", "text/plain; version=0.0.4").body(Full::new(Bytes::from(body)));
+                async move { resp }
+            });
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await;
+        });
+    }
+}

@@ -1,0 +1,203 @@
+//! The processor's counters, exposed on `/metrics` in Prometheus' text format under the names the
+//! Wasm filter's counters get from Envoy's stats tags (`envoy/envoy.yaml`): `toolfit_<counter>{route,
+//! profile}`, per tool `toolfit_<counter>{route,profile,tool}`, and `toolfit_rewrite_us` as a
+//! histogram with Envoy's buckets. So `deploy/monitoring`'s dashboards and alerts read both.
+//!
+//! Written by hand rather than with `prometheus-client`: that crate names every counter `<name>_total`
+//! (OpenMetrics), and Envoy's Prometheus output does not, so each query would differ by delivery.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use toolfit::filter::request::all_counter_names;
+use toolfit::filter::stats::{metric_name, Metrics, Stat};
+
+/// The buckets of `rewrite_us` (microseconds), as `envoy/envoy.yaml` sets them for the Wasm filter.
+const BUCKETS: [u64; 13] = [25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000];
+
+/// Series per process, at most: route, profile and tool names come from configuration and requests
+/// (a model may call a tool no request declared); past this, a tool's counters go to `tool="other"`.
+const MAX_TOOL_SERIES: usize = 3000;
+
+/// One series: metric name and its labels in order.
+type Series = (String, Vec<(&'static str, String)>);
+
+#[derive(Default)]
+struct Histogram {
+    buckets: [u64; BUCKETS.len()],
+    sum: u64,
+    count: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    counters: BTreeMap<Series, u64>,
+    histograms: BTreeMap<Series, Histogram>,
+    defined: HashSet<(String, &'static str)>,
+    tool_series: usize,
+}
+
+/// Every counter of the process, shared by all streams.
+#[derive(Default)]
+pub struct Registry {
+    inner: Mutex<Inner>,
+}
+
+impl Registry {
+    /// Prometheus' text format, version 0.0.4.
+    pub fn render(&self) -> String {
+        let Ok(inner) = self.inner.lock() else { return String::new() };
+        let mut out = String::new();
+        let mut last = "";
+        for ((name, labels), v) in &inner.counters {
+            if name != last {
+                let _ = writeln!(out, "# TYPE {name} counter");
+                last = name;
+            }
+            let _ = writeln!(out, "{name}{} {v}", label_text(labels, None));
+        }
+        for ((name, labels), h) in &inner.histograms {
+            if name != last {
+                let _ = writeln!(out, "# TYPE {name} histogram");
+                last = name;
+            }
+            let mut below = 0;
+            for (le, n) in BUCKETS.iter().zip(h.buckets.iter()) {
+                below += n;
+                let _ = writeln!(out, "{name}_bucket{} {below}", label_text(labels, Some(&le.to_string())));
+            }
+            let _ = writeln!(out, "{name}_bucket{} {}", label_text(labels, Some("+Inf")), h.count);
+            let _ = writeln!(out, "{name}_sum{} {}", label_text(labels, None), h.sum);
+            let _ = writeln!(out, "{name}_count{} {}", label_text(labels, None), h.count);
+        }
+        out
+    }
+
+    /// A counter's value (tests and the shutdown line).
+    pub fn get(&self, name: &str, labels: &[(&'static str, &str)]) -> u64 {
+        let Ok(inner) = self.inner.lock() else { return 0 };
+        let key = (name.to_string(), labels.iter().map(|(k, v)| (*k, (*v).to_string())).collect());
+        inner.counters.get(&key).copied().unwrap_or(0)
+    }
+}
+
+/// `{k="v",...}` with an optional `le`, values escaped as the format requires.
+fn label_text(labels: &[(&'static str, String)], le: Option<&str>) -> String {
+    let mut parts: Vec<String> = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v))).collect();
+    if let Some(le) = le {
+        parts.push(format!("le=\"{le}\""));
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!("{{{}}}", parts.join(","))
+    }
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// The series a filter metric name (`toolfit.route.R.profile.P[.tool.T].counter`, see
+/// [`metric_name`]) stands for; `None` for a name of another shape.
+fn series(name: &str) -> Option<Series> {
+    let rest = name.strip_prefix("toolfit.route.")?;
+    let (route, rest) = rest.split_once('.')?;
+    let rest = rest.strip_prefix("profile.")?;
+    let (profile, rest) = rest.split_once('.')?;
+    let mut labels = vec![("route", route.to_string()), ("profile", profile.to_string())];
+    let counter = match rest.strip_prefix("tool.") {
+        Some(t) => {
+            let (tool, counter) = t.rsplit_once('.')?;
+            labels.push(("tool", tool.to_string()));
+            counter
+        }
+        None => rest,
+    };
+    Some((format!("toolfit_{counter}"), labels))
+}
+
+impl Metrics for &Registry {
+    fn prepare(&mut self, route: &str, profile: &'static str) {
+        let Ok(mut inner) = self.inner.lock() else { return };
+        if inner.defined.len() > 4096 || !inner.defined.insert((route.to_string(), profile)) {
+            return;
+        }
+        // every counter of a route and profile from its first request: dashboards see zeros, not gaps
+        for c in all_counter_names() {
+            if let Some(s) = series(&metric_name(route, profile, c)) {
+                inner.counters.entry(s).or_insert(0);
+            }
+        }
+        if let Some(s) = series(&metric_name(route, profile, Stat::RewriteUs.name())) {
+            inner.histograms.entry(s).or_default();
+        }
+    }
+
+    fn add(&mut self, name: &str, n: u64) {
+        let Some(mut s) = series(name) else { return };
+        let Ok(mut inner) = self.inner.lock() else { return };
+        if s.1.len() == 3 && !inner.counters.contains_key(&s) {
+            if inner.tool_series >= MAX_TOOL_SERIES {
+                if let Some(t) = s.1.last_mut() {
+                    t.1 = "other".to_string();
+                }
+            } else {
+                inner.tool_series += 1;
+            }
+        }
+        let v = inner.counters.entry(s).or_insert(0);
+        *v = v.saturating_add(n);
+    }
+
+    fn record(&mut self, name: &str, value: u64) {
+        let Some(s) = series(name) else { return };
+        let Ok(mut inner) = self.inner.lock() else { return };
+        let h = inner.histograms.entry(s).or_default();
+        if let Some(i) = BUCKETS.iter().position(|b| value <= *b) {
+            if let Some(b) = h.buckets.get_mut(i) {
+                *b += 1;
+            }
+        }
+        h.sum = h.sum.saturating_add(value);
+        h.count += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filter_names_become_envoys_prometheus_names() {
+        let r = Registry::default();
+        let mut m = &r;
+        m.prepare("chat", "llama-cpp");
+        m.add(&metric_name("chat", "llama-cpp", "requests_rewritten"), 2);
+        m.add("toolfit.route.chat.profile.llama-cpp.tool.get_weather.calls_seen", 1);
+        m.record(&metric_name("chat", "llama-cpp", "rewrite_us"), 60);
+        let text = r.render();
+        assert!(text.contains("# TYPE toolfit_requests_rewritten counter\ntoolfit_requests_rewritten{route=\"chat\",profile=\"llama-cpp\"} 2\n"), "{text}");
+        assert!(text.contains("toolfit_requests_seen{route=\"chat\",profile=\"llama-cpp\"} 0\n"), "defined at first sight: {text}");
+        assert!(text.contains("toolfit_calls_seen{route=\"chat\",profile=\"llama-cpp\",tool=\"get_weather\"} 1\n"), "{text}");
+        assert!(text.contains("toolfit_rewrite_us_bucket{route=\"chat\",profile=\"llama-cpp\",le=\"50\"} 0\n"), "{text}");
+        assert!(text.contains("toolfit_rewrite_us_bucket{route=\"chat\",profile=\"llama-cpp\",le=\"100\"} 1\n"), "{text}");
+        assert!(text.contains("toolfit_rewrite_us_count{route=\"chat\",profile=\"llama-cpp\"} 1\n"), "{text}");
+        assert!(!text.contains("requests_rewritten_total"), "no OpenMetrics suffix");
+    }
+
+    #[test]
+    fn tool_series_are_capped() {
+        let r = Registry::default();
+        let mut m = &r;
+        for i in 0..MAX_TOOL_SERIES + 5 {
+            m.add(&format!("toolfit.route.a.profile.p.tool.t{i}.calls_seen"), 1);
+        }
+        assert_eq!(r.get("toolfit_calls_seen", &[("route", "a"), ("profile", "p"), ("tool", "other")]), 5);
+    }
+
+    #[test]
+    fn label_values_are_escaped() {
+        assert_eq!(label_text(&[("route", "a\"b\\c\nd".to_string())], None), "{route=\"a\\\"b\\\\c\\nd\"}");
+    }
+}

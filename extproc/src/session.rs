@@ -1,0 +1,449 @@
+//! One ext_proc stream (one HTTP request and its response), as plain values: a `ProcessingRequest` in,
+//! the `ProcessingResponse` Envoy waits for out. Like `src/wasm.rs` it only moves bytes and headers
+//! between Envoy and `toolfit::filter`, which decides; the differences are the host's:
+//!
+//! - Envoy holds what it sent until the answer: headers and body changes go back as mutations in
+//!   the answer to the message they concern (`Mutations`, `Chunk`), not as calls on a buffer.
+//! - A request toolfit will not read is answered with a `mode_override` that stops Envoy sending its
+//!   body and its response (Envoy's `allow_mode_override: true`): an untouched request costs one round
+//!   trip.
+//! - The request body comes whole (`BUFFERED`) or in pieces (`FULL_DUPLEX_STREAMED`: the pieces are
+//!   kept here and answered once, with the whole new body, when the last one arrives). The response
+//!   body comes in pieces (`STREAMED`), each answered with its own bytes or their replacement, which
+//!   is how the Wasm filter's response path already works.
+
+use envoy_types::pb::envoy::config::core::v3::{HeaderMap, HeaderValue, HeaderValueOption};
+use envoy_types::pb::envoy::extensions::filters::http::ext_proc::v3::{processing_mode, ProcessingMode};
+use envoy_types::pb::envoy::r#type::v3::HttpStatus;
+use envoy_types::pb::envoy::service::ext_proc::v3::{
+    body_mutation, processing_request, processing_response, BodyMutation, BodyResponse, CommonResponse, HeaderMutation, HeadersResponse, HttpBody, HttpHeaders,
+    ImmediateResponse, ProcessingRequest, ProcessingResponse, StreamedBodyResponse, TrailersResponse,
+};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use toolfit::api::cache::SiteCache;
+use toolfit::filter::config::Config;
+use toolfit::filter::log::LogLimiter;
+use toolfit::filter::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
+use toolfit::filter::response::{Flow, Next, Reply, ResponseHost, Sink};
+
+use crate::metrics::Registry;
+
+/// What every stream of the process shares.
+pub struct Shared {
+    pub config: Arc<Config>,
+    pub metrics: Registry,
+    pub logs: Mutex<LogLimiter>,
+    /// The rewrite cache (one per process), sized by the configuration.
+    pub cache: Mutex<Option<SiteCache>>,
+}
+
+impl Shared {
+    pub fn new(config: Config) -> Shared {
+        let cache = (config.cache_bytes > 0).then(|| SiteCache::new(config.cache_bytes));
+        Shared { config: Arc::new(config), metrics: Registry::default(), logs: Mutex::new(LogLimiter::default()), cache: Mutex::new(cache) }
+    }
+}
+
+/// The ext_proc filter's name: the key of the attributes it sends.
+const FILTER: &str = "envoy.filters.http.ext_proc";
+
+pub struct Session<'s> {
+    shared: &'s Shared,
+    /// Set while the request body is read.
+    plan: Option<Plan>,
+    /// Pieces of a streamed request body, kept until the last one.
+    body: Vec<u8>,
+    /// The request body comes in pieces (`FULL_DUPLEX_STREAMED`, from the stream's protocol
+    /// configuration): answered as streamed mutations.
+    streamed: bool,
+    /// In that mode, the request headers' answer when it waits for the body (exact framing: the
+    /// headers leave with the new body's length).
+    held_headers: Option<Mutations>,
+    reply: Option<Reply>,
+    resp: Flow,
+}
+
+impl<'s> Session<'s> {
+    pub fn new(shared: &'s Shared) -> Session<'s> {
+        Session { shared, plan: None, body: Vec::new(), streamed: false, held_headers: None, reply: None, resp: Flow::Off }
+    }
+
+    /// The answers to one message, in order: none where Envoy expects none (observability mode, a
+    /// piece of a streamed body kept for later, headers waiting for it), two when held headers go
+    /// out with the body.
+    pub fn on(&mut self, msg: ProcessingRequest) -> Vec<ProcessingResponse> {
+        let observe = msg.observability_mode;
+        if let Some(p) = &msg.protocol_config {
+            self.streamed = p.request_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
+        }
+        let route = route_name(&msg);
+        let Some(request) = msg.request else { return Vec::new() };
+        let answers = match request {
+            processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref()).into_iter().collect(),
+            processing_request::Request::RequestBody(b) => self.request_body(b),
+            processing_request::Request::RequestTrailers(_) => self.request_trailers(),
+            processing_request::Request::ResponseHeaders(h) => vec![self.response_headers(&h)],
+            processing_request::Request::ResponseBody(b) => vec![self.response_body(b)],
+            processing_request::Request::ResponseTrailers(_) => vec![self.response_trailers()],
+        };
+        if observe {
+            Vec::new()
+        } else {
+            answers
+        }
+    }
+
+    /// The stream ended (the response is complete, cut, or the client went away): the response's
+    /// counters, once.
+    pub fn end(&mut self) {
+        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+        self.with_sink(|sink| resp.done(sink));
+    }
+
+    fn request_headers(&mut self, h: &HttpHeaders, route: Option<&str>) -> Option<ProcessingResponse> {
+        let map = h.headers.as_ref();
+        let (method, path) = (header(map, ":method").unwrap_or_default(), header(map, ":path").unwrap_or_default());
+        let (ct, ce, ae) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "accept-encoding"));
+        let hs = Headers {
+            method: &method,
+            path: &path,
+            content_type: ct.as_deref(),
+            content_encoding: ce.as_deref(),
+            accept_encoding: ae.as_deref(),
+            end_of_stream: h.end_of_stream,
+        };
+        let cfg = &self.shared.config;
+        let mut metrics = &self.shared.metrics;
+        let start = request::start(cfg, &hs, route, &RouteMeta::default(), &mut metrics, &mut |w| log::warn!("toolfit: {w}"));
+        let Start::Buffer(plan) = start else { return Some(skip_rest()) };
+        toolfit::filter::stats::Metrics::prepare(&mut metrics, &plan.route, plan.profile.name);
+        let mut m = Mutations::default();
+        let Some(next) = request::hold_headers(cfg, &plan, &mut m, &mut metrics) else { return Some(skip_rest()) };
+        self.plan = Some(plan);
+        if self.streamed && next == Next::Pause {
+            // the body streams past Envoy: the headers wait here for its new length
+            self.held_headers = Some(m);
+            return None;
+        }
+        Some(headers_answer(true, Some(m.common())))
+    }
+
+    fn request_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
+        let Some(plan) = &self.plan else { return vec![self.pass_body(b)] };
+        let total = self.body.len() + b.body.len();
+        let mut metrics = &self.shared.metrics;
+        if !request::keep_buffering(&self.shared.config, plan, total, &mut metrics) {
+            // past max_body_bytes: what was kept goes on as it came
+            self.plan = None;
+            let mut kept = std::mem::take(&mut self.body);
+            kept.extend_from_slice(&b.body);
+            return self.release_headers().into_iter().chain([self.pass_body(HttpBody { body: kept, ..b })]).collect();
+        }
+        if self.streamed && !b.end_of_stream {
+            // a piece: kept, answered with the whole at the end
+            self.body.extend_from_slice(&b.body);
+            return Vec::new();
+        }
+        let body = if self.body.is_empty() { b.body } else { [std::mem::take(&mut self.body), b.body].concat() };
+        self.finish(body, true)
+    }
+
+    /// A body toolfit does not change: in `BUFFERED` the answer without mutation, streamed its bytes.
+    fn pass_body(&mut self, b: HttpBody) -> ProcessingResponse {
+        if self.streamed {
+            streamed_answer(b.body, b.end_of_stream)
+        } else {
+            body_answer(true, None)
+        }
+    }
+
+    /// Held request headers go out as they were asked for (`None` if none are held).
+    fn release_headers(&mut self) -> Option<ProcessingResponse> {
+        self.held_headers.take().map(|m| headers_answer(true, Some(m.common())))
+    }
+
+    fn request_trailers(&mut self) -> Vec<ProcessingResponse> {
+        let mut out = Vec::new();
+        if self.plan.is_some() && self.streamed {
+            // the body ended in trailers: what was kept is the whole body
+            let body = std::mem::take(&mut self.body);
+            out = self.finish(body, false);
+        } else if let Some(h) = self.release_headers() {
+            out.push(h);
+        }
+        out.push(trailers_answer(true));
+        out
+    }
+
+    /// Rewrites the whole request body; the answers that carry the verdict (the held headers first).
+    /// `end`: the body's last piece is answered here (else trailers follow).
+    fn finish(&mut self, body: Vec<u8>, end: bool) -> Vec<ProcessingResponse> {
+        let Some(plan) = self.plan.take() else { return vec![body_answer(true, None)] };
+        let cfg = &self.shared.config;
+        let mut metrics = &self.shared.metrics;
+        let (verdict, line, reply) = {
+            let mut cache = self.shared.cache.lock().ok();
+            let cache = cache.as_mut().and_then(|c| c.as_mut());
+            request::finish(cfg, &plan, &body, &mut metrics, &mut now_us, cache)
+        };
+        self.reply = reply;
+        if let Some(line) = line {
+            let admitted = self.shared.logs.lock().ok().and_then(|mut l| l.admit(&plan.route, now_us() / 1_000_000, cfg.log_lines_per_second, line.text));
+            if let Some(text) = admitted {
+                if line.warn {
+                    log::warn!("toolfit: {text}");
+                } else {
+                    log::info!("toolfit: {text}");
+                }
+            }
+        }
+        let held = self.held_headers.is_some();
+        let mut m = self.held_headers.take().unwrap_or_default();
+        let _ = request::apply(cfg, &plan, verdict, body.len(), &mut m, &mut metrics);
+        if let Some((status, err)) = m.reject.take() {
+            return vec![reject(status, err)];
+        }
+        if !self.streamed {
+            return vec![body_answer(true, Some(m.common()))];
+        }
+        let new = m.body.take().unwrap_or(body);
+        let mut out = Vec::new();
+        if held {
+            out.push(headers_answer(true, Some(m.common())));
+        }
+        out.push(streamed_answer(new, end));
+        out
+    }
+
+    fn response_headers(&mut self, h: &HttpHeaders) -> ProcessingResponse {
+        let Some(reply) = self.reply.take() else { return headers_answer(false, None) };
+        let map = h.headers.as_ref();
+        let status = header(map, ":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
+        let (ct, ce) = (header(map, "content-type"), header(map, "content-encoding"));
+        let mut chunk = Chunk::default();
+        let (flow, _) = self.with_sink(|sink| Flow::start(reply, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk, sink));
+        self.resp = flow;
+        headers_answer(false, Some(chunk.common()))
+    }
+
+    fn response_body(&mut self, b: HttpBody) -> ProcessingResponse {
+        if matches!(self.resp, Flow::Off) {
+            return body_answer(false, None);
+        }
+        let mut chunk = Chunk { bytes: b.body, ..Chunk::default() };
+        let size = chunk.bytes.len();
+        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+        self.with_sink(|sink| resp.body(&mut chunk, sink, size, b.end_of_stream));
+        self.resp = resp;
+        body_answer(false, Some(chunk.common()))
+    }
+
+    fn response_trailers(&mut self) -> ProcessingResponse {
+        let mut chunk = Chunk::default();
+        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+        self.with_sink(|sink| {
+            let reply = reply_of(&resp);
+            resp.trailers(&mut chunk, sink);
+            // a trailers answer carries no body: bytes toolfit still held cannot go out any more
+            if chunk.out.as_ref().is_some_and(|o| !o.is_empty()) {
+                if let Some(r) = &reply {
+                    sink.internal_error(r);
+                }
+            }
+        });
+        trailers_answer(false)
+    }
+
+    /// Runs `f` with the process's counters and log rate limit.
+    fn with_sink<R>(&self, f: impl FnOnce(&mut Sink) -> R) -> R {
+        let mut metrics = &self.shared.metrics;
+        let mut fallback = LogLimiter::default();
+        let mut guard = self.shared.logs.lock().ok();
+        let logs = guard.as_deref_mut().unwrap_or(&mut fallback);
+        let mut warn = |text: &str| log::warn!("toolfit: {text}");
+        let mut sink =
+            Sink { metrics: &mut metrics, logs, now_s: now_us() / 1_000_000, lines_per_second: self.shared.config.log_lines_per_second, warn: &mut warn };
+        f(&mut sink)
+    }
+}
+
+/// The request's reply, where the response path still has it (for counting a failure).
+fn reply_of(flow: &Flow) -> Option<Reply> {
+    match flow {
+        Flow::Json { reply, .. } => Some(reply.clone()),
+        Flow::Stream(s) => Some(s.reply().clone()),
+        _ => None,
+    }
+}
+
+/// `xds.route_name`, which Envoy sends when the filter's `request_attributes` lists it.
+fn route_name(msg: &ProcessingRequest) -> Option<String> {
+    use envoy_types::pb::google::protobuf::value::Kind;
+    let v = msg.attributes.get(FILTER)?.fields.get("xds.route_name")?;
+    match &v.kind {
+        Some(Kind::StringValue(s)) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    }
+}
+
+/// A header's value (Envoy sends `raw_value` unless told otherwise).
+fn header(map: Option<&HeaderMap>, name: &str) -> Option<String> {
+    let h = map?.headers.iter().find(|h| h.key.eq_ignore_ascii_case(name))?;
+    if h.raw_value.is_empty() {
+        Some(h.value.clone())
+    } else {
+        String::from_utf8(h.raw_value.clone()).ok()
+    }
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+}
+
+/// Header and body changes the filter asked for, answered with the message they concern.
+#[derive(Default)]
+struct Mutations {
+    set: Vec<(String, String)>,
+    remove: Vec<String>,
+    body: Option<Vec<u8>>,
+    reject: Option<(u16, Vec<u8>)>,
+}
+
+impl Mutations {
+    fn header_mutation(&self) -> Option<HeaderMutation> {
+        if self.set.is_empty() && self.remove.is_empty() {
+            return None;
+        }
+        let set_headers = self
+            .set
+            .iter()
+            .map(|(k, v)| HeaderValueOption {
+                header: Some(HeaderValue { key: k.clone(), raw_value: v.clone().into_bytes(), ..HeaderValue::default() }),
+                // OVERWRITE_IF_EXISTS_OR_ADD
+                append_action: 2,
+                ..HeaderValueOption::default()
+            })
+            .collect();
+        Some(HeaderMutation { set_headers, remove_headers: self.remove.clone() })
+    }
+
+    fn common(&self) -> CommonResponse {
+        let body_mutation = self.body.as_ref().map(|b| BodyMutation {
+            mutation: Some(if b.is_empty() { body_mutation::Mutation::ClearBody(true) } else { body_mutation::Mutation::Body(b.clone()) }),
+        });
+        CommonResponse { header_mutation: self.header_mutation(), body_mutation, ..CommonResponse::default() }
+    }
+}
+
+impl RequestHost for Mutations {
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        self.remove.retain(|r| !r.eq_ignore_ascii_case(name));
+        self.set.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self.set.push((name.to_ascii_lowercase(), value.to_string()));
+        true
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        self.set.retain(|(k, _)| !k.eq_ignore_ascii_case(name));
+        self.remove.push(name.to_ascii_lowercase());
+        true
+    }
+    fn set_body(&mut self, _size: usize, bytes: &[u8]) -> bool {
+        self.body = Some(bytes.to_vec());
+        true
+    }
+    fn reject(&mut self, status: u16, body: &[u8]) -> bool {
+        self.reject = Some((status, body.to_vec()));
+        true
+    }
+}
+
+/// One response message's bytes (a body piece, or none for headers and trailers) and what the
+/// response path did with them.
+#[derive(Default)]
+struct Chunk {
+    bytes: Vec<u8>,
+    out: Option<Vec<u8>>,
+    headers: Mutations,
+}
+
+impl Chunk {
+    fn common(&self) -> CommonResponse {
+        let mut c = self.headers.common();
+        if let Some(out) = &self.out {
+            c.body_mutation = Some(BodyMutation {
+                mutation: Some(if out.is_empty() { body_mutation::Mutation::ClearBody(true) } else { body_mutation::Mutation::Body(out.clone()) }),
+            });
+        }
+        c
+    }
+}
+
+impl ResponseHost for Chunk {
+    fn chunk(&mut self, size: usize) -> Option<Vec<u8>> {
+        let cur = self.out.as_ref().unwrap_or(&self.bytes);
+        cur.get(..size.min(cur.len())).map(<[u8]>::to_vec)
+    }
+    fn set_chunk(&mut self, size: usize, bytes: &[u8]) -> bool {
+        let cur = self.out.as_ref().unwrap_or(&self.bytes);
+        let rest = cur.get(size.min(cur.len())..).unwrap_or_default();
+        self.out = Some([bytes, rest].concat());
+        true
+    }
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        RequestHost::set_header(&mut self.headers, name, value)
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        RequestHost::remove_header(&mut self.headers, name)
+    }
+}
+
+fn headers_answer(request: bool, common: Option<CommonResponse>) -> ProcessingResponse {
+    let h = HeadersResponse { response: common };
+    let response = if request { processing_response::Response::RequestHeaders(h) } else { processing_response::Response::ResponseHeaders(h) };
+    ProcessingResponse { response: Some(response), ..ProcessingResponse::default() }
+}
+
+fn body_answer(request: bool, common: Option<CommonResponse>) -> ProcessingResponse {
+    let b = BodyResponse { response: common };
+    let response = if request { processing_response::Response::RequestBody(b) } else { processing_response::Response::ResponseBody(b) };
+    ProcessingResponse { response: Some(response), ..ProcessingResponse::default() }
+}
+
+/// The answer to the last piece of a `FULL_DUPLEX_STREAMED` request body: the whole body, in one piece.
+fn streamed_answer(body: Vec<u8>, end_of_stream: bool) -> ProcessingResponse {
+    let m = BodyMutation {
+        mutation: Some(body_mutation::Mutation::StreamedResponse(StreamedBodyResponse { body, end_of_stream, ..StreamedBodyResponse::default() })),
+    };
+    body_answer(true, Some(CommonResponse { body_mutation: Some(m), ..CommonResponse::default() }))
+}
+
+fn trailers_answer(request: bool) -> ProcessingResponse {
+    let t = TrailersResponse::default();
+    let response = if request { processing_response::Response::RequestTrailers(t) } else { processing_response::Response::ResponseTrailers(t) };
+    ProcessingResponse { response: Some(response), ..ProcessingResponse::default() }
+}
+
+/// The request is not toolfit's: its headers go on unchanged, and Envoy sends nothing more of this
+/// stream (no body, no response).
+fn skip_rest() -> ProcessingResponse {
+    let mut a = headers_answer(true, None);
+    a.mode_override = Some(ProcessingMode {
+        request_header_mode: processing_mode::HeaderSendMode::Default as i32,
+        response_header_mode: processing_mode::HeaderSendMode::Skip as i32,
+        request_body_mode: processing_mode::BodySendMode::None as i32,
+        response_body_mode: processing_mode::BodySendMode::None as i32,
+        request_trailer_mode: processing_mode::HeaderSendMode::Skip as i32,
+        response_trailer_mode: processing_mode::HeaderSendMode::Skip as i32,
+    });
+    a
+}
+
+/// Strict mode's answer: the request goes no further.
+fn reject(status: u16, body: Vec<u8>) -> ProcessingResponse {
+    let mut m = Mutations::default();
+    let _ = RequestHost::set_header(&mut m, "content-type", "application/json");
+    let _ = RequestHost::set_header(&mut m, "x-toolfit", "rejected");
+    let r = ImmediateResponse { status: Some(HttpStatus { code: i32::from(status) }), headers: m.header_mutation(), body, ..ImmediateResponse::default() };
+    ProcessingResponse { response: Some(processing_response::Response::ImmediateResponse(r)), ..ProcessingResponse::default() }
+}
