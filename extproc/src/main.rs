@@ -153,6 +153,10 @@ fn main() {
             std::process::exit(2);
         }
     };
+    if let Err(e) = supported(&config) {
+        eprintln!("toolfit-extproc: configuration refused: {e}");
+        std::process::exit(2);
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -164,6 +168,18 @@ fn main() {
         eprintln!("toolfit-extproc: {e}");
         std::process::exit(1);
     }
+}
+
+/// What the Wasm filter takes and this host cannot do yet.
+fn supported(config: &toolfit::filter::config::Config) -> Result<(), String> {
+    use toolfit::filter::config::OnInvalid;
+    let rejects = config.on_invalid_tool_call == OnInvalid::Reject || config.routes.iter().any(|r| r.on_invalid_tool_call == Some(OnInvalid::Reject));
+    if rejects {
+        // the 502 needs the response headers to wait for the whole body; with STREAMED responses they
+        // have gone to the client before the body is read
+        return Err("on_invalid_tool_call: reject is not supported by toolfit-extproc (use count)".into());
+    }
+    Ok(())
 }
 
 async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<(), Box<dyn std::error::Error>> {

@@ -56,6 +56,9 @@ def plugin_configs(objs):
                     out.append((f"EnvoyFilter/{o['metadata']['name']} patch {i}", cfg["configuration"]["value"]))
         if o["kind"] == "WasmPlugin":
             out.append((f"WasmPlugin/{o['metadata']['name']}", json.dumps(o["spec"].get("pluginConfig", {}))))
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "toolfit-extproc-config":
+            # toolfit-extproc reads the same JSON (and refuses what check-config refuses)
+            out.append((f"ConfigMap/{o['metadata']['name']}", o["data"]["config.json"]))
     return out
 
 

@@ -144,6 +144,10 @@ def delivery(mode, rec, up_port):
 def bad_config():
     p = Processor({"profile": "llama-cpp", "max_body_bytez": 5})
     check("an unknown configuration key refuses to start, naming it", not p.ready and p.proc.wait(10) == 2 and "max_body_bytez" in p.logs(), p.logs()[-500:])
+    p = Processor({"profile": "llama-cpp", "limits": {"max_depth": "deep"}})
+    check("a bad value refuses to start, naming its place", not p.ready and p.proc.wait(10) == 2 and "limits.max_depth" in p.logs(), p.logs()[-500:])
+    p = Processor({"profile": "openai-strict", "framing": "exact", "on_invalid_tool_call": "reject"})
+    check("what this host cannot do (reject) refuses to start, saying so", not p.ready and p.proc.wait(10) == 2 and "not supported by toolfit-extproc" in p.logs(), p.logs()[-500:])
 
 
 class Delivered:
