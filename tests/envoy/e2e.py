@@ -57,7 +57,30 @@ TEST_ROUTES = """              - name: chat-mcp
 BIND_FAILED = re.compile(r"cannot bind|Address already in use|unable to bind domain socket")
 
 
-class Envoy:
+class Process:
+    """A process the tests started, with its log file: what both Envoy and toolfit-extproc are here."""
+
+    def logs(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def use_venv_envoy():
+    """Points ENVOY at the venv's Envoy (scripts/venv.sh installs it)."""
+    global ENVOY
+    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    ENVOY = os.path.join(venv, "bin", "envoy")
+
+
+class Envoy(Process):
     def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None, routes=None, wasm=None):
         self.port, self.admin = free_port(), free_port()
         text = open(os.path.join(ROOT, "envoy", "envoy.yaml")).read()
@@ -73,6 +96,10 @@ class Envoy:
         if test_routes or routes:
             text = text.replace("              - name: chat\n", (routes or TEST_ROUTES) + "              - name: chat\n", 1)
         text = "stats_flush_interval: 1s\n" + text
+        self.start(text, ["--component-log-level", "wasm:info"])
+
+    def start(self, text, flags=()):
+        """Runs Envoy on config `text` (its ports self.port and self.admin)."""
         self.dir = tempfile.mkdtemp(prefix="toolfit-e2e-")
         self.cfg = os.path.join(self.dir, "envoy.yaml")
         self.log = open(os.path.join(self.dir, "envoy.log"), "w+")
@@ -81,8 +108,7 @@ class Envoy:
         # toolfit: start again on fresh ports, at most three times; any other failure stays a failure.
         for attempt in range(3):
             open(self.cfg, "w").write(text)
-            self.proc = subprocess.Popen([ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(self.port),
-                                          "--component-log-level", "wasm:info", "--log-format", "[%l] %v"],
+            self.proc = subprocess.Popen([ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(self.port), *flags, "--log-format", "[%l] %v"],
                                          stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
             self.ready = self.wait_ready()
             if self.ready or attempt == 2 or not BIND_FAILED.search(self.logs()):
@@ -126,20 +152,8 @@ class Envoy:
         r = c.getresponse()
         return r.status, r.read(), dict((k.lower(), v) for k, v in r.getheaders())
 
-    def logs(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
     def prom(self):
         return self.get_admin("/stats/prometheus")[1]
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def cli(body, fmt="auto", profile="llama-cpp"):

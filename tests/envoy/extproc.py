@@ -10,13 +10,13 @@ import http.client, json, os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e  # noqa: E402  (puts envoy/ on the path too)
-from e2e import ROOT, check, free_port, summary, cli, chat_body, last, NEEDS_FIX, FINE, BIND_FAILED  # noqa: E402
+from e2e import ROOT, check, free_port, summary, cli, chat_body, last, NEEDS_FIX, FINE  # noqa: E402
 import echo_upstream  # noqa: E402
 
 EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
 
 
-class Processor:
+class Processor(e2e.Process):
     def __init__(self, config):
         self.port, self.metrics_port = free_port(), free_port()
         self.dir = tempfile.mkdtemp(prefix="toolfit-extproc-")
@@ -46,17 +46,6 @@ class Processor:
             time.sleep(0.05)
         return False
 
-    def logs(self):
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read()
-
-    def stop(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 class Envoy(e2e.Envoy):
@@ -71,22 +60,7 @@ class Envoy(e2e.Envoy):
         if body_mode == "FULL_DUPLEX_STREAMED":
             # Envoy requires it in this mode: a body that ends in trailers ends there
             text = text.replace("request_trailer_mode: SKIP", "request_trailer_mode: SEND")
-        self.dir = tempfile.mkdtemp(prefix="toolfit-extproc-envoy-")
-        self.cfg = os.path.join(self.dir, "envoy.yaml")
-        self.log = open(os.path.join(self.dir, "envoy.log"), "w+")
-        for attempt in range(3):
-            open(self.cfg, "w").write(text)
-            self.proc = subprocess.Popen([e2e.ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(self.port), "--log-format", "[%l] %v"],
-                                         stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
-            self.ready = self.wait_ready()
-            if self.ready or attempt == 2 or not BIND_FAILED.search(self.logs()):
-                break
-            self.stop()
-            old = (self.port, self.admin)
-            self.port, self.admin = free_port(), free_port()
-            text = text.replace(f"port_value: {old[1]}", f"port_value: {self.admin}").replace(f"port_value: {old[0]}", f"port_value: {self.port}")
-            self.log.seek(0)
-            self.log.truncate()
+        self.start(text)
 
 
 def metric(text, name, route, profile="llama-cpp"):
@@ -185,13 +159,7 @@ def response_suite():
     d = Delivered(e, p)
     check("responses via ext_proc: processor and envoy start", p.ready and e.ready, d.logs()[-1500:])
     try:
-        for part in (responses.openai, responses.responses, responses.anthropic, responses.gemini, responses.cohere,
-                     responses.ollama_and_untouched, responses.patterns_and_formats, responses.encodings):
-            print(f"-- ext_proc: {part.__name__}", flush=True)
-            try:
-                part(d)
-            except Exception as x:  # one broken part must not hide the others' results
-                check(f"ext_proc: {part.__name__} ran", False, repr(x))
+        responses.run_parts(d, responses.PARTS, "ext_proc: ")
     finally:
         e.stop()
         p.stop()
@@ -199,8 +167,7 @@ def response_suite():
 
 
 def main():
-    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    e2e.use_venv_envoy()
     if not os.path.exists(EXTPROC):
         sys.exit(f"missing {EXTPROC}: run cargo build --release --workspace")
     up_port = free_port()

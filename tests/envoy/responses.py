@@ -369,9 +369,23 @@ def reject():
         srv.shutdown()
 
 
+# every part that reads a response, in order (reject() needs its own Envoy)
+PARTS = (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, patterns_and_formats, encodings)
+
+
+def run_parts(e, parts, label=""):
+    """Runs each part against `e` (an Envoy, or another delivery with .port, .prom(), .logs())."""
+    for part in parts:
+        if label:
+            print(f"-- {label}{part.__name__}", flush=True)
+        try:
+            part(e)
+        except Exception as x:  # one broken part must not hide the others' results
+            check(f"{label}{part.__name__} ran", False, repr(x))
+
+
 def main():
-    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    e2e.use_venv_envoy()
     if not os.path.exists(WASM):
         sys.exit(f"missing {WASM}: run make wasm")
     port = free_port()
@@ -383,11 +397,7 @@ def main():
     if not e.ready:
         return
     try:
-        for part in (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, patterns_and_formats, encodings):
-            try:
-                part(e)
-            except Exception as x:  # one broken part must not hide the others' results
-                check(f"{part.__name__} ran", False, repr(x))
+        run_parts(e, PARTS)
         # the per-tool metric names join what e2e.py saved for the deploy/ tests' dashboard check
         f = os.path.join(ROOT, "target", "e2e-metric-names.txt")
         names = set(open(f).read().split()) if os.path.exists(f) else set()
