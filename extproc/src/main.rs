@@ -14,7 +14,7 @@ use envoy_types::pb::envoy::service::ext_proc::v3::{ProcessingRequest, Processin
 use session::{Session, Shared};
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
@@ -39,7 +39,7 @@ const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR --metric
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut config, mut listen, mut metrics_listen) = (None, None, None);
-    let (mut max_streams, mut timeout_ms) = (1024usize, 150u64);
+    let (mut max_streams, mut timeout_ms) = (1024usize, 1000u64);
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(USAGE.to_string());
@@ -91,6 +91,8 @@ struct Processor {
     streams: Arc<Semaphore>,
     timeout: Duration,
     active: Arc<AtomicUsize>,
+    /// Streams refused at `--max-streams` (the gateway fails open for them).
+    refused: Arc<AtomicU64>,
 }
 
 type Answers = Pin<Box<dyn Stream<Item = Result<ProcessingResponse, Status>> + Send>>;
@@ -101,6 +103,7 @@ impl ExternalProcessor for Processor {
 
     async fn process(&self, request: Request<Streaming<ProcessingRequest>>) -> Result<Response<Answers>, Status> {
         let Ok(permit) = self.streams.clone().try_acquire_owned() else {
+            self.refused.fetch_add(1, Ordering::Relaxed);
             return Err(Status::resource_exhausted("toolfit-extproc: too many streams"));
         };
         let mut inbound = request.into_inner();
@@ -111,26 +114,42 @@ impl ExternalProcessor for Processor {
         active.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let _permit = permit;
-            // the session is not Send-bound across awaits: each message is handled synchronously
-            let mut session = Session::new(&shared);
-            loop {
+            let mut session = Some(Session::new(shared));
+            while let Some(mut s) = session.take() {
                 let msg = match inbound.message().await {
                     Ok(Some(m)) => m,
-                    Ok(None) | Err(_) => break,
+                    Ok(None) | Err(_) => {
+                        session = Some(s);
+                        break;
+                    }
                 };
-                let started = tokio::time::Instant::now();
-                let answer = session.on(msg);
-                if started.elapsed() > timeout {
-                    log::warn!("toolfit: a message took {} ms, over --message-timeout-ms; stream closed", started.elapsed().as_millis());
-                    break;
-                }
-                for a in answer {
+                // the rewrite runs off the async workers, bounded by --message-timeout-ms: past it the
+                // stream is closed (Envoy fails open for the request) and the late answer dropped
+                let work = tokio::task::spawn_blocking(move || {
+                    let answers = s.on(msg);
+                    (s, answers)
+                });
+                let (s, answers) = match tokio::time::timeout(timeout, work).await {
+                    Ok(Ok(done)) => done,
+                    Ok(Err(e)) => {
+                        log::error!("toolfit: a message's processing failed ({e}); stream closed");
+                        break;
+                    }
+                    Err(_) => {
+                        log::warn!("toolfit: a message took over --message-timeout-ms ({} ms); stream closed", timeout.as_millis());
+                        break;
+                    }
+                };
+                session = Some(s);
+                for a in answers {
                     if tx.send(Ok(a)).await.is_err() {
                         break;
                     }
                 }
             }
-            session.end();
+            if let Some(mut s) = session {
+                s.end();
+            }
             active.fetch_sub(1, Ordering::Relaxed);
         });
         Ok(Response::new(Box::pin(tokio_stream::wrappers::ReceiverStream::new(rx))))
@@ -193,12 +212,18 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         args.listen,
         args.metrics_listen
     );
+    // a message carries a whole buffered body (up to max_body_bytes) and its answer the rewrite, which
+    // may be larger; tonic's default 4 MiB would refuse a larger body (and Envoy would fail open
+    // without a rewrite). Room for the protobuf framing and a grown rewrite.
+    let max_message = config.max_body_bytes.saturating_mul(2).saturating_add(1 << 20);
     let shared = Arc::new(Shared::new(config));
     let ready = Arc::new(AtomicBool::new(false));
     let active = Arc::new(AtomicUsize::new(0));
+    let refused = Arc::new(AtomicU64::new(0));
     let metrics = tokio::net::TcpListener::bind(args.metrics_listen).await?;
-    tokio::spawn(metrics_server(metrics, shared.clone(), ready.clone(), active.clone()));
-    let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone() };
+    let gauges = Gauges { ready: ready.clone(), active: active.clone(), refused: refused.clone() };
+    tokio::spawn(metrics_server(metrics, shared.clone(), gauges));
+    let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone(), refused };
     let grpc = tokio::net::TcpListener::bind(args.listen).await?;
     ready.store(true, Ordering::SeqCst);
     let stop = {
@@ -211,7 +236,7 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         }
     };
     tonic::transport::Server::builder()
-        .add_service(ExternalProcessorServer::new(processor))
+        .add_service(ExternalProcessorServer::new(processor).max_decoding_message_size(max_message).max_encoding_message_size(max_message))
         .serve_with_incoming_shutdown(tokio_stream::wrappers::TcpListenerStream::new(grpc), stop)
         .await?;
     log::info!("toolfit-extproc: stopped ({} streams open at the end)", active.load(Ordering::SeqCst));
@@ -238,26 +263,36 @@ async fn shutdown_signal() {
     let _ = tokio::signal::ctrl_c().await;
 }
 
+/// The processor's own state, beside the filter's counters.
+#[derive(Clone)]
+struct Gauges {
+    ready: Arc<AtomicBool>,
+    active: Arc<AtomicUsize>,
+    refused: Arc<AtomicU64>,
+}
+
 /// `/metrics` (Prometheus text), `/healthz` (the process runs), `/readyz` (it takes streams).
-async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, ready: Arc<AtomicBool>, active: Arc<AtomicUsize>) {
+async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, g: Gauges) {
     use http_body_util::Full;
     use hyper::body::Bytes;
     loop {
         let Ok((stream, _)) = listener.accept().await else { continue };
-        let (shared, ready, active) = (shared.clone(), ready.clone(), active.clone());
+        let (shared, g) = (shared.clone(), g.clone());
         tokio::spawn(async move {
             let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let (status, body) = match req.uri().path() {
                     "/metrics" => {
                         let mut text = shared.metrics.render();
                         text.push_str(&format!(
-                            "# TYPE toolfit_extproc_streams_active gauge\ntoolfit_extproc_streams_active {}\n",
-                            active.load(Ordering::Relaxed)
+                            "# TYPE toolfit_extproc_streams_active gauge\ntoolfit_extproc_streams_active {}\n\
+                             # TYPE toolfit_extproc_streams_refused counter\ntoolfit_extproc_streams_refused {}\n",
+                            g.active.load(Ordering::Relaxed),
+                            g.refused.load(Ordering::Relaxed)
                         ));
                         (200, text)
                     }
                     "/healthz" => (200, "ok\n".to_string()),
-                    "/readyz" if ready.load(Ordering::SeqCst) => (200, "ready\n".to_string()),
+                    "/readyz" if g.ready.load(Ordering::SeqCst) => (200, "ready\n".to_string()),
                     "/readyz" => (503, "not ready\n".to_string()),
                     _ => (404, "not found\n".to_string()),
                 };

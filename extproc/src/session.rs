@@ -48,8 +48,8 @@ impl Shared {
 /// The ext_proc filter's name: the key of the attributes it sends.
 const FILTER: &str = "envoy.filters.http.ext_proc";
 
-pub struct Session<'s> {
-    shared: &'s Shared,
+pub struct Session {
+    shared: Arc<Shared>,
     /// Set while the request body is read.
     plan: Option<Plan>,
     /// Pieces of a streamed request body, kept until the last one.
@@ -64,8 +64,8 @@ pub struct Session<'s> {
     resp: Flow,
 }
 
-impl<'s> Session<'s> {
-    pub fn new(shared: &'s Shared) -> Session<'s> {
+impl Session {
+    pub fn new(shared: Arc<Shared>) -> Session {
         Session { shared, plan: None, body: Vec::new(), streamed: false, held_headers: None, reply: None, resp: Flow::Off }
     }
 

@@ -17,14 +17,14 @@ EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
 
 
 class Processor(e2e.Process):
-    def __init__(self, config):
-        self.port, self.metrics_port = free_port(), free_port()
+    def __init__(self, config, flags=(), ports=None):
+        self.port, self.metrics_port = ports or (free_port(), free_port())
         self.dir = tempfile.mkdtemp(prefix="toolfit-extproc-")
         self.cfg = os.path.join(self.dir, "config.json")
         open(self.cfg, "w").write(json.dumps(config))
         self.log = open(os.path.join(self.dir, "extproc.log"), "w+")
         self.proc = subprocess.Popen([EXTPROC, "--config", self.cfg, "--listen", f"127.0.0.1:{self.port}",
-                                      "--metrics-listen", f"127.0.0.1:{self.metrics_port}"], stdout=self.log, stderr=subprocess.STDOUT)
+                                      "--metrics-listen", f"127.0.0.1:{self.metrics_port}", *flags], stdout=self.log, stderr=subprocess.STDOUT)
         self.ready = self.wait("/readyz")
 
     def get(self, path):
@@ -92,11 +92,19 @@ def delivery(mode, rec, up_port):
             status, _, _ = e.request("POST", path, b)
             r = last(rec)
             check(f"{mode}: untouched POST {path} byte-identical", status == 200 and r.get("body") == b and exact_or_absent(r, len(b)))
+        # a body past tonic's default 4 MiB message size, rewritten all the same
+        pad = {"role": "user", "content": "x" * (6 << 20)}
+        big = json.dumps({"model": "m", "messages": [pad], "tools": [e2e.tool("lookup", NEEDS_FIX)]}).encode()
+        status, _, _ = e.request("POST", "/v1/chat/completions", big)
+        check(f"{mode}: a 6 MiB body is rewritten as the engine says", status == 200 and last(rec).get("body") == cli(big, "openai-chat") != big, f"status {status}")
+        # a client body in 1-byte chunks
+        status, _, _ = e.request("POST", "/v1/chat/completions", chunks=[bytes([c]) for c in body])
+        check(f"{mode}: a body sent in 1-byte chunks is rewritten", status == 200 and last(rec).get("body") == want, f"status {status}")
         status, _, _ = e.request("GET", "/health")
         check(f"{mode}: GET /health passes", status == 200 and last(rec).get("path") == "/health")
         _, text = p.get("/metrics")
         check(f"{mode}: counters under the Wasm filter's Prometheus names",
-              metric(text, "toolfit_requests_rewritten", "chat") == 1 and metric(text, "toolfit_requests_seen", "chat") == 2
+              metric(text, "toolfit_requests_rewritten", "chat") == 3 and metric(text, "toolfit_requests_seen", "chat") == 4
               and metric(text, "toolfit_requests_unchanged", "chat") == 1 and "# TYPE toolfit_rewrite_us histogram" in text, text[:1500])
         # a dead processor: requests go on unchanged (failure_mode_allow: true)
         p.stop()
@@ -113,6 +121,84 @@ def delivery(mode, rec, up_port):
     finally:
         p.stop()
         e.stop()
+
+
+class SlowUpstream(echo_upstream.Recorder):
+    """The recording upstream, answering after 0.3 s: each request keeps its ext_proc stream open."""
+
+    def handle_any(self):
+        time.sleep(0.3)
+        super().handle_any()
+
+    do_GET = do_POST = handle_any
+
+
+def under_load():
+    """Streams past --max-streams, and the processor killed and restarted while requests go on
+    (BUFFERED): every request answered 200, every upstream body the rewrite or the original."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from http.server import ThreadingHTTPServer
+    port = free_port()
+    cls = type("S", (SlowUpstream,), {"records": []})
+    srv = ThreadingHTTPServer(("127.0.0.1", port), cls)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    cfg = {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": 16777216}
+    p = Processor(cfg, ["--max-streams", "2"])
+    e = Envoy(port, p.port)
+    body = chat_body(NEEDS_FIX)
+    want = cli(body, "openai-chat")
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            got = list(pool.map(lambda _: e.request("POST", "/v1/chat/completions", body)[0], range(16)))
+        bodies = [r["body"] for r in cls.records]
+        _, text = p.get("/metrics")
+        refused = int(re.search(r"^toolfit_extproc_streams_refused (\d+)", text, re.M).group(1))
+        check("16 concurrent requests over --max-streams 2: all answered, each rewritten or passed unchanged, the excess refused and counted",
+              got == [200] * 16 and all(b in (want, body) for b in bodies) and len(bodies) == 16 and refused > 0 and bodies.count(want) >= 2,
+              f"statuses {sorted(set(got))}, {bodies.count(want)} rewritten, {refused} refused")
+        # killed and restarted on the same ports while a client keeps sending
+        statuses, stop = [], threading.Event()
+
+        def client():
+            while not stop.is_set():
+                statuses.append(e.request("POST", "/v1/chat/completions", body)[0])
+        n = len(cls.records)
+        threads = [threading.Thread(target=client) for _ in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(1.0)
+        p.proc.kill()
+        time.sleep(1.0)
+        p2 = Processor(cfg, ["--max-streams", "64"], ports=(p.port, p.metrics_port))
+        time.sleep(1.5)
+        stop.set()
+        for t in threads:
+            t.join()
+        later = [r["body"] for r in cls.records[n:]]
+        check("processor killed and restarted under load: 0 requests lost, every body rewritten or unchanged, rewrites again after the restart",
+              p2.ready and statuses and all(s == 200 for s in statuses) and all(b in (want, body) for b in later) and later[-1] == want,
+              f"{len(statuses)} requests, statuses {sorted(set(statuses))}, last rewritten {later[-1:] == [want]}")
+        p2.stop()
+    finally:
+        e.stop()
+        p.stop()
+        srv.shutdown()
+
+
+def too_slow(rec, up_port):
+    """A processor slower than its message timeout: the stream closes, the request goes on unchanged."""
+    p = Processor({"profile": "llama-cpp", "framing": "exact"}, ["--message-timeout-ms", "1"])
+    e = Envoy(up_port, p.port)
+    try:
+        body = chat_body(NEEDS_FIX) + b" " * (8 << 20)  # takes well over 1 ms to read
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("a message over --message-timeout-ms: stream closed, the request goes on unchanged, said in the log",
+              status == 200 and last(rec).get("body") == body and "over --message-timeout-ms" in p.logs(), f"status {status} {p.logs()[-300:]}")
+    finally:
+        e.stop()
+        p.stop()
 
 
 def bad_config():
@@ -175,6 +261,8 @@ def main():
     for mode in ("BUFFERED", "FULL_DUPLEX_STREAMED"):
         delivery(mode, rec, up_port)
     response_suite()
+    under_load()
+    too_slow(rec, up_port)
     bad_config()
     p = subprocess.run([e2e.ENVOY, "--mode", "validate", "-c", "envoy/extproc.yaml"], cwd=ROOT, capture_output=True, text=True)
     check("envoy --mode validate envoy/extproc.yaml", p.returncode == 0, p.stdout[-500:] + p.stderr[-500:])
