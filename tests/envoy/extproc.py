@@ -106,6 +106,19 @@ def delivery(mode, rec, up_port):
         check(f"{mode}: counters under the Wasm filter's Prometheus names",
               metric(text, "toolfit_requests_rewritten", "chat") == 3 and metric(text, "toolfit_requests_seen", "chat") == 4
               and metric(text, "toolfit_requests_unchanged", "chat") == 1 and "# TYPE toolfit_rewrite_us histogram" in text, text[:1500])
+        # a client that goes away mid-body: the stream ends, the processor goes on
+        import socket
+        with socket.create_connection(("127.0.0.1", e.port), timeout=5) as sk:
+            sk.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n" + body[:50])
+        time.sleep(0.5)
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        end, active = time.time() + 5, None
+        while time.time() < end and active != "0":  # streams close just after their response
+            m = re.search(r"^toolfit_extproc_streams_active (\d+)", p.get("/metrics")[1], re.M)
+            active = m and m.group(1)
+            time.sleep(0.1)
+        check(f"{mode}: a client gone mid-body: no stream left open, the next request rewritten",
+              status == 200 and last(rec).get("body") == want and active == "0", f"status {status}, active {active}")
         # a dead processor: requests go on unchanged (failure_mode_allow: true)
         p.stop()
         body = chat_body(NEEDS_FIX)
