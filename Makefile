@@ -31,10 +31,10 @@ demo: build wasm
 # responses in each API's format from a scripted upstream; the real SDKs (openai, anthropic, google-genai,
 # cohere, ollama; a venv in ~/.cache/toolfit/clients) through Envoy to a compressing double of each API; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
 # cached in ~/.cache/toolfit/server) raw and behind Envoy; agents with real MCP servers against them;
-# each fuzz target for 20 s (a cold run stays under 45 minutes on 2 cores; make fuzz runs them longer).
+# the Envoy suites through both deliveries (the Wasm filter, and toolfit-extproc behind Envoy's ext_proc
+# filter) and the processor's own faults; each fuzz target for 20 s (make fuzz runs them longer).
 test: build wasm lint
-	cargo test --release
-	cargo test --release -p toolfit-extproc
+	cargo test --release --workspace
 	python3 tests/judges/llama_judges.py
 	python3 tests/judges/vllm_judges.py
 	python3 tests/judges/ollama_judges.py
@@ -50,18 +50,18 @@ test: build wasm lint
 	scripts/fuzz.sh 20
 
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
-# formatting and clippy, natively and for the wasm target the filter ships as.
+# formatting and clippy, natively and for the wasm target the filter ships as. Every native cargo
+# command here names the same packages (--workspace): cargo unifies features over what it is asked
+# to build, so a narrower selection would compile the gRPC stack again.
 lint:
 	cargo fmt --all --check
-	cargo clippy --release --all-targets -- -D warnings
-	cargo clippy --release -p toolfit-extproc --all-targets -- -D warnings
+	cargo clippy --release --workspace --all-targets -- -D warnings
 	rustup target add wasm32-wasip1 >/dev/null 2>&1 || true
 	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features -- -D warnings
 	cargo clippy --release --target wasm32-wasip1 --lib --no-default-features --features test-trap --target-dir target/test-trap -- -D warnings
 
 test-unit:
-	cargo test --release
-	cargo test --release -p toolfit-extproc
+	cargo test --release --workspace
 
 test-judges: build
 	python3 tests/judges/llama_judges.py
@@ -115,12 +115,13 @@ bench-response:
 	cargo bench --bench response
 
 # Latency Envoy adds with the filter vs without, same run, interleaved (prints a table; no assertions).
-bench-envoy: wasm
+bench-envoy: build wasm
 	python3 bench/bench_envoy.py
 
 # 20,000 mixed requests at concurrency 32 through Envoy with toolfit; every upstream body checked.
 load: build wasm
-	python3 bench/load.py
+	python3 bench/load.py --delivery wasm
+	python3 bench/load.py --delivery ext_proc
 
 # The fuzz targets for SECONDS each (make fuzz SECONDS=3600 for the long run).
 fuzz:

@@ -9,12 +9,17 @@ p99 per case and the difference (the filter's added latency), and the VM memory 
 Cases: untouched (40 small tools, 200 KB of messages), small (5 tools, 2 KB of messages), typical (40
 tools, about 60 KB, plus 200 KB of messages), huge (the 1,409-tool catalog, 1.6 MB), rewritten (40
 Atlassian tools whose Jira-key patterns need a rewrite, plus 200 KB of messages). With objects closed
-(the default) small, typical and huge need no change: they measure the common, untouched path. `--quick` runs one short round (used to check the command works).
+(the default) small, typical and huge need no change: they measure the common, untouched path. `--quick` runs one short round (used to check the command works); `--only typical,small` runs those cases.
+Two more listeners carry toolfit as an external processor (the ext_proc filter of envoy/extproc.yaml,
+BUFFERED, to target/release/toolfit-extproc over HTTP/2 on loopback; one processor with the cache off,
+one with it on): the same requests in the same rounds, their added latency beside the Wasm filter's,
+and each processor's CPU time per request and resident memory.
 """
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
+EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
 
 
 def free_port():
@@ -50,10 +55,32 @@ def toolfit_filter(plugin):
         "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.dumps(plugin)}}}}
 
 
+def extproc_filter(cluster):
+    """The ext_proc filter as envoy/extproc.yaml ships it, pointed at `cluster`."""
+    text = open(os.path.join(ROOT, "envoy", "extproc.yaml")).read()
+    f = next(f for f in yaml_filters(text) if f["name"] == "envoy.filters.http.ext_proc")
+    f["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"] = cluster
+    return f
+
+
+def yaml_filters(text):
+    import yaml
+    doc = yaml.safe_load(text)
+    hcm = doc["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    return hcm["http_filters"]
+
+
+def grpc_cluster(name, port):
+    return {"name": name, "type": "STATIC", "connect_timeout": "1s",
+            "typed_extension_protocol_options": {"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": {
+                "@type": "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions", "explicit_http_config": {"http2_protocol_options": {}}}},
+            "load_assignment": {"cluster_name": name, "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": port}}}}]}]}}
+
+
 BUFFER = {"name": "envoy.filters.http.buffer", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", "max_request_bytes": 17825792}}
 
 
-def bootstrap(admin, p_sink, listeners):
+def bootstrap(admin, p_sink, listeners, clusters=()):
     """An Envoy bootstrap: the given listeners, all routing to cluster `sink`, a listener that answers 200 itself."""
     sink = {"name": "sink", "address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}},
             "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
@@ -65,14 +92,36 @@ def bootstrap(admin, p_sink, listeners):
     cluster = {"name": "sink", "type": "STATIC", "connect_timeout": "1s", "per_connection_buffer_limit_bytes": 33554432,
                "load_assignment": {"cluster_name": "sink", "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}}}}]}]}}
     return {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
-            "static_resources": {"listeners": listeners + [sink], "clusters": [cluster]}}
+            "static_resources": {"listeners": listeners + [sink], "clusters": [cluster, *clusters]}}
 
 
-def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer):
+def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm):
     return bootstrap(admin, p_sink, [listener("with_toolfit", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"})], "sink"),
                                      listener("without", p_plain, [], "sink"),
                                      listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
-                                     listener("buffer_only", p_buffer, [BUFFER], "sink")])
+                                     listener("buffer_only", p_buffer, [BUFFER], "sink"),
+                                     listener("extproc_cold", p_xcold, [extproc_filter("xp_cold")], "sink"),
+                                     listener("extproc_warm", p_xwarm, [extproc_filter("xp_warm")], "sink")],
+                     [grpc_cluster("xp_cold", g_cold), grpc_cluster("xp_warm", g_warm)])
+
+
+def processor(config, port, metrics_port, d):
+    """toolfit-extproc with `config` on loopback; (process, its CPU seconds so far as a function)."""
+    path = os.path.join(d, f"extproc-{port}.json")
+    json.dump(config, open(path, "w"))
+    p = subprocess.Popen([EXTPROC, "--config", path, "--listen", f"127.0.0.1:{port}", "--metrics-listen", f"127.0.0.1:{metrics_port}"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return p
+
+
+def cpu_seconds(pid):
+    """User + system CPU time of a process so far (/proc/PID/stat, in clock ticks)."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_mib(pid):
+    return next((int(x.split()[1]) for x in open(f"/proc/{pid}/status") if x.startswith("VmRSS:")), 0) / 1024
 
 
 def wrk(port, path_lua, seconds):
@@ -93,10 +142,13 @@ def main():
     if not shutil.which("wrk"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ports = [free_port() for _ in range(6)]
+    ports = [free_port() for _ in range(12)]
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
-    json.dump(config(*ports), open(cfg, "w"))
+    json.dump(config(*ports[:10]), open(cfg, "w"))
+    # the two processors: cache off (cold) and on (warm), as the Wasm listeners
+    procs = {"ext cold": processor({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0}, ports[8], ports[10], d),
+             "ext warm": processor({"profile": "llama-cpp", "framing": "exact"}, ports[9], ports[11], d)}
     envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", cfg, "--concurrency", "1", "--base-id", str(ports[0]), "-l", "error"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -113,9 +165,14 @@ def main():
                  ("huge", body(catalog("twilio-all-services.json"), 0)),
                  # small, typical and huge need no change with objects closed (the common case); this one does
                  ("rewritten", body(catalog("atlassian.json", 40), 200_000))]
+        if "--only" in sys.argv[1:-1]:  # --only typical,small: those cases alone
+            keep = sys.argv[sys.argv.index("--only") + 1].split(",")
+            cases = [c for c in cases if c[0] in keep]
         rounds, secs = (1, 2) if quick else (3, 4)
-        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0])]
+        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7])]
         res = {(c, t): [] for c, _ in cases for t, _ in targets}
+        # the processors' CPU per request: their CPU time over the requests wrk completed against them
+        cpu = {t: [0.0, 0] for t in procs}
         for r in range(rounds):
             for name, b in cases:
                 bf = os.path.join(d, f"{name}.json")
@@ -123,18 +180,32 @@ def main():
                 lua = os.path.join(d, f"{name}.lua")
                 open(lua, "w").write(f'wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal f = io.open("{bf}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
                 for target, port in (targets if r % 2 == 0 else targets[::-1]):
+                    before = cpu_seconds(procs[target].pid) if target in procs else 0
                     res[(name, target)].append(wrk(port, lua, secs))
+                    if target in procs:
+                        cpu[target][0] += cpu_seconds(procs[target].pid) - before
+                        cpu[target][1] += res[(name, target)][-1][2]
         print(f"Envoy 1.40, --concurrency 1, wrk -c1; {rounds} interleaved rounds of {secs} s per case and listener; latency in ms")
         print("listeners: without (no filter), buffer (Envoy's buffer filter only), cold (toolfit, cache off), warm (toolfit, cache on)\n")
         print(f"{'case':10} {'KB':>6} | {'p50 without':>11} {'buffer':>7} {'cold':>8} {'warm':>7} | {'added cold':>10} {'added warm':>10} | {'p99 without':>11} {'cold':>8} {'warm':>7} | {'non-2xx':>7}")
         med = lambda xs, i: statistics.median(x[i] for x in xs)
         for name, b in cases:
-            r0, rb, rc, rw = (res[(name, t)] for t, _ in targets)
+            r0, rb, rc, rw = (res[(name, t)] for t in ("without", "buffer", "cold", "warm"))
             bad = sum(x[3] for x in r0 + rb + rc + rw)
             print(f"{name:10} {len(b) / 1024:6.0f} | {med(r0, 0):11.3f} {med(rb, 0):7.3f} {med(rc, 0):8.3f} {med(rw, 0):7.3f} | {med(rc, 0) - med(r0, 0):10.3f} {med(rw, 0) - med(r0, 0):10.3f} | "
                   f"{med(r0, 1):11.3f} {med(rc, 1):8.3f} {med(rw, 1):7.3f} | {bad:7}")
-        u = [res[("untouched", t)] for t, _ in targets]
-        print(f"\nuntouched request, toolfit (warm) vs Envoy buffering only: p50 {med(u[3], 0):.3f} vs {med(u[1], 0):.3f} ms ({(med(u[3], 0) / med(u[1], 0) - 1) * 100:+.0f}%)")
+        u = [res[("untouched", t)] for t, _ in targets] if ("untouched", "warm") in res and res[("untouched", "warm")] else None
+        u and print(f"\nuntouched request, toolfit (warm) vs Envoy buffering only: p50 {med(u[3], 0):.3f} vs {med(u[1], 0):.3f} ms ({(med(u[3], 0) / med(u[1], 0) - 1) * 100:+.0f}%)")
+        print("\next_proc (toolfit-extproc, envoy/extproc.yaml's filter, BUFFERED) beside the Wasm filter, added p50 in ms:")
+        print(f"{'case':10} | {'wasm cold':>9} {'ext cold':>9} {'ratio':>6} | {'wasm warm':>9} {'ext warm':>9} {'ratio':>6} | {'p99 ext warm':>12}")
+        for name, _ in cases:
+            base = med(res[(name, "without")], 0)
+            a = {t: med(res[(name, t)], 0) - base for t in ("cold", "warm", "ext cold", "ext warm")}
+            ratio = lambda x, y: f"{x / y:6.2f}" if y > 0.001 else "     -"
+            print(f"{name:10} | {a['cold']:9.3f} {a['ext cold']:9.3f} {ratio(a['ext cold'], a['cold'])} | {a['warm']:9.3f} {a['ext warm']:9.3f} {ratio(a['ext warm'], a['warm'])} | {med(res[(name, 'ext warm')], 1):12.3f}")
+        for t, p in procs.items():
+            secs_cpu, n = cpu[t]
+            print(f"toolfit-extproc ({t.split()[1]}): {1000 * secs_cpu / max(n, 1):.3f} ms CPU per request over {n} requests, resident memory {rss_mib(p.pid):.1f} MiB")
         time.sleep(5.5)
         prom = urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/stats/prometheus").read().decode()
         mem = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
@@ -144,6 +215,9 @@ def main():
     finally:
         envoy.terminate()
         envoy.wait()
+        for p in procs.values():
+            p.terminate()
+            p.wait()
     one_request_memory(venv, dict(cases)["huge"], d)
     print(f"dist/toolfit.wasm: {os.path.getsize(WASM)} bytes")
 

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""make load: 20,000 mixed requests at concurrency 32 through Envoy 1.40 with toolfit (envoy/envoy.yaml,
---concurrency 2) in front of a recording upstream. Checks every upstream body (untouched bodies byte
-for byte, rewritten ones equal to the engine's output for that input, by sha256), counts non-2xx, and
-samples Envoy's RSS after warm-up and at the end. Prints the figures; exit 1 on any failure.
-  python3 bench/load.py [REQUESTS] [CONCURRENCY]"""
+"""make load: 20,000 mixed requests at concurrency 32 through Envoy 1.40 with toolfit in front of a
+recording upstream, delivered as the Wasm filter (envoy/envoy.yaml) or as toolfit-extproc
+(envoy/extproc.yaml, BUFFERED). Checks every upstream body (untouched bodies byte for byte, rewritten
+ones equal to the engine's output for that input, by sha256), counts non-2xx, and samples the RSS of
+Envoy (and of the processor) after warm-up and at the end. Prints the figures; exit 1 on any failure.
+  python3 bench/load.py [REQUESTS] [CONCURRENCY] [--delivery wasm|ext_proc]"""
 import hashlib, http.client, json, os, random, subprocess, sys, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 import e2e  # noqa: E402
+import delivery  # noqa: E402
 
 
 def catalog(name, n=None):
@@ -33,15 +35,19 @@ def rss_kb(pid):
 
 
 def main():
-    total = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
-    conc = int(sys.argv[2]) if len(sys.argv) > 2 else 32
-    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    kind = sys.argv[sys.argv.index("--delivery") + 1] if "--delivery" in sys.argv[1:-1] else "wasm"
+    args = [a for a in args if a != kind]
+    total = int(args[0]) if args else 20000
+    conc = int(args[1]) if len(args) > 1 else 32
+    e2e.use_venv_envoy()
     up = e2e.free_port()
     _, rec = e2e.echo_upstream.serve(up, digest_only=True)
-    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact"}, up)
+    e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, up)
     if not e.ready:
         sys.exit(e.logs()[-2000:])
+    # the processes whose memory must stay flat: Envoy, and the processor beside it
+    pids = {"Envoy": e.proc.pid, **({"toolfit-extproc": e.processor.proc.pid} if kind == "ext_proc" else {})}
     mixes = [  # (weight, route, format, body)
         (40, "/v1/chat/completions", "openai-chat", openai(catalog("filesystem.json", 5), 2000)),
         (25, "/v1/chat/completions", "openai-chat", e2e.chat_body(e2e.FINE)),
@@ -56,7 +62,7 @@ def main():
     plan = random.Random(7).choices(range(len(mixes)), weights=[m[0] for m in mixes], k=total)
     statuses, lock, idx = {}, threading.Lock(), [0]
     sent = []
-    rss_warm = [0]
+    rss_warm = {}
 
     def worker():
         conn = http.client.HTTPConnection("127.0.0.1", e.port, timeout=120)
@@ -65,7 +71,7 @@ def main():
                 i = idx[0]
                 idx[0] += 1
                 if i == 2000:
-                    rss_warm[0] = rss_kb(e.proc.pid)
+                    rss_warm.update({n: rss_kb(p) for n, p in pids.items()})
             if i >= total:
                 break
             _, path, _, body = mixes[plan[i]]
@@ -88,7 +94,7 @@ def main():
     for t in threads:
         t.join()
     took = time.time() - t0
-    rss_end = rss_kb(e.proc.pid)
+    rss_end = {n: rss_kb(p) for n, p in pids.items()}
     time.sleep(1.2)
     prom = e.prom()
     e.stop()
@@ -102,11 +108,14 @@ def main():
     non2xx = sum(n for s, n in statuses.items() if s != 200)
     errors = e2e.metric(prom, "toolfit_internal_errors", "chat")
     hits = sum(int(x) for x in __import__("re").findall(r"^toolfit_cache_hits\{[^}]*\} (\d+)", prom, __import__("re").M))
-    print(f"{total} requests at concurrency {conc} in {took:.1f} s ({total / took:.0f} req/s): statuses {statuses}")
+    print(f"{kind}: {total} requests at concurrency {conc} in {took:.1f} s ({total / took:.0f} req/s): statuses {statuses}")
     print(f"upstream bodies checked: {len(rec)}, not as expected: {mismatched}; toolfit internal errors: {errors}; cache hits: {hits}")
-    print(f"Envoy RSS after 2,000 requests: {rss_warm[0] / 1024:.1f} MiB, at the end: {rss_end / 1024:.1f} MiB")
-    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and rss_end <= rss_warm[0] * 1.25 + 16 * 1024
-    print("load: ok" if ok else "load: FAILED")
+    flat = True
+    for n in pids:
+        print(f"{n} RSS after 2,000 requests: {rss_warm.get(n, 0) / 1024:.1f} MiB, at the end: {rss_end[n] / 1024:.1f} MiB")
+        flat = flat and rss_end[n] <= rss_warm.get(n, 0) * 1.25 + 16 * 1024
+    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and flat
+    print(f"load ({kind}): ok" if ok else f"load ({kind}): FAILED")
     sys.exit(0 if ok else 1)
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the cargo-fuzz targets (engine, body, response) for SECONDS each (default 30), seeded from tests/corpus.
+# Runs the cargo-fuzz targets (engine, body, response, extproc) for SECONDS each (default 30), seeded from tests/corpus.
 # Needs cargo-fuzz (installed here if missing). cargo-fuzz wants nightly flags; the stable toolchain
 # accepts them with RUSTC_BOOTSTRAP=1. Findings land in fuzz/artifacts/<target>/ and fail the run.
 set -euo pipefail
@@ -10,7 +10,7 @@ export RUSTC_BOOTSTRAP=1
 python3 - <<'PY'
 import json, os, glob
 root = "fuzz/corpus"
-for t in ("engine", "body", "response"):
+for t in ("engine", "body", "response", "extproc"):
     os.makedirs(f"{root}/{t}", exist_ok=True)
 # responses: the shapes tests/envoy/responses.py sends, with a cut byte in front
 for i, f in enumerate(sorted(glob.glob("tests/corpus/responses/*"))):
@@ -25,11 +25,29 @@ for f in sorted(glob.glob("tests/corpus/servers/*.json")):
         n += 1
 for f in sorted(glob.glob("tests/corpus/issues/*.json")):
     open(f"{root}/engine/issue.{os.path.basename(f)}", "w").write(json.dumps(json.load(open(f))["schema"]))
+# extproc: programs (fuzz/fuzz_targets/extproc.rs) of a request with a catalog's first tools, whole
+# or in two pieces, in both body modes, then a reply in the matching format
+import struct
+replies = {0: "chat.json", 2: "anthropic.sse", 3: "ollama.ndjson"}
+for i, f in enumerate(sorted(glob.glob("tests/corpus/servers/*.json"))[:12]):
+    tools = json.load(open(f))["tools"][:5]
+    chat = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": t["name"].replace("_", "."), "description": t.get("description", ""), "parameters": t["inputSchema"]}} for t in tools]}).encode()[:30000]
+    for path, reply in replies.items():
+        flags = (i % 3) | (4 if i % 2 else 0) | 64
+        half = len(chat) // 2
+        pieces = [chat] if i % 4 else [chat[:half], chat[half:]]
+        prog = bytes([flags, path, 0])
+        for k, p in enumerate(pieces):
+            prog += bytes([8 if k == len(pieces) - 1 else 0]) + struct.pack("<H", len(p)) + p
+        r = open(f"tests/corpus/responses/{reply}", "rb").read()[:30000]
+        ct = {"chat.json": 0, "anthropic.sse": 1, "ollama.ndjson": 2}[reply]
+        prog += bytes([2, ct << 2]) + bytes([3 | 8]) + struct.pack("<H", len(r)) + r
+        open(f"{root}/extproc/{os.path.basename(f)}.{path}", "wb").write(prog)
 for i, line in enumerate(open("tests/corpus/jsts-2020-12.jsonl")):
     open(f"{root}/engine/jsts.{i}.json", "w").write(json.dumps(json.loads(line)["schema"]))
 PY
 rm -rf fuzz/artifacts
-for t in engine body response; do
+for t in engine body response extproc; do
   echo "fuzzing $t for ${secs}s" >&2
   cargo fuzz run --release "$t" -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==|SUMMARY|.*panicked|.*Test unit written)" >&2 || true
   if [ -n "$(find "fuzz/artifacts/$t" -type f 2>/dev/null)" ]; then
@@ -37,4 +55,4 @@ for t in engine body response; do
     exit 1
   fi
 done
-echo "fuzz: engine, body and response ran ${secs}s each, no failures" >&2
+echo "fuzz: engine, body, response and extproc ran ${secs}s each, no failures" >&2

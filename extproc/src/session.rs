@@ -62,11 +62,14 @@ pub struct Session {
     held_headers: Option<Mutations>,
     reply: Option<Reply>,
     resp: Flow,
+    /// The response's headers wait for its whole body (`on_invalid_tool_call: reject`: the answer may
+    /// be a 502): Envoy was told to buffer it (`BUFFERED_PARTIAL`).
+    buffered_response: bool,
 }
 
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
-        Session { shared, plan: None, body: Vec::new(), streamed: false, held_headers: None, reply: None, resp: Flow::Off }
+        Session { shared, plan: None, body: Vec::new(), streamed: false, held_headers: None, reply: None, resp: Flow::Off, buffered_response: false }
     }
 
     /// The answers to one message, in order: none where Envoy expects none (observability mode, a
@@ -78,9 +81,10 @@ impl Session {
             self.streamed = p.request_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
         }
         let route = route_name(&msg);
+        let meta = route_meta(&msg);
         let Some(request) = msg.request else { return Vec::new() };
         let answers = match request {
-            processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref()).into_iter().collect(),
+            processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref(), &meta).into_iter().collect(),
             processing_request::Request::RequestBody(b) => self.request_body(b),
             processing_request::Request::RequestTrailers(_) => self.request_trailers(),
             processing_request::Request::ResponseHeaders(h) => vec![self.response_headers(&h)],
@@ -94,6 +98,12 @@ impl Session {
         }
     }
 
+    /// Bytes this stream keeps (a streamed request body's pieces, a held response): with the next
+    /// message's own, what its processing grows with.
+    pub fn kept(&self) -> usize {
+        self.body.len() + self.resp.kept()
+    }
+
     /// The stream ended (the response is complete, cut, or the client went away): the response's
     /// counters, once.
     pub fn end(&mut self) {
@@ -101,7 +111,7 @@ impl Session {
         self.with_sink(|sink| resp.done(sink));
     }
 
-    fn request_headers(&mut self, h: &HttpHeaders, route: Option<&str>) -> Option<ProcessingResponse> {
+    fn request_headers(&mut self, h: &HttpHeaders, route: Option<&str>, meta: &RouteMeta) -> Option<ProcessingResponse> {
         let map = h.headers.as_ref();
         let (method, path) = (header(map, ":method").unwrap_or_default(), header(map, ":path").unwrap_or_default());
         let (ct, ce, ae) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "accept-encoding"));
@@ -115,7 +125,7 @@ impl Session {
         };
         let cfg = &self.shared.config;
         let mut metrics = &self.shared.metrics;
-        let start = request::start(cfg, &hs, route, &RouteMeta::default(), &mut metrics, &mut |w| log::warn!("toolfit: {w}"));
+        let start = request::start(cfg, &hs, route, meta, &mut metrics, &mut |w| log::warn!("toolfit: {w}"));
         let Start::Buffer(plan) = start else { return Some(skip_rest()) };
         toolfit::filter::stats::Metrics::prepare(&mut metrics, &plan.route, plan.profile.name);
         let mut m = Mutations::default();
@@ -217,18 +227,35 @@ impl Session {
     }
 
     fn response_headers(&mut self, h: &HttpHeaders) -> ProcessingResponse {
-        let Some(reply) = self.reply.take() else { return headers_answer(false, None) };
+        let Some(reply) = self.reply.take() else { return skip_response(None) };
         let map = h.headers.as_ref();
         let status = header(map, ":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
         let (ct, ce) = (header(map, "content-type"), header(map, "content-encoding"));
         let mut chunk = Chunk::default();
-        let (flow, _) = self.with_sink(|sink| Flow::start(reply, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk, sink));
+        let (flow, next) = self.with_sink(|sink| Flow::start(reply, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk, sink));
         self.resp = flow;
+        if matches!(self.resp, Flow::Off) {
+            // nothing of this response is read: Envoy sends the body straight on
+            return skip_response(Some(chunk.common()));
+        }
+        if next == Next::Pause {
+            // the headers wait for the whole body, which Envoy buffers (up to its buffer limit; past it
+            // Envoy sends what it has and the rest goes on unread, see response_body)
+            self.buffered_response = true;
+            return buffer_response(chunk.common());
+        }
         headers_answer(false, Some(chunk.common()))
     }
 
     fn response_body(&mut self, b: HttpBody) -> ProcessingResponse {
         if matches!(self.resp, Flow::Off) {
+            return body_answer(false, None);
+        }
+        if self.buffered_response && !b.end_of_stream {
+            // Envoy's buffer limit was reached: this is the body's first part, the rest streams on
+            // without coming here. It goes on as it came, counted.
+            let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
+            self.with_sink(|sink| resp.unseen(sink));
             return body_answer(false, None);
         }
         let mut chunk = Chunk { bytes: b.body, ..Chunk::default() };
@@ -285,6 +312,36 @@ fn route_name(msg: &ProcessingRequest) -> Option<String> {
         Some(Kind::StringValue(s)) if !s.is_empty() => Some(s.clone()),
         _ => None,
     }
+}
+
+/// Where the route's settings sit among the attributes Envoy sends: one CEL attribute per setting,
+/// `xds.route_metadata.filter_metadata.toolfit.<key>` (Envoy sends the whole `xds.route_metadata` only
+/// as protobuf text, not as a Struct; a leaf comes as its own value, and a missing one not at all).
+const ROUTE_META: &str = "xds.route_metadata.filter_metadata.toolfit.";
+
+/// The matched route's `metadata.filter_metadata.toolfit` (`profile`, `strict`, `disabled`), as the
+/// Wasm filter reads it: from the attributes above, else from the stream's metadata context under
+/// `toolfit` (for gateways that set per-route settings as dynamic metadata and forward that
+/// namespace). Booleans may come as strings, as route metadata written by hand often has them.
+fn route_meta(msg: &ProcessingRequest) -> RouteMeta {
+    use envoy_types::pb::google::protobuf::value::Kind;
+    let attrs = msg.attributes.get(FILTER);
+    let dynamic = msg.metadata_context.as_ref().and_then(|m| m.filter_metadata.get("toolfit"));
+    let leaf = |k: &str| {
+        let from_route = attrs.and_then(|a| a.fields.get(&format!("{ROUTE_META}{k}")));
+        from_route.or_else(|| dynamic.and_then(|d| d.fields.get(k))).and_then(|v| v.kind.clone())
+    };
+    let flag = |k: &str| match leaf(k) {
+        Some(Kind::BoolValue(b)) => Some(b),
+        Some(Kind::StringValue(s)) if s == "true" => Some(true),
+        Some(Kind::StringValue(s)) if s == "false" => Some(false),
+        _ => None,
+    };
+    let profile = match leaf("profile") {
+        Some(Kind::StringValue(s)) => Some(s),
+        _ => None,
+    };
+    RouteMeta { profile, strict: flag("strict"), disabled: flag("disabled").unwrap_or(false) }
 }
 
 /// A header's value (Envoy sends `raw_value` unless told otherwise).
@@ -427,16 +484,38 @@ fn trailers_answer(request: bool) -> ProcessingResponse {
 /// The request is not toolfit's: its headers go on unchanged, and Envoy sends nothing more of this
 /// stream (no body, no response).
 fn skip_rest() -> ProcessingResponse {
-    let mut a = headers_answer(true, None);
-    a.mode_override = Some(ProcessingMode {
+    answer_then(headers_answer(true, None), processing_mode::HeaderSendMode::Skip, processing_mode::BodySendMode::None)
+}
+
+/// The response's headers, with what toolfit changes in them, and no more of the stream: its body and
+/// trailers go to the client without a round trip here (most requests: no reply to repair).
+fn skip_response(common: Option<CommonResponse>) -> ProcessingResponse {
+    answer_then(headers_answer(false, common), processing_mode::HeaderSendMode::Default, processing_mode::BodySendMode::None)
+}
+
+/// The response's headers, answered, waiting with their changes for the body, which Envoy buffers and
+/// sends whole (`BUFFERED_PARTIAL`: a body past Envoy's buffer limit is sent up to it and the rest goes
+/// on, rather than failing the response as `BUFFERED` would).
+fn buffer_response(common: CommonResponse) -> ProcessingResponse {
+    answer_then(headers_answer(false, Some(common)), processing_mode::HeaderSendMode::Default, processing_mode::BodySendMode::BufferedPartial)
+}
+
+/// `answer` with a mode override for the rest of the stream: no request body or trailers (they are
+/// past or not wanted), the response's headers and body as given, no response trailers.
+fn answer_then(
+    mut answer: ProcessingResponse,
+    response_headers: processing_mode::HeaderSendMode,
+    response_body: processing_mode::BodySendMode,
+) -> ProcessingResponse {
+    answer.mode_override = Some(ProcessingMode {
         request_header_mode: processing_mode::HeaderSendMode::Default as i32,
-        response_header_mode: processing_mode::HeaderSendMode::Skip as i32,
+        response_header_mode: response_headers as i32,
         request_body_mode: processing_mode::BodySendMode::None as i32,
-        response_body_mode: processing_mode::BodySendMode::None as i32,
+        response_body_mode: response_body as i32,
         request_trailer_mode: processing_mode::HeaderSendMode::Skip as i32,
         response_trailer_mode: processing_mode::HeaderSendMode::Skip as i32,
     });
-    a
+    answer
 }
 
 /// Strict mode's answer: the request goes no further.

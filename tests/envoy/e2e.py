@@ -13,6 +13,11 @@ WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
 # the same filter with the test-trap feature (test_trap_header): for the failure-policy test only
 TEST_WASM = os.path.join(ROOT, "dist", "toolfit-test.wasm")
 results = []
+# what every check's name starts with while a suite runs through a delivery other than the Wasm
+# filter (delivery.label)
+LABEL = ""
+if __name__ == "__main__":
+    sys.modules["e2e"] = sys.modules[__name__]  # delivery.py imports e2e: one module, one results list
 
 
 def summary(what):
@@ -24,7 +29,7 @@ def summary(what):
 
 def check(name, ok, detail=""):
     results.append(bool(ok))
-    print(("ok    " if ok else "FAIL  ") + name + ("" if ok or not detail else f": {detail}"), flush=True)
+    print(("ok    " if ok else "FAIL  ") + LABEL + name + ("" if ok or not detail else f": {detail}"), flush=True)
 
 
 def free_port():
@@ -189,26 +194,37 @@ def last(records):
 
 
 def main():
-    global ENVOY
-    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ENVOY = os.path.join(venv, "bin", "envoy")
+    global LABEL
+    import delivery
+    use_venv_envoy()
     for f in (WASM, TOOLFIT):
         if not os.path.exists(f):
             sys.exit(f"missing {f}: run make wasm build")
-    up_port = free_port()
-    _, rec = echo_upstream.serve(up_port)
-    cfg = {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": 16777216}
-    e = Envoy(cfg, up_port)
-    check("envoy starts with envoy/envoy.yaml and the wasm", e.ready, e.logs()[-2000:])
-    if not e.ready:
-        return
-    try:
-        exact_mode(e, rec)
-    finally:
-        e.stop()
-    model_map()
+    names = {}
+    for kind in delivery.DELIVERIES:
+        LABEL = delivery.label(kind)
+        up_port = free_port()
+        _, rec = echo_upstream.serve(up_port)
+        cfg = {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": 16777216}
+        e = delivery.start(kind, cfg, up_port)
+        check("toolfit and envoy start (envoy/envoy.yaml with the wasm; envoy/extproc.yaml with the processor)", e.ready, e.logs()[-2000:])
+        if e.ready:
+            try:
+                names[kind] = exact_mode(e, rec)
+            finally:
+                e.stop()
+        model_map(kind)
+        strict_upstream(kind)
+    LABEL = ""
+    # the deploy/ dashboards and alerts read these names: the processor must export every one
+    ours = lambda kind: {n for n in names.get(kind, ()) if n.startswith("toolfit_") and not n.startswith("toolfit_extproc_")}
+    check("ext_proc exports the Wasm filter's metric names, no more, no fewer", ours("wasm") and ours("wasm") == ours("ext_proc"),
+          f"only wasm: {sorted(ours('wasm') - ours('ext_proc'))[:8]}, only ext_proc: {sorted(ours('ext_proc') - ours('wasm'))[:8]}")
+    if "wasm" in names:
+        # the deploy/ tests check the dashboard and alerts against them
+        open(os.path.join(ROOT, "target", "e2e-metric-names.txt"), "w").write("\n".join(sorted(names["wasm"])) + "\n")
+    # the Wasm filter's own: framing without allow_on_headers_stop_iteration, its VM trap policy
     chunked_mode()
-    strict_upstream()
     trap_policy()
     bad_config()
     validate_configs()
@@ -346,18 +362,17 @@ def exact_mode(e, rec):
     r = last(rec)
     check("body over max_body_bytes: forwarded unchanged with its length, no 413", status == 200 and r.get("body") == big and r["headers"].get("content-length") == str(len(big)), f"status {status}")
     check("skipped_too_large counted", metric(e.prom(), "toolfit_skipped_too_large", "chat") == 1)
-    # the metric names a live Envoy exports with toolfit: the deploy/ tests check the dashboard and
-    # alerts against them
-    names = sorted(set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M)))
-    open(os.path.join(ROOT, "target", "e2e-metric-names.txt"), "w").write("\n".join(names) + "\n")
+    # the metric names it exports with toolfit
+    return set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
 
 
-def model_map():
+def model_map(kind="wasm"):
     """One route, several backends: the body's `model` picks the profile; counters carry its label. Ollama's
     own API gets the ollama profile by default."""
+    import delivery
     port = free_port()
     _, rec = echo_upstream.serve(port)
-    e = Envoy({"profile": "llama-cpp", "framing": "exact", "models": {"qwen*": "vllm", "*-ollama": "ollama", "gpt-*": "openai-strict"}}, port)
+    e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact", "models": {"qwen*": "vllm", "*-ollama": "ollama", "gpt-*": "openai-strict"}}, port)
     # a number bound llama.cpp cannot enforce (removed) and vLLM can (kept): the profiles differ
     schema = {**NEEDS_FIX, "properties": {**NEEDS_FIX["properties"], "ratio": {"type": "number", "minimum": 0.5}}}
     try:
@@ -437,11 +452,12 @@ def chunked_mode():
         e.stop()
 
 
-def strict_upstream():
-    """An upstream that requires Content-Length: exact framing serves it, chunked framing cannot."""
+def strict_upstream(kind="wasm"):
+    """An upstream that requires Content-Length: exact framing (ext_proc: BUFFERED) serves it."""
+    import delivery
     port = free_port()
     _, rec = echo_upstream.serve(port, strict_cl=True)
-    e = Envoy({"profile": "llama-cpp", "framing": "exact"}, port)
+    e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, port)
     try:
         status, _, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))
         status2, _, _ = e.request("POST", "/v1/chat/completions", chat_body(FINE))

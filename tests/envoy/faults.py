@@ -6,6 +6,7 @@ import gzip, http.client, json, os, socket, subprocess, sys, threading, time, zl
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 import e2e  # noqa: E402
+import delivery  # noqa: E402
 from e2e import NEEDS_FIX, FINE, chat_body, check, cli, last, metric, results  # noqa: E402
 
 LIMIT = 65536
@@ -77,10 +78,10 @@ def client_abort(e, rec):
     check("Envoy and the filter keep serving after the aborts", status == 200 and last(rec).get("body") == cli(body))
 
 
-def upstream_faults():
+def upstream_faults(kind):
     # upstream down: Envoy's own 503; the filter had rewritten the body, nothing else changed
     dead = e2e.free_port()
-    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact"}, dead)
+    e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, dead)
     try:
         status, resp, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))
         check("upstream down: Envoy answers 503 itself (not the filter)", status == 503 and b"toolfit" not in resp, f"{status} {resp[:80]!r}")
@@ -104,7 +105,7 @@ def upstream_faults():
             c.close()
 
     threading.Thread(target=resetter, daemon=True).start()
-    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact"}, port)
+    e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, port)
     try:
         codes = [e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))[0] for _ in range(3)]
         check("upstream resetting mid-request: Envoy's 503 each time, Envoy stays up", codes == [503] * 3 and e.proc.poll() is None, codes)
@@ -145,7 +146,8 @@ LDS = """resources:
 
 
 def reload_under_load():
-    """The plugin configuration changes (a new listener from file-based LDS) while requests flow."""
+    """The plugin configuration changes (a new listener from file-based LDS) while requests flow. (Wasm
+    only: the processor reads its configuration at start; extproc.py restarts it under load.)"""
     up = e2e.free_port()
     _, rec = e2e.echo_upstream.serve(up)
     d = os.path.join(ROOT, "target", "faults-lds")
@@ -209,19 +211,21 @@ def reload_under_load():
 
 
 def main():
-    venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
-    up = e2e.free_port()
-    _, rec = e2e.echo_upstream.serve(up)
-    e = e2e.Envoy({"profile": "llama-cpp", "framing": "exact", "max_body_bytes": LIMIT}, up)
-    try:
-        check("envoy starts", e.ready, e.logs()[-1500:])
-        bodies(e, rec)
-        client_abort(e, rec)
-        check("no internal errors through all of it", metric(e.prom(), "toolfit_internal_errors", "chat") == 0)
-    finally:
-        e.stop()
-    upstream_faults()
+    e2e.use_venv_envoy()
+    for kind in delivery.DELIVERIES:
+        e2e.LABEL = delivery.label(kind)
+        up = e2e.free_port()
+        _, rec = e2e.echo_upstream.serve(up)
+        e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": LIMIT}, up)
+        try:
+            check("toolfit and envoy start", e.ready, e.logs()[-1500:])
+            bodies(e, rec)
+            client_abort(e, rec)
+            check("no internal errors through all of it", metric(e.prom(), "toolfit_internal_errors", "chat") == 0)
+        finally:
+            e.stop()
+        upstream_faults(kind)
+    e2e.LABEL = ""
     reload_under_load()
 
 

@@ -344,13 +344,16 @@ def encodings(e):
     SCRIPT.encoding = None
 
 
-def reject():
+def reject(kind="wasm"):
+    """`on_invalid_tool_call: reject`: the response's headers wait for its body (the Wasm filter holds
+    it; the processor has Envoy buffer it), and an invalid call turns the answer into a 502."""
+    import delivery
     port = free_port()
     srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     routes = [{**ROUTES[0], "on_invalid_tool_call": "reject"}]
-    e = Envoy({"profile": "openai-strict", "framing": "exact", "routes": routes}, port, test_routes=False)
+    e = delivery.start(kind, {"profile": "openai-strict", "framing": "exact", "routes": routes}, port, test_routes=False)
     try:
         req = {"model": "gpt-4o", "messages": [], "tools": [{"type": "function", "function": {"name": "gh.search", "description": "s", "parameters": SCHEMA}}]}
         ok = json.dumps({"choices": [{"index": 0, "message": {"tool_calls": [{"id": "1", "type": "function", "function": {"name": "gh_search", "arguments": "{\"q\":\"a\",\"n\":null}"}}]}}]})
@@ -364,6 +367,23 @@ def reject():
               and err.get("type") == "toolfit_invalid_tool_call" and headers.get("x-toolfit") == "invalid-tool-call", (status, body[:300]))
         p = stats(e)
         check("reject: tool_calls_rejected counted", counter(p, "tool_calls_rejected", "chat", "openai-strict") == 1)
+        # big replies: the Wasm filter holds the body itself up to max_body_bytes (16 MiB); the processor
+        # has Envoy buffer it, up to the route's buffer limit (17 MiB in envoy/extproc.yaml). Within them
+        # a reply is repaired; past them it reaches the client whole as it came, counted, never an error
+        calls = json.loads(ok)["choices"][0]["message"]["tool_calls"]
+        for mib, repaired in ((3, True), (18, False)):
+            big = json.dumps({"choices": [{"index": 0, "message": {"content": "x" * (mib << 20), "tool_calls": calls}}]})
+            answer("application/json", [big[i:i + 65536] for i in range(0, len(big), 65536)])
+            before = counter(stats(e), "responses_unrepaired", "chat", "openai-strict")
+            status, body, _ = post(e, "/v1/chat/completions", req)
+            got = json.loads(body) if body.startswith(b"{") else {}
+            args = got.get("choices", [{}])[0].get("message", {}).get("tool_calls", [{}])[0].get("function", {}).get("arguments")
+            unrepaired = counter(stats(e), "responses_unrepaired", "chat", "openai-strict") - before
+            if repaired:
+                check(f"reject: a {mib} MiB reply waits whole and is repaired (200)", status == 200 and args == "{\"q\":\"a\"}" and unrepaired == 0, (status, len(body), args))
+            else:
+                check(f"reject: a {mib} MiB reply, past what waits: whole as it came (200), counted unrepaired",
+                      status == 200 and len(body) == len(big) and args == "{\"q\":\"a\",\"n\":null}" and unrepaired == 1, (status, len(body), args, unrepaired))
     finally:
         e.stop()
         srv.shutdown()
@@ -374,17 +394,20 @@ PARTS = (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, pat
 
 
 def run_parts(e, parts, label=""):
-    """Runs each part against `e` (an Envoy, or another delivery with .port, .prom(), .logs())."""
-    for part in parts:
-        if label:
-            print(f"-- {label}{part.__name__}", flush=True)
-        try:
-            part(e)
-        except Exception as x:  # one broken part must not hide the others' results
-            check(f"{label}{part.__name__} ran", False, repr(x))
+    """Runs each part against `e` (an Envoy, or a delivery.ExtProc), every check named after `label`."""
+    e2e.LABEL = label
+    try:
+        for part in parts:
+            try:
+                part(e)
+            except Exception as x:  # one broken part must not hide the others' results
+                check(f"{part.__name__} ran", False, repr(x))
+    finally:
+        e2e.LABEL = ""
 
 
 def main():
+    import delivery
     e2e.use_venv_envoy()
     if not os.path.exists(WASM):
         sys.exit(f"missing {WASM}: run make wasm")
@@ -392,21 +415,29 @@ def main():
     srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    e = Envoy({"profile": "llama-cpp", "routes": ROUTES}, port, test_routes=False)
-    check("envoy starts with the response-path routes", e.ready, e.logs()[-1500:])
-    if not e.ready:
-        return
     try:
-        run_parts(e, PARTS)
-        # the per-tool metric names join what e2e.py saved for the deploy/ tests' dashboard check
-        f = os.path.join(ROOT, "target", "e2e-metric-names.txt")
-        names = set(open(f).read().split()) if os.path.exists(f) else set()
-        names |= set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
-        open(f, "w").write("\n".join(sorted(names)) + "\n")
+        for kind in delivery.DELIVERIES:
+            label = delivery.label(kind)
+            e = delivery.start(kind, {"profile": "llama-cpp", "routes": ROUTES}, port, test_routes=False)
+            check(f"{label}toolfit and envoy start with the response-path routes", e.ready, e.logs()[-1500:])
+            if not e.ready:
+                continue
+            try:
+                run_parts(e, PARTS, label)
+                if kind == "wasm":
+                    # the per-tool metric names join what e2e.py saved for the deploy/ tests' dashboard check
+                    f = os.path.join(ROOT, "target", "e2e-metric-names.txt")
+                    names = set(open(f).read().split()) if os.path.exists(f) else set()
+                    names |= set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
+                    open(f, "w").write("\n".join(sorted(names)) + "\n")
+            finally:
+                e.stop()
     finally:
-        e.stop()
         srv.shutdown()
-    reject()
+    for kind in delivery.DELIVERIES:
+        e2e.LABEL = delivery.label(kind)
+        reject(kind)
+    e2e.LABEL = ""
 
 
 if __name__ == "__main__":

@@ -184,6 +184,16 @@ impl Flow {
         }
     }
 
+    /// Bytes of the body toolfit keeps so far (what the next chunk's work grows with: a held JSON body
+    /// is repaired whole at its end).
+    pub fn kept(&self) -> usize {
+        match self {
+            Flow::Json { copy, .. } => copy.len(),
+            Flow::Stream(stream) => stream.kept(),
+            Flow::Off | Flow::Decoding(_) => 0,
+        }
+    }
+
     /// A body chunk of `size` bytes; `end`: the body ends with it.
     pub fn body(&mut self, host: &mut dyn ResponseHost, sink: &mut Sink, size: usize, end: bool) -> Next {
         match self {
@@ -254,6 +264,18 @@ impl Flow {
         }
         self.done(sink);
         Next::Continue
+    }
+
+    /// The host will not show the rest of the body (an external processor's buffer limit was reached
+    /// while the headers waited): nothing was taken from the host yet, so nothing goes back; the
+    /// response is counted unrepaired (its check and repair could not happen) and read no further.
+    pub fn unseen(&mut self, sink: &mut Sink) {
+        let reply = match std::mem::replace(self, Flow::Off) {
+            Flow::Json { reply, .. } => reply,
+            Flow::Stream(stream) => stream.reply().clone(),
+            Flow::Off | Flow::Decoding(_) => return,
+        };
+        sink.unrepaired(&reply);
     }
 
     /// Counts what the response's repair did (once), when its body has ended or stopped; a response

@@ -93,6 +93,11 @@ impl Stream {
         &self.reply
     }
 
+    /// Bytes kept for later: held events and an incomplete one.
+    pub fn kept(&self) -> usize {
+        self.held.len() + self.pending.len()
+    }
+
     /// Whether events are held (or an event is incomplete) that the body's end has not let out.
     pub fn holding(&self) -> bool {
         !self.held.is_empty() || (!self.pending.is_empty() && self.reply.repairs())

@@ -1,0 +1,128 @@
+"""The two ways toolfit reaches Envoy, behind one face for the suites: `start(kind, plugin, upstream)`
+gives an object with .ready, .port, .request(), .prom(), .logs() and .stop() whichever it is.
+
+- "wasm": dist/toolfit.wasm in Envoy (envoy/envoy.yaml), counters in Envoy's /stats/prometheus.
+- "ext_proc": target/release/toolfit-extproc beside Envoy (envoy/extproc.yaml, BUFFERED unless told),
+  the same plugin JSON as its --config, counters on the processor's /metrics.
+
+The suites (e2e.py, responses.py, faults.py) run their checks through both; checks only one host can
+make (the Wasm VM's trap policy, a dead processor) stay with that host."""
+import http.client, json, os, subprocess, sys, tempfile, time
+
+import e2e
+from e2e import ROOT, free_port
+
+EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
+DELIVERIES = ("wasm", "ext_proc")
+
+# e2e.TEST_ROUTES turns the Wasm filter off on one route by its per-filter config; ext_proc's own
+WASM_OFF = """                  toolfit:
+                    "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
+                    disabled: true
+"""
+EXTPROC_OFF = """                  envoy.filters.http.ext_proc:
+                    "@type": type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExtProcPerRoute
+                    disabled: true
+"""
+
+
+class Processor(e2e.Process):
+    """toolfit-extproc on loopback ports, `config` written as its --config file."""
+
+    def __init__(self, config, flags=(), ports=None):
+        self.port, self.metrics_port = ports or (free_port(), free_port())
+        self.dir = tempfile.mkdtemp(prefix="toolfit-extproc-")
+        self.cfg = os.path.join(self.dir, "config.json")
+        open(self.cfg, "w").write(json.dumps(config))
+        self.log = open(os.path.join(self.dir, "extproc.log"), "w+")
+        self.proc = subprocess.Popen([EXTPROC, "--config", self.cfg, "--listen", f"127.0.0.1:{self.port}",
+                                      "--metrics-listen", f"127.0.0.1:{self.metrics_port}", *flags], stdout=self.log, stderr=subprocess.STDOUT)
+        self.ready = self.wait("/readyz")
+
+    def get(self, path):
+        c = http.client.HTTPConnection("127.0.0.1", self.metrics_port, timeout=5)
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read().decode()
+
+    def wait(self, path, seconds=20):
+        end = time.time() + seconds
+        while time.time() < end:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                if self.get(path)[0] == 200:
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.05)
+        return False
+
+    def messages(self):
+        """Its JSON log lines as Envoy would print them ("[info] toolfit: ..."), so one pattern reads both."""
+        out = []
+        for line in self.logs().splitlines():
+            try:
+                j = json.loads(line)
+                level = {"warn": "warning"}.get(j["level"], j["level"])
+                out.append(f"[{level}] {j['msg']}")
+            except (ValueError, KeyError, TypeError):
+                out.append(line)
+        return "\n".join(out)
+
+
+class ExtprocEnvoy(e2e.Envoy):
+    """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted."""
+
+    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None):
+        self.port, self.admin = free_port(), free_port()
+        text = open(os.path.join(ROOT, "envoy", "extproc.yaml")).read()
+        text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
+        text = text.replace("port_value: 8080", f"port_value: {upstream_port}").replace("port_value: 50051", f"port_value: {processor_port}")
+        text = text.replace("request_body_mode: BUFFERED", f"request_body_mode: {body_mode}")
+        if body_mode == "FULL_DUPLEX_STREAMED":
+            # Envoy requires it in this mode: a body that ends in trailers ends there
+            text = text.replace("request_trailer_mode: SKIP", "request_trailer_mode: SEND")
+        if routes:
+            text = text.replace("              - name: chat\n", routes.replace(WASM_OFF, EXTPROC_OFF) + "              - name: chat\n", 1)
+        self.start("stats_flush_interval: 1s\n" + text)
+
+
+class ExtProc:
+    """The processor and its Envoy, seen as one Envoy with toolfit in it."""
+
+    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=()):
+        self.processor = Processor(plugin, flags)
+        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or e2e.TEST_ROUTES) if (test_routes or routes) else None)
+        self.port, self.admin, self.proc = self.envoy.port, self.envoy.admin, self.envoy.proc
+        self.ready = self.processor.ready and self.envoy.ready
+
+    def request(self, *a, **kw):
+        return self.envoy.request(*a, **kw)
+
+    def get_admin(self, path):
+        return self.envoy.get_admin(path)
+
+    def prom(self):
+        return self.processor.get("/metrics")[1]
+
+    def logs(self):
+        return self.envoy.logs() + "\n" + self.processor.messages()
+
+    def stop(self):
+        self.envoy.stop()
+        self.processor.stop()
+
+
+def start(kind, plugin, upstream_port, **kw):
+    """toolfit in front of `upstream_port`, delivered as `kind` (one of DELIVERIES)."""
+    if kind == "wasm":
+        return e2e.Envoy(plugin, upstream_port, **kw)
+    if not os.path.exists(EXTPROC):
+        sys.exit(f"missing {EXTPROC}: run cargo build --release --workspace")
+    return ExtProc(plugin, upstream_port, **kw)
+
+
+def label(kind):
+    """What a check's name starts with: nothing for the Wasm filter (the names the suites always had)."""
+    return "" if kind == "wasm" else f"{kind}: "
