@@ -33,7 +33,7 @@ for i, f in enumerate(sorted(glob.glob("tests/corpus/servers/*.json"))[:12]):
     tools = json.load(open(f))["tools"][:5]
     chat = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": [{"type": "function", "function": {"name": t["name"].replace("_", "."), "description": t.get("description", ""), "parameters": t["inputSchema"]}} for t in tools]}).encode()[:30000]
     for path, reply in replies.items():
-        flags = (i % 3) | (4 if i % 2 else 0) | 64
+        flags = (i % 3) | (4 if i % 2 else 0) | 64 | (128 if i % 3 == 1 else 0)
         half = len(chat) // 2
         pieces = [chat] if i % 4 else [chat[:half], chat[half:]]
         prog = bytes([flags, path, 0])

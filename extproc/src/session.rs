@@ -65,11 +65,28 @@ pub struct Session {
     /// The response's headers wait for its whole body (`on_invalid_tool_call: reject`: the answer may
     /// be a 502): Envoy was told to buffer it (`BUFFERED_PARTIAL`).
     buffered_response: bool,
+    /// The response body comes in pieces that must each be answered with streamed bytes
+    /// (`FULL_DUPLEX_STREAMED`, as agentgateway and Istio's inference pools send it).
+    response_streamed: bool,
+    /// In that mode, the response headers' answer while it waits for the body (the verdict, maybe a
+    /// 502, comes at the body's end): Envoy keeps sending the pieces meanwhile.
+    held_response: Option<CommonResponse>,
 }
 
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
-        Session { shared, plan: None, body: Vec::new(), streamed: false, held_headers: None, reply: None, resp: Flow::Off, buffered_response: false }
+        Session {
+            shared,
+            plan: None,
+            body: Vec::new(),
+            streamed: false,
+            held_headers: None,
+            reply: None,
+            resp: Flow::Off,
+            buffered_response: false,
+            response_streamed: false,
+            held_response: None,
+        }
     }
 
     /// The answers to one message, in order: none where Envoy expects none (observability mode, a
@@ -79,6 +96,7 @@ impl Session {
         let observe = msg.observability_mode;
         if let Some(p) = &msg.protocol_config {
             self.streamed = p.request_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
+            self.response_streamed = p.response_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
         }
         let route = route_name(&msg);
         let meta = route_meta(&msg);
@@ -87,9 +105,9 @@ impl Session {
             processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref(), &meta).into_iter().collect(),
             processing_request::Request::RequestBody(b) => self.request_body(b),
             processing_request::Request::RequestTrailers(_) => self.request_trailers(),
-            processing_request::Request::ResponseHeaders(h) => vec![self.response_headers(&h)],
-            processing_request::Request::ResponseBody(b) => vec![self.response_body(b)],
-            processing_request::Request::ResponseTrailers(_) => vec![self.response_trailers()],
+            processing_request::Request::ResponseHeaders(h) => self.response_headers(&h).into_iter().collect(),
+            processing_request::Request::ResponseBody(b) => self.response_body(b),
+            processing_request::Request::ResponseTrailers(_) => self.response_trailers(),
         };
         if observe {
             Vec::new()
@@ -226,60 +244,107 @@ impl Session {
         out
     }
 
-    fn response_headers(&mut self, h: &HttpHeaders) -> ProcessingResponse {
-        let Some(reply) = self.reply.take() else { return skip_response(None) };
+    fn response_headers(&mut self, h: &HttpHeaders) -> Option<ProcessingResponse> {
+        let Some(reply) = self.reply.take() else {
+            // a full-duplex body is answered piece by piece whatever happens (no mode override there)
+            return Some(if self.response_streamed { headers_answer(false, None) } else { skip_response(None) });
+        };
         let map = h.headers.as_ref();
         let status = header(map, ":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
         let (ct, ce) = (header(map, "content-type"), header(map, "content-encoding"));
         let mut chunk = Chunk::default();
         let (flow, next) = self.with_sink(|sink| Flow::start(reply, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk, sink));
         self.resp = flow;
+        if self.response_streamed {
+            if next == Next::Pause && !matches!(self.resp, Flow::Off) && !h.end_of_stream {
+                // the verdict comes with the body's end: the headers wait for it
+                self.held_response = Some(chunk.common());
+                return None;
+            }
+            return Some(headers_answer(false, Some(chunk.common())));
+        }
         if matches!(self.resp, Flow::Off) {
             // nothing of this response is read: Envoy sends the body straight on
-            return skip_response(Some(chunk.common()));
+            return Some(skip_response(Some(chunk.common())));
         }
         if next == Next::Pause {
             // the headers wait for the whole body, which Envoy buffers (up to its buffer limit; past it
             // Envoy sends what it has and the rest goes on unread, see response_body)
             self.buffered_response = true;
-            return buffer_response(chunk.common());
+            return Some(buffer_response(chunk.common()));
         }
-        headers_answer(false, Some(chunk.common()))
+        Some(headers_answer(false, Some(chunk.common())))
     }
 
-    fn response_body(&mut self, b: HttpBody) -> ProcessingResponse {
+    fn response_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
         if matches!(self.resp, Flow::Off) {
-            return body_answer(false, None);
+            if self.response_streamed {
+                return self.release_response(None).into_iter().chain([streamed_body(false, b.body, b.end_of_stream)]).collect();
+            }
+            return vec![body_answer(false, None)];
         }
         if self.buffered_response && !b.end_of_stream {
             // Envoy's buffer limit was reached: this is the body's first part, the rest streams on
             // without coming here. It goes on as it came, counted.
             let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
             self.with_sink(|sink| resp.unseen(sink));
-            return body_answer(false, None);
+            return vec![body_answer(false, None)];
         }
         let mut chunk = Chunk { bytes: b.body, ..Chunk::default() };
         let size = chunk.bytes.len();
         let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
         self.with_sink(|sink| resp.body(&mut chunk, sink, size, b.end_of_stream));
         self.resp = resp;
-        body_answer(false, Some(chunk.common()))
+        if !self.response_streamed {
+            return vec![body_answer(false, Some(chunk.common()))];
+        }
+        let Chunk { bytes, out, headers } = chunk;
+        let out = out.unwrap_or(bytes);
+        if self.held_response.is_some() && out.is_empty() && !b.end_of_stream {
+            // still held, with the headers
+            return Vec::new();
+        }
+        self.release_response(Some(headers)).into_iter().chain([streamed_body(false, out, b.end_of_stream)]).collect()
     }
 
-    fn response_trailers(&mut self) -> ProcessingResponse {
+    /// Held response headers go out, with the changes the body's end made to them (`None` if none are
+    /// held).
+    fn release_response(&mut self, changes: Option<Mutations>) -> Option<ProcessingResponse> {
+        let mut common = self.held_response.take()?;
+        if let Some(later) = changes.map(|m| m.common()).and_then(|c| c.header_mutation) {
+            let m = common.header_mutation.get_or_insert_with(HeaderMutation::default);
+            m.set_headers.extend(later.set_headers);
+            m.remove_headers.extend(later.remove_headers);
+        }
+        Some(headers_answer(false, Some(common)))
+    }
+
+    fn response_trailers(&mut self) -> Vec<ProcessingResponse> {
         let mut chunk = Chunk::default();
         let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-        self.with_sink(|sink| {
+        let streamed = self.response_streamed;
+        let held = self.with_sink(|sink| {
             let reply = reply_of(&resp);
             resp.trailers(&mut chunk, sink);
-            // a trailers answer carries no body: bytes toolfit still held cannot go out any more
-            if chunk.out.as_ref().is_some_and(|o| !o.is_empty()) {
+            let held = chunk.out.take().unwrap_or_default();
+            // a trailers answer carries no body: in STREAMED, bytes toolfit still held cannot go out any more
+            if !streamed && !held.is_empty() {
                 if let Some(r) = &reply {
                     sink.internal_error(r);
                 }
             }
+            held
         });
-        trailers_answer(false)
+        if !streamed {
+            return vec![trailers_answer(false)];
+        }
+        // full duplex: what was held goes out as the body's last piece, before the trailers
+        let mut out: Vec<ProcessingResponse> = self.release_response(Some(chunk.headers)).into_iter().collect();
+        if !held.is_empty() {
+            out.push(streamed_body(false, held, false));
+        }
+        out.push(trailers_answer(false));
+        out
     }
 
     /// Runs `f` with the process's counters and log rate limit.
@@ -469,10 +534,15 @@ fn body_answer(request: bool, common: Option<CommonResponse>) -> ProcessingRespo
 
 /// The answer to the last piece of a `FULL_DUPLEX_STREAMED` request body: the whole body, in one piece.
 fn streamed_answer(body: Vec<u8>, end_of_stream: bool) -> ProcessingResponse {
+    streamed_body(true, body, end_of_stream)
+}
+
+/// Bytes of a `FULL_DUPLEX_STREAMED` body (the request's if `request`, else the response's).
+fn streamed_body(request: bool, body: Vec<u8>, end_of_stream: bool) -> ProcessingResponse {
     let m = BodyMutation {
         mutation: Some(body_mutation::Mutation::StreamedResponse(StreamedBodyResponse { body, end_of_stream, ..StreamedBodyResponse::default() })),
     };
-    body_answer(true, Some(CommonResponse { body_mutation: Some(m), ..CommonResponse::default() }))
+    body_answer(request, Some(CommonResponse { body_mutation: Some(m), ..CommonResponse::default() }))
 }
 
 fn trailers_answer(request: bool) -> ProcessingResponse {

@@ -7,7 +7,7 @@
 //! The input is a small program:
 //! - byte 0: configuration (llama-cpp, openai-strict with a dotted tool name mapped, gemini) in bits
 //!   0-1; bit 2 `FULL_DUPLEX_STREAMED`; bit 3 observability mode; bits 4-5 the route's metadata (none,
-//!   profile mcp, strict, disabled); bit 6 a route name;
+//!   profile mcp, strict, disabled); bit 6 a route name; bit 7 `FULL_DUPLEX_STREAMED` response bodies;
 //! - byte 1: the path; byte 2: content type (bits 0-1), gzip content encoding (bit 2), headers end the
 //!   stream (bit 3);
 //! - then operations, one byte each (`op % 6`, bit 3 = end of stream): 0 request body piece (two
@@ -88,8 +88,9 @@ fn fits(msg: &Request, answer: &ProcessingResponse) -> bool {
         (Request::RequestBody(_), Some(Response::RequestHeaders(_) | Response::RequestBody(_) | Response::ImmediateResponse(_))) => true,
         (Request::RequestTrailers(_), Some(Response::RequestHeaders(_) | Response::RequestBody(_) | Response::RequestTrailers(_) | Response::ImmediateResponse(_))) => true,
         (Request::ResponseHeaders(_), Some(Response::ResponseHeaders(_))) => true,
-        (Request::ResponseBody(_), Some(Response::ResponseBody(_))) => true,
-        (Request::ResponseTrailers(_), Some(Response::ResponseTrailers(_))) => true,
+        // full-duplex responses: held response headers go out with the body's end or its trailers
+        (Request::ResponseBody(_), Some(Response::ResponseHeaders(_) | Response::ResponseBody(_))) => true,
+        (Request::ResponseTrailers(_), Some(Response::ResponseHeaders(_) | Response::ResponseBody(_) | Response::ResponseTrailers(_))) => true,
         _ => false,
     }
 }
@@ -121,10 +122,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let request_headers = headers(&pairs, kind & 8 != 0);
     let mode = if streamed { BodySendMode::FullDuplexStreamed } else { BodySendMode::Buffered };
+    let response_mode = if flags & 128 != 0 { BodySendMode::FullDuplexStreamed } else { BodySendMode::Streamed };
     let first = ProcessingRequest {
         request: Some(Request::RequestHeaders(request_headers.clone())),
         attributes: [("envoy.filters.http.ext_proc".to_string(), attrs)].into_iter().collect(),
-        protocol_config: Some(ProtocolConfiguration { request_body_mode: mode as i32, response_body_mode: BodySendMode::Streamed as i32, ..Default::default() }),
+        protocol_config: Some(ProtocolConfiguration { request_body_mode: mode as i32, response_body_mode: response_mode as i32, ..Default::default() }),
         observability_mode: observe,
         ..Default::default()
     };

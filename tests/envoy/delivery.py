@@ -74,7 +74,7 @@ class Processor(e2e.Process):
 class ExtprocEnvoy(e2e.Envoy):
     """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted."""
 
-    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None):
+    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED"):
         self.port, self.admin = free_port(), free_port()
         text = open(os.path.join(ROOT, "envoy", "extproc.yaml")).read()
         text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
@@ -83,6 +83,10 @@ class ExtprocEnvoy(e2e.Envoy):
         if body_mode == "FULL_DUPLEX_STREAMED":
             # Envoy requires it in this mode: a body that ends in trailers ends there
             text = text.replace("request_trailer_mode: SKIP", "request_trailer_mode: SEND")
+        if response_mode != "STREAMED":
+            text = text.replace("response_body_mode: STREAMED", f"response_body_mode: {response_mode}")
+            if response_mode == "FULL_DUPLEX_STREAMED":
+                text = text.replace("response_trailer_mode: SKIP", "response_trailer_mode: SEND")
         if routes:
             text = text.replace("              - name: chat\n", routes.replace(WASM_OFF, EXTPROC_OFF) + "              - name: chat\n", 1)
         self.start("stats_flush_interval: 1s\n" + text)
@@ -91,9 +95,9 @@ class ExtprocEnvoy(e2e.Envoy):
 class ExtProc:
     """The processor and its Envoy, seen as one Envoy with toolfit in it."""
 
-    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=()):
+    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=(), response_mode="STREAMED"):
         self.processor = Processor(plugin, flags)
-        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or e2e.TEST_ROUTES) if (test_routes or routes) else None)
+        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or e2e.TEST_ROUTES) if (test_routes or routes) else None, response_mode)
         self.port, self.admin, self.proc = self.envoy.port, self.envoy.admin, self.envoy.proc
         self.ready = self.processor.ready and self.envoy.ready
 

@@ -344,16 +344,17 @@ def encodings(e):
     SCRIPT.encoding = None
 
 
-def reject(kind="wasm"):
+def reject(kind="wasm", **delivery_options):
     """`on_invalid_tool_call: reject`: the response's headers wait for its body (the Wasm filter holds
-    it; the processor has Envoy buffer it), and an invalid call turns the answer into a 502."""
+    it; the processor has Envoy buffer it, or holds it itself when the body comes full-duplex), and an
+    invalid call turns the answer into a 502."""
     import delivery
     port = free_port()
     srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     routes = [{**ROUTES[0], "on_invalid_tool_call": "reject"}]
-    e = delivery.start(kind, {"profile": "openai-strict", "framing": "exact", "routes": routes}, port, test_routes=False)
+    e = delivery.start(kind, {"profile": "openai-strict", "framing": "exact", "routes": routes}, port, test_routes=False, **delivery_options)
     try:
         req = {"model": "gpt-4o", "messages": [], "tools": [{"type": "function", "function": {"name": "gh.search", "description": "s", "parameters": SCHEMA}}]}
         ok = json.dumps({"choices": [{"index": 0, "message": {"tool_calls": [{"id": "1", "type": "function", "function": {"name": "gh_search", "arguments": "{\"q\":\"a\",\"n\":null}"}}]}}]})
@@ -389,6 +390,9 @@ def reject(kind="wasm"):
         srv.shutdown()
 
 
+# what the checks through the processor with full-duplex response bodies are named after
+FULL_DUPLEX = "ext_proc, full-duplex responses: "
+
 # every part that reads a response, in order (reject() needs its own Envoy)
 PARTS = (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, patterns_and_formats, encodings)
 
@@ -416,9 +420,11 @@ def main():
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        for kind in delivery.DELIVERIES:
-            label = delivery.label(kind)
-            e = delivery.start(kind, {"profile": "llama-cpp", "routes": ROUTES}, port, test_routes=False)
+        # the two deliveries, then the processor with full-duplex response bodies (agentgateway's
+        # default, and what Istio's inference pools use): each piece answered with streamed bytes
+        runs = [(kind, delivery.label(kind), {}) for kind in delivery.DELIVERIES] + [("ext_proc", FULL_DUPLEX, {"response_mode": "FULL_DUPLEX_STREAMED"})]
+        for kind, label, options in runs:
+            e = delivery.start(kind, {"profile": "llama-cpp", "routes": ROUTES}, port, test_routes=False, **options)
             check(f"{label}toolfit and envoy start with the response-path routes", e.ready, e.logs()[-1500:])
             if not e.ready:
                 continue
@@ -437,6 +443,8 @@ def main():
     for kind in delivery.DELIVERIES:
         e2e.LABEL = delivery.label(kind)
         reject(kind)
+    e2e.LABEL = FULL_DUPLEX
+    reject("ext_proc", response_mode="FULL_DUPLEX_STREAMED")
     e2e.LABEL = ""
 
 
