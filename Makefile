@@ -31,6 +31,7 @@ demo: build wasm
 # responses in each API's format from a scripted upstream; the real SDKs (openai, anthropic, google-genai,
 # cohere, ollama; a venv in ~/.cache/toolfit/clients) through Envoy to a compressing double of each API; hostile bodies and faults through Envoy; real llama-servers (2026-10, 2025-08; built from the sdists and
 # cached in ~/.cache/toolfit/server) raw and behind Envoy; agents with real MCP servers against them;
+# the gateway overlays' filter chains before an Endpoint Picker stand-in (tests/envoy/placement.py);
 # the Envoy suites through both deliveries (the Wasm filter, and toolfit-extproc behind Envoy's ext_proc
 # filter) and the processor's own faults; each fuzz target for 20 s (make fuzz runs them longer).
 test: build wasm lint
@@ -47,6 +48,8 @@ test: build wasm lint
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
+	cargo build --release --workspace --example epp_standin
+	$$(scripts/venv.sh)/bin/python tests/envoy/placement.py
 	scripts/fuzz.sh 20
 
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
@@ -89,8 +92,13 @@ test-llama-server: build wasm
 test-agents: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py $(if $(RUNS),--runs $(RUNS))
 
+# deploy/ rendered and validated (Kubernetes, Istio, Gateway API, Prometheus Operator models; the CRD
+# subsets in tests/deploy/), its EnvoyFilters run in Envoy, and the placement contract before an
+# Endpoint Picker (an EPP stand-in, extproc/examples/epp_standin.rs) per gateway's filter chain
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
+	cargo build --release --workspace --example epp_standin
+	$$(scripts/venv.sh)/bin/python tests/envoy/placement.py
 
 # Regenerates deploy/monitoring/toolfit-dashboard.json from the filter's metric names.
 dashboard: build

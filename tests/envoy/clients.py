@@ -192,15 +192,19 @@ class Api(echo_upstream.Recorder):
         except (BrokenPipeError, ConnectionResetError):
             Api.cut.append(self.path)
 
+    def coding(self, path, accept):
+        """The coding of the answer: the one the path's first segment names, if the request accepts it."""
+        want = path.split("/")[1]
+        return want if re.search(rf"(^|[\s,]){want}(\s*(;|,|$))", accept) else "identity"
+
     def answer_post(self):
         body, _ = self.read_body()
         path = self.path
         fmt = next(f for suffix, f in [("/chat/completions", "chat"), ("/responses", "responses"), ("/messages", "anthropic"),
                                        ("Content", "gemini"), ("/v2/chat", "cohere"), ("/api/chat", "ollama")] if suffix in path.split("?")[0])
         ctype, chunks = answer(fmt, json.loads(body), path)
-        want = path.split("/")[1]
         accept = self.headers.get("accept-encoding", "")
-        coding = want if re.search(rf"(^|[\s,]){want}(\s*(;|,|$))", accept) else "identity"
+        coding = self.coding(path, accept)
         calls = [(n, sample(x)) for n, x in received_tools(fmt, json.loads(body))]
         Api.seen.append((path, accept, coding, [n for n, _ in calls], any(v is None for _, a in calls if isinstance(a, dict) for v in a.values()), body.decode()))
         self.send_response(200)

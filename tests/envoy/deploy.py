@@ -3,7 +3,7 @@
 EnvoyFilters into the Envoy config Istio would build and run it with the wasm, check plugin configs,
 dashboard and alert metric names, and follow deploy/README.md's walkthrough as far as no cluster is
 needed. Run with the venv's python (PyYAML): make test does. Prints 'N passed, M failed'."""
-import copy, glob, json, os, re, shutil, subprocess, sys, tempfile, time
+import copy, glob, gzip, json, os, re, shutil, subprocess, sys, tempfile, time
 
 import yaml
 
@@ -17,7 +17,11 @@ import npm_cache  # noqa: E402
 DEPLOY = os.path.join(ROOT, "deploy")
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
 NPM = npm_cache.NPM
-NPM_PACKAGES = ["kubernetes-models@5.1.0", "@kubernetes-models/istio@3.0.1", "@kubernetes-models/prometheus-operator@6.0.0"]
+NPM_PACKAGES = ["kubernetes-models@5.1.0", "@kubernetes-models/istio@3.0.1", "@kubernetes-models/prometheus-operator@6.0.0",
+                "@kubernetes-models/gateway-api@2.0.0"]
+# custom resources no package models (InferencePool, Envoy Gateway's, Istio's TrafficExtension): closed
+# structural schemas read from their API types, checked here with jsonschema
+SUBSETS = json.load(open(os.path.join(ROOT, "tests", "deploy", "crd_subsets.json")))["kinds"]
 
 
 def render(overlay):
@@ -32,9 +36,25 @@ def validator():
     shutil.copy(os.path.join(ROOT, "tests", "envoy", "k8s_validate.mjs"), NPM)
 
 
+def subset_schema(o):
+    return next((k["schema"] for k in SUBSETS if k["apiVersion"] == o.get("apiVersion") and k["kind"] == o.get("kind")), None)
+
+
 def validate(objs):
-    p = subprocess.run(["node", "k8s_validate.mjs"], cwd=NPM, input=json.dumps(objs), capture_output=True, text=True)
-    return p.returncode == 0, p.stdout + p.stderr
+    """Every object against its schema: the npm models for what they cover, SUBSETS for the rest."""
+    import jsonschema
+    lines, ok = [], True
+    for o in objs:
+        schema = subset_schema(o)
+        if schema is None:
+            continue
+        errors = sorted(jsonschema.Draft202012Validator(schema).iter_errors(o), key=lambda e: list(e.path))
+        name = f"{o['kind']}/{o.get('metadata', {}).get('name')} ({o['apiVersion']})"
+        lines.append(f"ok   {name}" if not errors else f"FAIL {name}: " + "; ".join(f"{'/'.join(map(str, e.path))}: {e.message}"[:200] for e in errors[:3]))
+        ok = ok and not errors
+    rest = [o for o in objs if subset_schema(o) is None]
+    p = subprocess.run(["node", "k8s_validate.mjs"], cwd=NPM, input=json.dumps(rest), capture_output=True, text=True)
+    return ok and p.returncode == 0, "\n".join(lines) + "\n" + p.stdout + p.stderr
 
 
 def deep_merge(dst, src):
@@ -56,6 +76,11 @@ def plugin_configs(objs):
                     out.append((f"EnvoyFilter/{o['metadata']['name']} patch {i}", cfg["configuration"]["value"]))
         if o["kind"] == "WasmPlugin":
             out.append((f"WasmPlugin/{o['metadata']['name']}", json.dumps(o["spec"].get("pluginConfig", {}))))
+        if o["kind"] == "TrafficExtension" and "wasm" in o["spec"]:
+            out.append((f"TrafficExtension/{o['metadata']['name']}", json.dumps(o["spec"]["wasm"].get("pluginConfig", {}))))
+        if o["kind"] == "EnvoyExtensionPolicy":
+            for i, w in enumerate(o["spec"].get("wasm", [])):
+                out.append((f"EnvoyExtensionPolicy/{o['metadata']['name']} wasm {i}", json.dumps(w.get("config", {}))))
         if o["kind"] == "ConfigMap" and o["metadata"]["name"] == "toolfit-extproc-config":
             # toolfit-extproc reads the same JSON (and refuses what check-config refuses)
             out.append((f"ConfigMap/{o['metadata']['name']}", o["data"]["config.json"]))
@@ -140,6 +165,210 @@ class BootstrapEnvoy(e2e.Envoy):
         self.ready = self.wait_ready()
 
 
+def pods_of(objs):
+    """(labels, container ports) of every Deployment's pods."""
+    return [(d["spec"]["template"]["metadata"].get("labels", {}), {p["containerPort"] for c in d["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])})
+            for d in objs if d["kind"] == "Deployment"]
+
+
+def inference_overlays(rendered):
+    """What a cluster would only show after applying: the routes, pools, EPPs and toolfit of each
+    inference overlay refer to objects that exist, and toolfit sits before the EPP."""
+    for name in ("inference-gateway", "inference-gateway-traffic-extension", "envoy-gateway", "envoy-gateway-extproc", "agentgateway"):
+        objs = rendered.get(name)
+        if objs is None:
+            check(f"deploy/{name} rendered", False)
+            continue
+        by = lambda kind: [o for o in objs if o["kind"] == kind]  # noqa: E731
+        pools = {p["metadata"]["name"]: p for p in by("InferencePool")}
+        services = {s["metadata"]["name"]: {p["port"] for p in s["spec"]["ports"]} for s in by("Service")}
+        gateways = {g["metadata"]["name"] for g in by("Gateway")}
+        refs = [(r["metadata"]["name"], b) for r in by("HTTPRoute") for rule in r["spec"]["rules"] for b in rule["backendRefs"]]
+        pool_refs = [b["name"] for _, b in refs if b.get("kind") == "InferencePool"]
+        check(f"deploy/{name}: every HTTPRoute attaches to its Gateway and every backend exists",
+              all(p["name"] in gateways for r in by("HTTPRoute") for p in r["spec"]["parentRefs"])
+              and all(b["name"] in (pools if b.get("kind") == "InferencePool" else services) for _, b in refs) and sorted(set(pool_refs)) == sorted(pools), refs)
+        pods = pods_of(objs)
+        for pname, pool in pools.items():
+            sel, port = pool["spec"]["selector"]["matchLabels"], pool["spec"]["targetPorts"][0]["number"]
+            epp = pool["spec"]["endpointPickerRef"]
+            members = [ports for labels, ports in pods if all(labels.get(k) == v for k, v in sel.items())]
+            check(f"deploy/{name}: pool {pname} selects pods serving port {port}, and its EPP Service {epp['name']}:{epp.get('portNumber', 9002)} exists",
+                  members and all(port in ports for ports in members) and epp.get("portNumber", 9002) in services.get(epp["name"], ()), (members, services.get(epp["name"])))
+        targets = [t for o in objs if o["kind"] in ("WasmPlugin", "TrafficExtension", "EnvoyExtensionPolicy", "AgentgatewayPolicy") for t in o["spec"].get("targetRefs", [])]
+        check(f"deploy/{name}: toolfit is attached to the Gateway", targets and all(t["kind"] == "Gateway" and t["name"] in gateways for t in targets), targets)
+        proxies = by("EnvoyProxy")
+        if any("wasm" in o["spec"] for o in by("EnvoyExtensionPolicy")):
+            order = [(f["name"], f.get("before")) for p in proxies for f in p["spec"].get("filterOrder", [])]
+            classes = [c for c in by("GatewayClass") if c["spec"].get("parametersRef", {}).get("name") in {p["metadata"]["name"] for p in proxies}]
+            check(f"deploy/{name}: the GatewayClass's EnvoyProxy puts the Wasm filter before every ext_proc (the EPP's)",
+                  ("envoy.filters.http.wasm", "envoy.filters.http.ext_proc") in order and classes, order)
+        for p in by("AgentgatewayPolicy"):
+            opts = p["spec"]["traffic"]["extProc"]["processingOptions"]
+            backend = p["spec"]["traffic"]["extProc"]["backendRef"]
+            # agentgateway's Buffered refuses bodies over 8 KB: the whole body must come streamed
+            check(f"deploy/{name}: the ext_proc policy streams the request body to toolfit-extproc's Service",
+                  opts.get("requestBodyMode") == "FullDuplexStreamed" and backend["port"] in services.get(backend["name"], ()), (opts, backend))
+        for p in by("ClientTrafficPolicy"):
+            limit = p["spec"]["connection"]["bufferLimit"]
+            size = int(limit.rstrip("KMGi")) << {"Ki": 10, "Mi": 20, "Gi": 30}.get(limit[-2:], 0)
+            maxes = [json.loads(c).get("max_body_bytes", 16 << 20) for _, c in plugin_configs(objs)]
+            check(f"deploy/{name}: the gateway's buffer limit ({limit}) is above toolfit's max_body_bytes", maxes and all(size > m for m in maxes), maxes)
+        if proxies:
+            boot = yaml.safe_load(proxies[0]["spec"]["bootstrap"]["value"])
+            ours = bootstrap_override(rendered["envoyfilter"])
+            check(f"deploy/{name}: the EnvoyProxy bootstrap carries the same stats tags as the sidecars'", boot["stats_config"] == ours["stats_config"])
+
+
+# one request per hosted API in its own format, with the schema deploy/README.md sends (a `(?:` pattern,
+# a `not: {}` branch) and a dotted tool name OpenAI, Anthropic and Gemini refuse
+EGRESS_CALLS = {
+    "api.openai.com": ("openai", "openai-chat", "/v1/chat/completions", lambda t: {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}],
+                                                                                    "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]}),
+    "api.anthropic.com": ("anthropic", "anthropic", "/v1/messages", lambda t: {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+                                                                               "tools": [{"name": "jira.get_issue", "input_schema": t}]}),
+    "generativelanguage.googleapis.com": ("gemini", "gemini", "/v1beta/models/gemini-2.5-flash:generateContent",
+                                          lambda t: {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "jira.get_issue", "parameters": t}]}]}),
+    "api.cohere.com": ("cohere", "cohere", "/v2/chat", lambda t: {"model": "command-a", "messages": [{"role": "user", "content": "hi"}],
+                                                                  "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]}),
+}
+
+
+def egress(objs, upstream_port, rec):
+    """deploy/egress's EnvoyFilter as Istio builds the egress gateway's Envoy: the gateway's routes
+    from the VirtualServices (the routes bound to the egress gateway, one virtual host per API host),
+    each API's request rewritten by its own profile through the route metadata."""
+    ef = next(x for x in objs if x["kind"] == "EnvoyFilter")
+    vhosts = []
+    for v in (x for x in objs if x["kind"] == "VirtualService"):
+        host = v["spec"]["hosts"][0]
+        routes = [{"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|443||{host}", "timeout": "0s"}}
+                  for h in v["spec"]["http"] if any("llm-egress" in m.get("gateways", []) for m in h.get("match", []))]
+        vhosts.append({"name": f"{host}:80", "domains": [host], "routes": routes})
+    ports = (e2e.free_port(), e2e.free_port(), upstream_port)
+    cfg = assemble_and_validate("egress", ef, objs, "GATEWAY", ports, vhosts, " (a route per API host)")
+    e = BootstrapEnvoy(cfg, ports[0], ports[1])
+    try:
+        check("egress EnvoyFilter: Envoy runs it", e.ready, e.logs()[-1500:])
+        _, request = readme_request()
+        schema = request["tools"][0]["function"]["parameters"]
+        got = {}
+        for host, (profile, fmt, path, make) in EGRESS_CALLS.items():
+            body = json.dumps(make(schema)).encode()
+            e.request("POST", path, body, {"host": host})
+            got[host] = (e2e.last(rec).get("body"), e2e.cli(body, fmt=fmt, profile=profile), body)
+        check("egress: each API's host rewrites with its own profile (the route's metadata); the dotted name mapped for OpenAI and Anthropic, kept for Gemini and Cohere",
+              all(sent == want != body for sent, want, body in got.values()) and all((b"jira.get_issue" in sent) == (host in ("generativelanguage.googleapis.com", "api.cohere.com")) for host, (sent, _, _) in got.items()),
+              {h: (sent == want, want != body) for h, (sent, want, body) in got.items()})
+        time.sleep(1.2)
+        prom = e.prom()
+        check("egress: counters labelled by API route and profile", all(e2e.metric(prom, "toolfit_requests_rewritten", p, p) == 1 for p, _, _, _ in EGRESS_CALLS.values()))
+    finally:
+        e.stop()
+    egress_replies(ef, objs, vhosts)
+
+
+# a strict tool the reply test sends (an optional parameter becomes nullable under the APIs' strict
+# mode, so their double writes a null toolfit must take out again)
+STRICT_TOOL = {"type": "object", "properties": {"key": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["key"], "additionalProperties": False}
+EGRESS_REPLIES = {
+    "api.openai.com": ("/v1/chat/completions", {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}],
+                                                "tools": [{"type": "function", "function": {"name": "jira.get_issue", "strict": True, "parameters": STRICT_TOOL}}]},
+                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["choices"][0]["message"]["tool_calls"]]),
+    "api.anthropic.com": ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+                                           "tools": [{"name": "jira.get_issue", "strict": True, "input_schema": STRICT_TOOL}]},
+                          lambda r: [(b["name"], b["input"]) for b in r["content"] if b["type"] == "tool_use"]),
+    "generativelanguage.googleapis.com": ("/v1beta/models/gemini-2.5-flash:generateContent",
+                                          {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "jira.get_issue", "parameters": STRICT_TOOL}]}]},
+                                          lambda r: [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in r["candidates"][0]["content"]["parts"]]),
+    "api.cohere.com": ("/v2/chat", {"model": "command-a", "messages": [{"role": "user", "content": "hi"}],
+                                    "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": STRICT_TOOL}}]},
+                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["message"]["tool_calls"]]),
+}
+
+
+def tls_api(objs):
+    """The hosted APIs' double (tests/envoy/clients.py's Api: each API's reply shape, a call to every tool
+    under the name it received, null wherever the received schema allows it) over TLS with a certificate
+    for every API host, answering gzip when the request accepts it. Returns (port, CA file)."""
+    import ssl, threading
+    from http.server import ThreadingHTTPServer
+    import clients
+    tmp = tempfile.mkdtemp(prefix="toolfit-egress-")
+    key, cert = os.path.join(tmp, "key.pem"), os.path.join(tmp, "cert.pem")
+    hosts = [h for d in objs if d["kind"] == "DestinationRule" for h in [d["spec"]["host"]]]
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=toolfit-test-api",
+                    "-addext", "subjectAltName=" + ",".join(f"DNS:{h}" for h in hosts)], check=True, capture_output=True)
+
+    class GzipApi(clients.Api):
+        def coding(self, path, accept):
+            return "gzip" if "gzip" in accept else "identity"
+
+    port = e2e.free_port()
+    srv = ThreadingHTTPServer(("127.0.0.1", port), GzipApi)
+    srv.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return port, cert, GzipApi
+
+
+def originate_tls(cfg, objs, ca):
+    """Each API cluster as the overlay's DestinationRule makes Istio build it: TLS to the API (mode SIMPLE,
+    its SNI), the API's certificate checked against `ca` for the API's host name."""
+    rules = {d["spec"]["host"]: d["spec"]["trafficPolicy"]["portLevelSettings"][0]["tls"] for d in objs if d["kind"] == "DestinationRule"}
+    done = 0
+    for c in cfg["static_resources"]["clusters"]:
+        host = c["name"].split("||")[-1]
+        tls = rules.get(host)
+        if tls and tls.get("mode") == "SIMPLE":
+            c["transport_socket"] = {"name": "envoy.transport_sockets.tls", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", "sni": tls["sni"],
+                "common_tls_context": {"validation_context": {"trusted_ca": {"filename": ca},
+                                                             "match_typed_subject_alt_names": [{"san_type": "DNS", "matcher": {"exact": host}}]}}}}
+            done += 1
+    return done
+
+
+def egress_replies(ef, objs, vhosts):
+    """The egress chain against TLS doubles of the APIs that answer compressed: what the agent gets back
+    carries its own tool name and no null toolfit's strict rewrite made possible."""
+    port, ca, api = tls_api(objs)
+    ports = (e2e.free_port(), e2e.free_port(), port)
+    cfg, _ = assemble(ef, objs, "GATEWAY", ports, vhosts)
+    tls = originate_tls(cfg, objs, ca)
+    check("egress: every API cluster originates TLS as its DestinationRule says", tls == len(EGRESS_REPLIES), tls)
+    e = BootstrapEnvoy(cfg, ports[0], ports[1])
+    try:
+        check("egress with TLS origination: Envoy runs it", e.ready, e.logs()[-1500:])
+        got, codings = {}, {}
+        for host, (path, request, calls) in EGRESS_REPLIES.items():
+            status, raw, headers = e.request("POST", path, json.dumps(request).encode(), {"host": host, "accept-encoding": "gzip"})
+            codings[host] = (headers.get("content-encoding"), api.seen[-1][2] if api.seen else None)
+            try:
+                got[host] = calls(json.loads(gzip.decompress(raw) if headers.get("content-encoding") == "gzip" else raw))
+            except (ValueError, KeyError, IndexError, TypeError, OSError) as err:
+                got[host] = f"{status}: {err}: {raw[:200]!r}"
+        check("egress: the APIs answered gzip and the agents got gzip", all(c == ("gzip", "gzip") for c in codings.values()), codings)
+        check("egress: every call the agent gets names its own tool (jira.get_issue, mapped for OpenAI and Anthropic)",
+              all(isinstance(v, list) and v and all(n == "jira.get_issue" for n, _ in v) for v in got.values()), got)
+        # OpenAI's strict mode wants every property required, so toolfit made `limit` nullable and the
+        # double wrote null (Anthropic's strict mode keeps optional properties optional: no null there)
+        nulls_written = sum(1 for seen in api.seen if seen[4])
+        check("egress: the OpenAI double wrote a null for the optional parameter toolfit made nullable, and the agent got none",
+              isinstance(got["api.openai.com"], list) and all(None not in a.values() for _, a in got["api.openai.com"]) and nulls_written >= 1, (got, nulls_written))
+        time.sleep(1.2)
+        prom = e.prom()
+        unrepaired = sum(int(x) for x in re.findall(r"^toolfit_responses_unrepaired\{[^}]*\} (\d+)", prom, re.M))
+        check("egress: names restored and nulls removed counted, no reply left unrepaired",
+              e2e.metric(prom, "toolfit_names_restored", "openai", "openai") >= 1 and e2e.metric(prom, "toolfit_names_restored", "anthropic", "anthropic") >= 1
+              and e2e.metric(prom, "toolfit_nulls_removed", "openai", "openai") >= 1 and unrepaired == 0,
+              [l for l in prom.splitlines() if re.match(r"toolfit_(names_restored|nulls_removed|responses_unrepaired)", l)])
+    finally:
+        e.stop()
+
+
 def readme_request():
     text = open(os.path.join(DEPLOY, "README.md")).read()
     m = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", text, re.S)
@@ -170,6 +399,16 @@ def main():
             o["spec"]["replicas"] = "two"
     ok, out = validate(broken)
     check("the validator rejects a misspelt applyTo and a string replica count", not ok and out.count("FAIL") == 2, out[-600:])
+    if "inference-gateway" in rendered and "envoy-gateway" in rendered:
+        # and the structural schemas are not either: the EPP's port under the Service's field name, a
+        # filterOrder entry that names no neighbour
+        broken = copy.deepcopy([o for o in rendered["inference-gateway"] if o["kind"] == "InferencePool"][:1]
+                               + [o for o in rendered["envoy-gateway"] if o["kind"] == "EnvoyProxy"])
+        broken[0]["spec"]["endpointPickerRef"]["port"] = broken[0]["spec"]["endpointPickerRef"].pop("portNumber")
+        broken[1]["spec"]["filterOrder"][0].pop("before")
+        ok, out = validate(broken)
+        check("the CRD subsets reject endpointPickerRef.port and a filterOrder entry without before/after", not ok and out.count("FAIL") == 2, out[-600:])
+        inference_overlays(rendered)
 
     for o, objs in rendered.items():
         for where, cfg in plugin_configs(objs):
@@ -229,6 +468,9 @@ def main():
     finally:
         e.stop()
 
+    if "egress" in rendered:
+        egress(rendered["egress"], upstream_port, rec)
+
     # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/envoy/e2e.py saved them)
     seen_file = os.path.join(ROOT, "target", "e2e-metric-names.txt")
     seen = set(open(seen_file).read().split()) if os.path.exists(seen_file) else set()
@@ -255,7 +497,7 @@ def main():
         cm = json.loads(p.stdout) if p.returncode == 0 else {}
         size = len(json.dumps(cm))
         check(f"walkthrough step 2: `{cmd}` (dry run) makes a ConfigMap of {size} bytes, under 1 MiB", cm.get("binaryData", {}).get("toolfit.wasm") and size < 1 << 20, p.stderr)
-    applied = re.findall(r"kubectl apply -k deploy/(\w+)", text)
+    applied = re.findall(r"kubectl apply -k deploy/([\w-]+)", text)
     check("walkthrough step 3: every overlay it applies renders and validates", applied and all(a in rendered for a in applied), applied)
     docker = open(os.path.join(DEPLOY, "Dockerfile")).read()
     check("Dockerfile packages dist/toolfit.wasm as plugin.wasm (Istio's compat layout)", "COPY dist/toolfit.wasm ./plugin.wasm" in docker and "FROM scratch" in docker)

@@ -1,8 +1,8 @@
 // Validates Kubernetes objects (a JSON array on stdin) against their schemas: core kinds with
-// kubernetes-models, Istio and Prometheus Operator kinds with models generated from their CRDs.
+// kubernetes-models, Istio, Prometheus Operator and Gateway API kinds with models generated from their CRDs.
 // Run from the directory where those packages are installed (tests/deploy.py does). Prints one line
 // per object; exit 1 if any object is invalid or of a kind no model covers.
-const packages = ["kubernetes-models", "@kubernetes-models/istio", "@kubernetes-models/prometheus-operator"];
+const packages = ["kubernetes-models", "@kubernetes-models/istio", "@kubernetes-models/prometheus-operator", "@kubernetes-models/gateway-api"];
 
 async function modelFor(apiVersion, kind) {
   for (const p of packages) {

@@ -174,14 +174,19 @@ class Pair:
     the same build; both answer each request at the same time, one core each."""
 
     def __init__(self, version, template):
-        binary, m = server_binary(version), model(version, template)
-        self.version, self.template = version, template
-        self.tag = f"llama-server {VERSIONS[version]} ({version}), {TEMPLATES[template][1]} template"
-        self.opener = TEMPLATES[template][0]
-        self.raw, self.behind = Server(binary, m, 1), Server(binary, m, 1)
-        self.env = e2e.Envoy({"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": VERSIONS[version]}, self.behind.port, test_routes=False)
+        cfg = self.servers(version, template, "")
+        self.env = e2e.Envoy(cfg, self.behind.port, test_routes=False)
         self.sides = {"raw": (self.raw, self.raw.port), "toolfit": (self.behind, self.env.port)}
         self.pool = concurrent.futures.ThreadPoolExecutor(2)
+
+    def servers(self, version, template, what):
+        """Starts the two servers (same build, same seed); returns toolfit's configuration for the release."""
+        binary, m = server_binary(version), model(version, template)
+        self.version, self.template = version, template
+        self.tag = f"llama-server {VERSIONS[version]} ({version}), {TEMPLATES[template][1]} template{what}"
+        self.opener = TEMPLATES[template][0]
+        self.raw, self.behind = Server(binary, m, 1), Server(binary, m, 1)
+        return {"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": VERSIONS[version]}
 
     def ready(self):
         return self.raw.alive() and self.behind.alive() and self.env.ready
@@ -643,12 +648,7 @@ class DeliveryPair(Pair):
 
     def __init__(self, version, template):
         import delivery
-        binary, m = server_binary(version), model(version, template)
-        self.version, self.template = version, template
-        self.tag = f"llama-server {VERSIONS[version]} ({version}), {TEMPLATES[template][1]} template, Wasm vs ext_proc"
-        self.opener = TEMPLATES[template][0]
-        self.raw, self.behind = Server(binary, m, 1), Server(binary, m, 1)
-        cfg = {"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": VERSIONS[version]}
+        cfg = self.servers(version, template, ", Wasm vs ext_proc")
         self.env = e2e.Envoy(cfg, self.raw.port, test_routes=False)
         self.ext = delivery.start("ext_proc", cfg, self.behind.port, test_routes=False)
         self.sides = {"wasm": (self.raw, self.env.port), "ext_proc": (self.behind, self.ext.port)}
