@@ -409,6 +409,13 @@ def main():
         ok, out = validate(broken)
         check("the CRD subsets reject endpointPickerRef.port and a filterOrder entry without before/after", not ok and out.count("FAIL") == 2, out[-600:])
         inference_overlays(rendered)
+        # the TrafficExtension variant attaches the same module, the same way, with the same settings
+        wp = next(o["spec"] for o in rendered["inference-gateway"] if o["kind"] == "WasmPlugin")
+        te = [o["spec"] for o in rendered.get("inference-gateway-traffic-extension", []) if o["kind"] == "TrafficExtension"]
+        same = lambda a, b: all(a.get(k) == b.get(k) for k in ("url", "sha256", "imagePullPolicy", "failStrategy", "pluginName", "pluginConfig"))  # noqa: E731
+        check("deploy/inference-gateway-traffic-extension: a TrafficExtension in place of the WasmPlugin, with its target, phase, priority and module settings",
+              len(te) == 1 and not any(o["kind"] == "WasmPlugin" for o in rendered["inference-gateway-traffic-extension"])
+              and all(te[0].get(k) == wp.get(k) for k in ("targetRefs", "phase", "priority")) and same(te[0]["wasm"], wp), te)
 
     for o, objs in rendered.items():
         for where, cfg in plugin_configs(objs):
