@@ -108,14 +108,16 @@ dashboard: build
 kinds: build
 	./target/release/toolfit kinds
 
-# Engine throughput per catalog beside serde_json and mcp-schema-normalize (prints a table; no assertions).
 # One hash per profile and API over everything the engine writes for the corpus (bodies, reports, name
 # maps; every release and option set): run before and after a change that must not change output.
 digest:
 	cargo run --release -q --example digest
 
+# Engine throughput per catalog beside serde_json and mcp-schema-normalize, and LiteLLM's Gemini transform
+# beside the gemini profile with the hosted judges' verdict on both (prints tables; no assertions).
 bench-engine:
 	python3 bench/bench_engine.py
+	python3 bench/bench_litellm.py
 
 # Response-path throughput: reading a stream for the validity counters and repairing it, beside
 # serde_json parsing every event (prints a table; no assertions).
