@@ -13,7 +13,9 @@ Atlassian tools whose Jira-key patterns need a rewrite, plus 200 KB of messages)
 Two more listeners carry toolfit as an external processor (the ext_proc filter of envoy/extproc.yaml,
 BUFFERED, to target/release/toolfit-extproc over HTTP/2 on loopback; one processor with the cache off,
 one with it on): the same requests in the same rounds, their added latency beside the Wasm filter's,
-and each processor's CPU time per request and resident memory.
+and each processor's CPU time per request and resident memory. The peer: LiteLLM's proxy (PyPI `litellm`
+in ~/.cache/toolfit/litellm-proxy, one worker, the sink as its OpenAI-compatible backend) gets the same
+requests in the same rounds, its added latency beside toolfit's (`--no-peer` leaves it out).
 """
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -80,13 +82,62 @@ def grpc_cluster(name, port):
 BUFFER = {"name": "envoy.filters.http.buffer", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", "max_request_bytes": 17825792}}
 
 
+# The peer (LiteLLM's proxy): litellm with its proxy extra's requirements, less three the registry here
+# does not serve (litellm-proxy, litellm-enterprise, httpx2: the proxy server itself ships in litellm)
+LITELLM_PROXY_PINS = ["litellm==1.110.2", "gunicorn>=23.0.0,<24.0", "uvicorn>=0.33.0,<1.0", "granian>=2.7.4,<3.0", "uvloop>=0.22.1,<1.0",
+                      "fastapi>=0.136.3,<1.0", "starlette>=1.0.1,<2.0", "backoff>=2.2.1,<3.0", "pyyaml>=6.0.3,<7.0", "rq>=2.7.0,<3.0",
+                      "orjson>=3.11.6,<4.0", "hiredis>=3.0.0,<4.0", "apscheduler>=3.11.2,<4.0", "fastapi-sso>=0.19.0,<1.0", "pyjwt>=2.13.0,<3.0",
+                      "python-multipart>=0.0.27,<1.0", "cryptography>=49.0.0,<51.0", "pynacl>=1.6.2,<2.0", "websockets>=15.0.1,<16.0",
+                      "boto3>=1.43.117,<2.0", "azure-identity>=1.25.2,<2.0", "azure-storage-blob>=12.28.0,<13.0", "mcp>=2.3.0,<3",
+                      "pydantic>=2.12.0,<3", "restrictedpython>=8.5,<9.0", "rich>=13.9.4,<14.0", "inquirerpy>=0.3.4,<1.0", "tomlkit>=0.13.3,<1.0",
+                      "polars>=1.38.1,<2.0", "soundfile>=0.12.1,<1.0", "expression>=5.6.0,<6.0", "backports-zstd>=1.0.0,<2.0", "semver>=3.0.4,<4"]
+LITELLM_KEY = "sk-toolfit-bench-0123456789abcdef"
+# what the sink answers LiteLLM (under /litellm/): a chat completion, which its OpenAI client parses
+COMPLETION = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
+    {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+
+def litellm_proxy(d, p_sink, port):
+    """LiteLLM's proxy (its own venv under ~/.cache/toolfit/litellm-proxy) on loopback, one worker, model `m`
+    sent to the sink as an OpenAI-compatible backend; None if it cannot start here."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "judges"))
+    try:
+        from llama_judges import venv as judge_venv
+        py = judge_venv("litellm-proxy", LITELLM_PROXY_PINS)
+    except Exception as e:  # noqa: BLE001  (a peer that cannot be installed is reported, not fatal)
+        print(f"LiteLLM proxy not measured: its venv could not be built ({e})")
+        return None
+    cfg = os.path.join(d, "litellm.yaml")
+    open(cfg, "w").write(f"model_list:\n  - model_name: m\n    litellm_params:\n      model: openai/m\n"
+                         f"      api_base: http://127.0.0.1:{p_sink}/litellm/v1\n      api_key: none\n")
+    env = {**os.environ, "LITELLM_MASTER_KEY": LITELLM_KEY, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.Popen([os.path.join(os.path.dirname(py), "litellm"), "--config", cfg, "--host", "127.0.0.1", "--port", str(port), "--num_workers", "1"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    import urllib.request
+    for _ in range(600):
+        try:
+            if urllib.request.urlopen(f"http://127.0.0.1:{port}/health/liveliness", timeout=1).status == 200:
+                return proc
+        except OSError:
+            time.sleep(0.1)
+        if proc.poll() is not None:
+            break
+    print("LiteLLM proxy not measured: it did not start")
+    proc.terminate()
+    return None
+
+
 def bootstrap(admin, p_sink, listeners, clusters=()):
-    """An Envoy bootstrap: the given listeners, all routing to cluster `sink`, a listener that answers 200 itself."""
+    """An Envoy bootstrap: the given listeners, all routing to cluster `sink`, a listener that answers 200
+    itself (and a chat completion under /litellm/, for the peer)."""
     sink = {"name": "sink", "address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}},
             "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
                 "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
                 "stat_prefix": "sink",
-                "route_config": {"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [{"match": {"prefix": "/"}, "direct_response": {"status": 200, "body": {"inline_string": "ok"}}}]}]},
+                "route_config": {"virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [
+                    {"match": {"prefix": "/litellm/"}, "direct_response": {"status": 200, "body": {"inline_string": COMPLETION}},
+                     "response_headers_to_add": [{"header": {"key": "content-type", "value": "application/json"}}]},
+                    {"match": {"prefix": "/"}, "direct_response": {"status": 200, "body": {"inline_string": "ok"}}}]}]},
                 "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]}}]}],
             "per_connection_buffer_limit_bytes": 33554432}
     cluster = {"name": "sink", "type": "STATIC", "connect_timeout": "1s", "per_connection_buffer_limit_bytes": 33554432,
@@ -142,7 +193,7 @@ def main():
     if not shutil.which("wrk"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ports = [free_port() for _ in range(12)]
+    ports = [free_port() for _ in range(13)]
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
     json.dump(config(*ports[:10]), open(cfg, "w"))
@@ -151,6 +202,8 @@ def main():
              "ext warm": processor({"profile": "llama-cpp", "framing": "exact"}, ports[9], ports[11], d)}
     envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", cfg, "--concurrency", "1", "--base-id", str(ports[0]), "-l", "error"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # the peer, in front of the same sink ("--no-peer" leaves it out)
+    peer = None if "--no-peer" in sys.argv else litellm_proxy(d, ports[2], ports[12])
     try:
         import urllib.request
         for _ in range(100):
@@ -170,6 +223,8 @@ def main():
             cases = [c for c in cases if c[0] in keep]
         rounds, secs = (1, 2) if quick else (3, 4)
         targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7])]
+        if peer:
+            targets.append(("litellm", ports[12]))
         res = {(c, t): [] for c, _ in cases for t, _ in targets}
         # the processors' CPU per request: their CPU time over the requests wrk completed against them
         cpu = {t: [0.0, 0] for t in procs}
@@ -178,7 +233,9 @@ def main():
                 bf = os.path.join(d, f"{name}.json")
                 open(bf, "wb").write(b)
                 lua = os.path.join(d, f"{name}.lua")
-                open(lua, "w").write(f'wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nlocal f = io.open("{bf}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
+                # the bearer key is what LiteLLM's proxy asks for; Envoy's listeners pass it on unread
+                open(lua, "w").write(f'wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["authorization"] = "Bearer {LITELLM_KEY}"\n'
+                                     f'local f = io.open("{bf}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
                 for target, port in (targets if r % 2 == 0 else targets[::-1]):
                     before = cpu_seconds(procs[target].pid) if target in procs else 0
                     res[(name, target)].append(wrk(port, lua, secs))
@@ -203,6 +260,16 @@ def main():
             a = {t: med(res[(name, t)], 0) - base for t in ("cold", "warm", "ext cold", "ext warm")}
             ratio = lambda x, y: f"{x / y:6.2f}" if y > 0.001 else "     -"
             print(f"{name:10} | {a['cold']:9.3f} {a['ext cold']:9.3f} {ratio(a['ext cold'], a['cold'])} | {a['warm']:9.3f} {a['ext warm']:9.3f} {ratio(a['ext warm'], a['warm'])} | {med(res[(name, 'ext warm')], 1):12.3f}")
+        if peer:
+            print("\nthe peer: LiteLLM's proxy 1.110.2 (one worker, the sink as an OpenAI-compatible backend) beside Envoy with toolfit, added p50 in ms")
+            print("over Envoy without a filter (LiteLLM: its whole hop, client to backend, in place of Envoy's):")
+            print(f"{'case':10} | {'toolfit warm':>12} {'ext_proc warm':>13} {'LiteLLM':>9} {'LiteLLM / toolfit':>17} | {'LiteLLM p99':>11} {'non-2xx':>7}")
+            for name, _ in cases:
+                base = med(res[(name, "without")], 0)
+                lite, warm, xwarm = med(res[(name, "litellm")], 0) - base, med(res[(name, "warm")], 0) - base, med(res[(name, "ext warm")], 0) - base
+                ratio = f"{lite / warm:16.0f}x" if warm > 0.001 else f"{'-':>17}"
+                print(f"{name:10} | {warm:12.3f} {xwarm:13.3f} {lite:9.3f} {ratio} | {med(res[(name, 'litellm')], 1):11.3f} {sum(x[3] for x in res[(name, 'litellm')]):7}")
+            print(f"LiteLLM proxy: {rss_mib(peer.pid):.0f} MiB resident")
         for t, p in procs.items():
             secs_cpu, n = cpu[t]
             print(f"toolfit-extproc ({t.split()[1]}): {1000 * secs_cpu / max(n, 1):.3f} ms CPU per request over {n} requests, resident memory {rss_mib(p.pid):.1f} MiB")
@@ -215,6 +282,9 @@ def main():
     finally:
         envoy.terminate()
         envoy.wait()
+        if peer:
+            peer.terminate()
+            peer.wait()
         for p in procs.values():
             p.terminate()
             p.wait()
