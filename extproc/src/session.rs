@@ -98,8 +98,11 @@ impl Session {
             self.streamed = p.request_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
             self.response_streamed = p.response_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
         }
-        let route = route_name(&msg);
-        let meta = route_meta(&msg);
+        // the route's name and settings come with the request headers, and only they read them
+        let (route, meta) = match msg.request {
+            Some(processing_request::Request::RequestHeaders(_)) => (route_name(&msg), route_meta(&msg)),
+            _ => (None, RouteMeta::default()),
+        };
         let Some(request) = msg.request else { return Vec::new() };
         let answers = match request {
             processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref(), &meta).into_iter().collect(),
@@ -324,7 +327,7 @@ impl Session {
         let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
         let streamed = self.response_streamed;
         let held = self.with_sink(|sink| {
-            let reply = reply_of(&resp);
+            let reply = resp.reply().cloned();
             resp.trailers(&mut chunk, sink);
             let held = chunk.out.take().unwrap_or_default();
             // a trailers answer carries no body: in STREAMED, bytes toolfit still held cannot go out any more
@@ -357,15 +360,6 @@ impl Session {
         let mut sink =
             Sink { metrics: &mut metrics, logs, now_s: now_us() / 1_000_000, lines_per_second: self.shared.config.log_lines_per_second, warn: &mut warn };
         f(&mut sink)
-    }
-}
-
-/// The request's reply, where the response path still has it (for counting a failure).
-fn reply_of(flow: &Flow) -> Option<Reply> {
-    match flow {
-        Flow::Json { reply, .. } => Some(reply.clone()),
-        Flow::Stream(s) => Some(s.reply().clone()),
-        _ => None,
     }
 }
 

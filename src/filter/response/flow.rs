@@ -270,12 +270,19 @@ impl Flow {
     /// while the headers waited): nothing was taken from the host yet, so nothing goes back; the
     /// response is counted unrepaired (its check and repair could not happen) and read no further.
     pub fn unseen(&mut self, sink: &mut Sink) {
-        let reply = match std::mem::replace(self, Flow::Off) {
-            Flow::Json { reply, .. } => reply,
-            Flow::Stream(stream) => stream.reply().clone(),
-            Flow::Off | Flow::Decoding(_) => return,
-        };
-        sink.unrepaired(&reply);
+        if let Some(reply) = self.reply() {
+            sink.unrepaired(reply);
+        }
+        *self = Flow::Off;
+    }
+
+    /// The request's reply while the response is read (none once it is off or only decoded).
+    pub fn reply(&self) -> Option<&Reply> {
+        match self {
+            Flow::Json { reply, .. } => Some(reply),
+            Flow::Stream(stream) => Some(stream.reply()),
+            Flow::Off | Flow::Decoding(_) => None,
+        }
     }
 
     /// Counts what the response's repair did (once), when its body has ended or stopped; a response
