@@ -220,17 +220,32 @@ def inference_overlays(rendered):
             check(f"deploy/{name}: the EnvoyProxy bootstrap carries the same stats tags as the sidecars'", boot["stats_config"] == ours["stats_config"])
 
 
-# one request per hosted API in its own format, with the schema deploy/README.md sends (a `(?:` pattern,
-# a `not: {}` branch) and a dotted tool name OpenAI, Anthropic and Gemini refuse
+def strict_flag(strict):
+    """The `strict` member a strict tool carries (OpenAI, Anthropic)."""
+    return {"strict": True} if strict else {}
+
+
+# per API host: (profile, toolfit's format, path, the request for a tool schema (strict or not), the calls
+# (name, arguments) an answer in that API's shape carries). Each request names its tool jira.get_issue, a
+# dotted name OpenAI and Anthropic refuse; the routing test sends deploy/README.md's schema (a `(?:`
+# pattern, a `not: {}` branch), the reply test STRICT_TOOL.
 EGRESS_CALLS = {
-    "api.openai.com": ("openai", "openai-chat", "/v1/chat/completions", lambda t: {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}],
-                                                                                    "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]}),
-    "api.anthropic.com": ("anthropic", "anthropic", "/v1/messages", lambda t: {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
-                                                                               "tools": [{"name": "jira.get_issue", "input_schema": t}]}),
+    "api.openai.com": ("openai", "openai-chat", "/v1/chat/completions",
+                       lambda t, strict=False: {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}],
+                                                "tools": [{"type": "function", "function": {"name": "jira.get_issue", **strict_flag(strict), "parameters": t}}]},
+                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["choices"][0]["message"]["tool_calls"]]),
+    "api.anthropic.com": ("anthropic", "anthropic", "/v1/messages",
+                          lambda t, strict=False: {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+                                                   "tools": [{"name": "jira.get_issue", **strict_flag(strict), "input_schema": t}]},
+                          lambda r: [(b["name"], b["input"]) for b in r["content"] if b["type"] == "tool_use"]),
     "generativelanguage.googleapis.com": ("gemini", "gemini", "/v1beta/models/gemini-2.5-flash:generateContent",
-                                          lambda t: {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "jira.get_issue", "parameters": t}]}]}),
-    "api.cohere.com": ("cohere", "cohere", "/v2/chat", lambda t: {"model": "command-a", "messages": [{"role": "user", "content": "hi"}],
-                                                                  "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]}),
+                                          lambda t, strict=False: {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+                                                                   "tools": [{"functionDeclarations": [{"name": "jira.get_issue", "parameters": t}]}]},
+                                          lambda r: [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in r["candidates"][0]["content"]["parts"]]),
+    "api.cohere.com": ("cohere", "cohere", "/v2/chat",
+                       lambda t, strict=False: {"model": "command-a", "messages": [{"role": "user", "content": "hi"}],
+                                                "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]},
+                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["message"]["tool_calls"]]),
 }
 
 
@@ -253,7 +268,7 @@ def egress(objs, upstream_port, rec):
         _, request = readme_request()
         schema = request["tools"][0]["function"]["parameters"]
         got = {}
-        for host, (profile, fmt, path, make) in EGRESS_CALLS.items():
+        for host, (profile, fmt, path, make, _) in EGRESS_CALLS.items():
             body = json.dumps(make(schema)).encode()
             e.request("POST", path, body, {"host": host})
             got[host] = (e2e.last(rec).get("body"), e2e.cli(body, fmt=fmt, profile=profile), body)
@@ -262,7 +277,7 @@ def egress(objs, upstream_port, rec):
               {h: (sent == want, want != body) for h, (sent, want, body) in got.items()})
         time.sleep(1.2)
         prom = e.prom()
-        check("egress: counters labelled by API route and profile", all(e2e.metric(prom, "toolfit_requests_rewritten", p, p) == 1 for p, _, _, _ in EGRESS_CALLS.values()))
+        check("egress: counters labelled by API route and profile", all(e2e.metric(prom, "toolfit_requests_rewritten", p, p) == 1 for p, *_ in EGRESS_CALLS.values()))
     finally:
         e.stop()
     egress_replies(ef, objs, vhosts)
@@ -271,20 +286,7 @@ def egress(objs, upstream_port, rec):
 # a strict tool the reply test sends (an optional parameter becomes nullable under the APIs' strict
 # mode, so their double writes a null toolfit must take out again)
 STRICT_TOOL = {"type": "object", "properties": {"key": {"type": "string"}, "limit": {"type": "integer"}}, "required": ["key"], "additionalProperties": False}
-EGRESS_REPLIES = {
-    "api.openai.com": ("/v1/chat/completions", {"model": "gpt-5", "messages": [{"role": "user", "content": "hi"}],
-                                                "tools": [{"type": "function", "function": {"name": "jira.get_issue", "strict": True, "parameters": STRICT_TOOL}}]},
-                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["choices"][0]["message"]["tool_calls"]]),
-    "api.anthropic.com": ("/v1/messages", {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
-                                           "tools": [{"name": "jira.get_issue", "strict": True, "input_schema": STRICT_TOOL}]},
-                          lambda r: [(b["name"], b["input"]) for b in r["content"] if b["type"] == "tool_use"]),
-    "generativelanguage.googleapis.com": ("/v1beta/models/gemini-2.5-flash:generateContent",
-                                          {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": [{"functionDeclarations": [{"name": "jira.get_issue", "parameters": STRICT_TOOL}]}]},
-                                          lambda r: [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in r["candidates"][0]["content"]["parts"]]),
-    "api.cohere.com": ("/v2/chat", {"model": "command-a", "messages": [{"role": "user", "content": "hi"}],
-                                    "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": STRICT_TOOL}}]},
-                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["message"]["tool_calls"]]),
-}
+
 
 
 def tls_api(objs):
@@ -338,13 +340,13 @@ def egress_replies(ef, objs, vhosts):
     ports = (e2e.free_port(), e2e.free_port(), port)
     cfg, _ = assemble(ef, objs, "GATEWAY", ports, vhosts)
     tls = originate_tls(cfg, objs, ca)
-    check("egress: every API cluster originates TLS as its DestinationRule says", tls == len(EGRESS_REPLIES), tls)
+    check("egress: every API cluster originates TLS as its DestinationRule says", tls == len(EGRESS_CALLS), tls)
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         check("egress with TLS origination: Envoy runs it", e.ready, e.logs()[-1500:])
         got, codings = {}, {}
-        for host, (path, request, calls) in EGRESS_REPLIES.items():
-            status, raw, headers = e.request("POST", path, json.dumps(request).encode(), {"host": host, "accept-encoding": "gzip"})
+        for host, (_, _, path, make, calls) in EGRESS_CALLS.items():
+            status, raw, headers = e.request("POST", path, json.dumps(make(STRICT_TOOL, strict=True)).encode(), {"host": host, "accept-encoding": "gzip"})
             codings[host] = (headers.get("content-encoding"), api.seen[-1][2] if api.seen else None)
             try:
                 got[host] = calls(json.loads(gzip.decompress(raw) if headers.get("content-encoding") == "gzip" else raw))

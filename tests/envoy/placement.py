@@ -87,14 +87,15 @@ def wasm_filter(plugin):
 
 
 def extproc_filter(modes=None):
-    """toolfit-extproc as envoy/extproc.yaml attaches it (BUFFERED request body), or in `modes`."""
-    modes = modes or {"request_header_mode": "SEND", "request_body_mode": "BUFFERED", "response_header_mode": "SEND",
-                      "response_body_mode": "STREAMED", "request_trailer_mode": "SKIP", "response_trailer_mode": "SKIP"}
-    return {"name": "envoy.filters.http.ext_proc", "typed_config": {
-        "@type": "type.googleapis.com/envoy.extensions.filters.http.ext_proc.v3.ExternalProcessor",
-        "grpc_service": {"envoy_grpc": {"cluster_name": "toolfit_extproc"}, "timeout": "5s"},
-        "failure_mode_allow": True, "message_timeout": "2s", "allow_mode_override": True,
-        "request_attributes": ["xds.route_name"], "processing_mode": modes}}
+    """toolfit-extproc's filter as envoy/extproc.yaml attaches it (BUFFERED request body), its processing
+    modes replaced by `modes` if given, pointed at this chain's `toolfit_extproc` cluster."""
+    cfg = yaml.safe_load(open(os.path.join(ROOT, "envoy", "extproc.yaml")))
+    hcm = cfg["static_resources"]["listeners"][0]["filter_chains"][0]["filters"][0]["typed_config"]
+    f = next(x for x in hcm["http_filters"] if x["name"] == "envoy.filters.http.ext_proc")
+    f["typed_config"]["grpc_service"]["envoy_grpc"]["cluster_name"] = "toolfit_extproc"
+    if modes:
+        f["typed_config"]["processing_mode"] = modes
+    return f
 
 
 def agentgateway_modes(policy):
