@@ -9,9 +9,10 @@ mod defs;
 pub mod format;
 pub mod names;
 pub mod raw;
+mod skim;
 
 use crate::schema::{self, Context, Kind, Options, Profile, Report};
-use serde_json::value::RawValue;
+use crate::api::raw::Raw;
 use serde_json::Value;
 
 /// A request or listing format: which members hold schemas.
@@ -61,7 +62,7 @@ impl Format {
 
 /// One schema inside a body.
 pub struct Site<'a> {
-    pub raw: &'a RawValue,
+    pub raw: Raw<'a>,
     pub tool: String,
     pub context: Context,
     /// The `strict` member beside it, for APIs with a strict mode.
@@ -79,7 +80,7 @@ pub enum StrictAt<'a> {
     /// The member is absent; the API's default is `default`.
     Absent { default: bool },
     /// The member's value.
-    Member(&'a RawValue),
+    Member(Raw<'a>),
 }
 
 impl StrictAt<'_> {
@@ -94,7 +95,7 @@ impl StrictAt<'_> {
 }
 
 impl<'a> Site<'a> {
-    fn new(raw: &'a RawValue, tool: String, context: Context) -> Self {
+    fn new(raw: Raw<'a>, tool: String, context: Context) -> Self {
         Site { raw, tool, context, strict: StrictAt::NoSwitch, json_field: false }
     }
 
@@ -112,7 +113,7 @@ impl<'a> Site<'a> {
 pub struct NoDescription<'a> {
     /// The `description` member's value when it is `null` (replaced), else the `name` value (the
     /// member is inserted after it).
-    pub anchor: &'a RawValue,
+    pub anchor: Raw<'a>,
     pub null: bool,
     pub tool: String,
 }
@@ -158,7 +159,7 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
                 return None;
             }
             for t in &arr.0 {
-                format::mcp_tools::tool(t, &mut sites);
+                format::mcp_tools::tool(*t, &mut sites);
             }
             return Some(sites);
         }
@@ -550,7 +551,7 @@ fn strict_tools(text: &str, top: &raw::RawObject, limits: &crate::schema::target
 }
 
 /// The edit that removes member `key` (whose value is `v`) with its separator.
-fn drop_member(text: &str, key: &str, v: &RawValue, tool: &str) -> Option<SiteResult> {
+fn drop_member(text: &str, key: &str, v: Raw<'_>, tool: &str) -> Option<SiteResult> {
     let at = raw::offset(text, v.get())?;
     let (a, b) = raw::member_span(text, key, at, v.get().len())?;
     let mut report = Report::default();

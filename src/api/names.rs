@@ -11,7 +11,7 @@ use super::raw::{self, Step};
 use super::{Edit, Format};
 use crate::schema::target::Names;
 use crate::schema::{Kind, Record, Report};
-use serde_json::value::RawValue;
+use crate::api::raw::Raw;
 use std::collections::{HashMap, HashSet};
 
 /// Names sent in place of the originals: `(sent, original)`.
@@ -30,7 +30,7 @@ impl NameMap {
     }
 }
 
-fn values<'a>(top: &'a RawValue, paths: &[&[Step]]) -> Vec<&'a RawValue> {
+fn values<'a>(top: Raw<'a>, paths: &[&[Step]]) -> Vec<Raw<'a>> {
     let mut out = Vec::new();
     for p in paths {
         raw::walk(top, p, &mut out);
@@ -38,17 +38,17 @@ fn values<'a>(top: &'a RawValue, paths: &[&[Step]]) -> Vec<&'a RawValue> {
     out
 }
 
-fn string(v: &RawValue) -> Option<String> {
+fn string(v: Raw<'_>) -> Option<String> {
     serde_json::from_str::<String>(v.get()).ok()
 }
 
 /// The renames `text` needs under `rule`: the edits (byte range, new JSON string), the map and one
 /// record per renamed tool. `None` when every declared name is valid (or the text is not JSON).
 pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, NameMap, Report)> {
-    let top: &RawValue = serde_json::from_str(text).ok()?;
+    let top = raw::value(text)?;
     let d = format.descriptor()?;
     let decls = values(top, d.declared);
-    let names: Vec<(usize, &RawValue, String)> = decls.iter().filter_map(|v| Some((raw::offset(text, v.get())?, *v, string(v)?))).collect();
+    let names: Vec<(usize, Raw<'_>, String)> = decls.iter().filter_map(|v| Some((raw::offset(text, v.get())?, *v, string(*v)?))).collect();
     if names.iter().all(|(_, _, n)| rule.allows(n)) {
         return None;
     }
@@ -69,7 +69,7 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
     let mut edits = Vec::new();
     let again = values(top, d.mentioned);
     for v in decls.iter().chain(again.iter()) {
-        let (Some(at), Some(n)) = (raw::offset(text, v.get()), string(v)) else { continue };
+        let (Some(at), Some(n)) = (raw::offset(text, v.get()), string(*v)) else { continue };
         if let Some(sent) = by_original.get(&n) {
             edits.push(Edit::new(at, at + v.get().len(), serde_json::Value::String(sent.to_string()).to_string()));
         }

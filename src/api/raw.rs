@@ -7,8 +7,24 @@ use std::fmt;
 
 /// An object's members in document order, duplicates kept (a proxy must rewrite every `tools`
 /// a backend might read, first or last).
-pub struct RawObject<'a>(pub Vec<(String, &'a RawValue)>);
-pub struct RawArray<'a>(pub Vec<&'a RawValue>);
+pub struct RawObject<'a>(pub Vec<(String, Raw<'a>)>);
+pub struct RawArray<'a>(pub Vec<Raw<'a>>);
+
+/// One JSON value's text, a slice of the body, checked to be JSON but not parsed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Raw<'a>(&'a str);
+
+impl<'a> Raw<'a> {
+    pub fn get(&self) -> &'a str {
+        self.0
+    }
+}
+
+impl<'a> From<&'a RawValue> for Raw<'a> {
+    fn from(v: &'a RawValue) -> Self {
+        Raw(v.get())
+    }
+}
 
 struct ObjVisitor;
 impl<'de> Visitor<'de> for ObjVisitor {
@@ -19,13 +35,15 @@ impl<'de> Visitor<'de> for ObjVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut v = Vec::new();
         while let Some((k, val)) = map.next_entry::<String, &'de RawValue>()? {
-            v.push((k, val));
+            v.push((k, val.into()));
         }
         Ok(RawObject(v))
     }
 }
 
+#[cfg(test)]
 struct ArrVisitor;
+#[cfg(test)]
 impl<'de> Visitor<'de> for ArrVisitor {
     type Value = RawArray<'de>;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -34,7 +52,7 @@ impl<'de> Visitor<'de> for ArrVisitor {
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
         let mut v = Vec::new();
         while let Some(x) = seq.next_element::<&'de RawValue>()? {
-            v.push(x);
+            v.push(x.into());
         }
         Ok(RawArray(v))
     }
@@ -88,7 +106,7 @@ impl<'de> Visitor<'de> for ToolVisitor {
                 t.has_function = true;
                 t.functions.extend(map.next_value_seed(MaybeObject(ObjVisitor))?);
             } else {
-                t.members.0.push((k, map.next_value::<&'de RawValue>()?));
+                t.members.0.push((k, map.next_value::<&'de RawValue>()?.into()));
             }
         }
         Ok(t)
@@ -138,15 +156,32 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for MaybeObject<V> {
 }
 
 /// The members of a JSON object that is the whole of `text` (whitespace aside: trailing bytes make it
-/// not JSON, so nothing is rewritten in front of them).
+/// not JSON, so nothing is rewritten in front of them). The fast scan of [`super::skim`].
 pub fn object(text: &str) -> Option<RawObject<'_>> {
+    super::skim::object(text).map(|m| RawObject(m.into_iter().map(|(k, v)| (k, Raw(v))).collect()))
+}
+
+/// The elements of a JSON array that is the whole of `text`.
+pub fn array(text: &str) -> Option<RawArray<'_>> {
+    super::skim::array(text).map(|a| RawArray(a.into_iter().map(Raw).collect()))
+}
+
+/// The document `text` as one raw value, if it is JSON.
+pub fn value(text: &str) -> Option<Raw<'_>> {
+    super::skim::whole(text).map(Raw)
+}
+
+/// [`object`] as serde_json reads it: the reference the skim is tested against.
+#[cfg(test)]
+pub fn serde_object(text: &str) -> Option<RawObject<'_>> {
     let mut de = serde_json::Deserializer::from_str(text);
     let v = de.deserialize_map(ObjVisitor).ok()?;
     de.end().ok().map(|_| v)
 }
 
-/// The elements of a JSON array that is the whole of `text`.
-pub fn array(text: &str) -> Option<RawArray<'_>> {
+/// [`array`] as serde_json reads it.
+#[cfg(test)]
+pub fn serde_array(text: &str) -> Option<RawArray<'_>> {
     let mut de = serde_json::Deserializer::from_str(text);
     let v = de.deserialize_seq(ArrVisitor).ok()?;
     de.end().ok().map(|_| v)
@@ -154,10 +189,10 @@ pub fn array(text: &str) -> Option<RawArray<'_>> {
 
 impl<'a> RawObject<'a> {
     /// Every member with this key (usually one).
-    pub fn all<'s>(&'s self, key: &'s str) -> impl Iterator<Item = &'a RawValue> + 's {
+    pub fn all<'s>(&'s self, key: &'s str) -> impl Iterator<Item = Raw<'a>> + 's {
         self.0.iter().filter(move |(k, _)| k == key).map(|(_, v)| *v)
     }
-    pub fn get(&self, key: &str) -> Option<&'a RawValue> {
+    pub fn get(&self, key: &str) -> Option<Raw<'a>> {
         self.all(key).last()
     }
     /// A string member's value.
@@ -206,7 +241,7 @@ pub enum Step {
 
 /// Every value at `path` under `v` (members that are not objects or arrays where the path needs one
 /// are passed over).
-pub fn walk<'a>(v: &'a RawValue, path: &[Step], out: &mut Vec<&'a RawValue>) {
+pub fn walk<'a>(v: Raw<'a>, path: &[Step], out: &mut Vec<Raw<'a>>) {
     match path.split_first() {
         None => out.push(v),
         Some((Step::Key(k), rest)) => {

@@ -6,7 +6,7 @@ use super::{Descriptor, ErrorShape, Routes, StreamCalls};
 use crate::api::raw::{self, RawObject, RawTool};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
-use serde_json::value::RawValue;
+use crate::api::raw::Raw;
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::McpTools,
@@ -37,7 +37,7 @@ pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
 }
 
 /// One element of a bare array of tools.
-pub fn tool<'a>(t: &'a RawValue, sites: &mut Vec<Site<'a>>) {
+pub fn tool<'a>(t: Raw<'a>, sites: &mut Vec<Site<'a>>) {
     if let Some(o) = raw::object(t.get()) {
         tool_in(&o, sites);
     }

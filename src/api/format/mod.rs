@@ -18,7 +18,7 @@ pub mod openai_responses;
 use super::raw::{self, RawObject, RawTool, Step};
 use super::{Format, NoDescription, Site};
 use crate::schema::Profile;
-use serde_json::value::RawValue;
+use crate::api::raw::Raw;
 
 /// What an API format means to toolfit.
 pub struct Descriptor {
@@ -117,7 +117,7 @@ impl<'j> Frags<'j> {
     }
 
     /// A name or argument part (`whole`: said again whole) found at `v`.
-    pub fn part(&mut self, key: CallKey, v: Option<&RawValue>, name: bool, whole: bool) {
+    pub fn part(&mut self, key: CallKey, v: Option<Raw<'_>>, name: bool, whole: bool) {
         let Some((a, b)) = v.and_then(|v| raw::offset(self.json, v.get()).map(|at| (at, at + v.get().len()))) else { return };
         self.out.push(match (name, whole) {
             (true, false) => Frag::NamePart(key, a, b),

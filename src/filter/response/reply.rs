@@ -9,7 +9,6 @@ use crate::filter::config::OnInvalid;
 use crate::schema::passes::property_names;
 use crate::schema::validate::{self, Violation};
 use crate::schema::{Context, Kind, Report};
-use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -122,7 +121,7 @@ fn restore_keys(v: &mut Value, keys: &[(String, String)]) -> usize {
 }
 
 /// A JSON string's value.
-fn text_of(v: &RawValue) -> Option<String> {
+fn text_of(v: raw::Raw<'_>) -> Option<String> {
     serde_json::from_str::<String>(v.get()).ok()
 }
 
@@ -234,7 +233,7 @@ impl Reply {
 
     /// The calls of a complete JSON document at `paths`, repaired: the new text if anything changed.
     pub(super) fn repair_doc(&self, text: &str, paths: &[CallPath], count: bool, tally: &mut Tally) -> Option<String> {
-        let top: &RawValue = serde_json::from_str(text).ok()?;
+        let top = raw::value(text)?;
         let mut edits: Vec<api::Edit> = Vec::new();
         for p in paths {
             let mut found = Vec::new();
