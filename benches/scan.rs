@@ -3,8 +3,9 @@
 //! small closed tools; and a 1 MiB conversation of 400 messages with the same 40 tools). For each, the
 //! floors any reader pays (a copy of the body, UTF-8 validation, serde_json skimming it as a value it
 //! ignores) beside toolfit's whole request path with the cache warm (finding the schema-bearing members,
-//! the cache lookups, deciding nothing changes). Prints MB/s and toolfit's time over the copy's and over
-//! serde_json's skim.
+//! the cache lookups, deciding nothing changes), and the scan alone (UTF-8 check, top-level members).
+//! Prints MB/s and toolfit's time over the copy's and over serde_json's skim. `bench/bench_scan.py` runs
+//! it natively and as wasm in V8 (Node's), with and without simd128.
 
 use std::hint::black_box;
 use toolfit::api::cache::SiteCache;
@@ -43,16 +44,20 @@ fn main() {
         let serde = best_of(|| {
             let _ = black_box(serde_json::from_slice::<serde::de::IgnoredAny>(black_box(&body)));
         });
+        let scan = best_of(|| {
+            let _ = black_box(toolfit::api::skim::text(black_box(&body)).and_then(toolfit::api::raw::object));
+        });
         let toolfit = best_of(|| {
             let _ = black_box(rewrite_body_cached(black_box(&body), Format::Auto, &LLAMA_CPP, &opts, Some(&mut cache)));
         });
         let mbs = |s: f64| body.len() as f64 / s / 1e6;
         println!(
-            "{name} ({} bytes): copy {:.0} MB/s, utf-8 {:.0} MB/s, serde_json skim {:.0} MB/s, toolfit (warm) {:.0} MB/s = {:.1}x the copy's time, {:.2}x serde_json's",
+            "{name} ({} bytes): copy {:.0} MB/s, core::str::from_utf8 {:.0} MB/s, serde_json skim {:.0} MB/s; toolfit: the scan (utf-8 and members) {:.0} MB/s, the request (warm) {:.0} MB/s = {:.1}x the copy's time, {:.2}x serde_json's",
             body.len(),
             mbs(copy),
             mbs(utf8),
             mbs(serde),
+            mbs(scan),
             mbs(toolfit),
             toolfit / copy,
             toolfit / serde

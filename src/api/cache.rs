@@ -78,7 +78,7 @@ impl SiteCache {
     pub fn get(&mut self, scope: u64, tool: &str, context: Context, input: &str) -> Option<Hit> {
         let k = Self::key(scope, tool, context, input);
         match self.lru.get(&k) {
-            Some(e) if &*e.input == input && &*e.tool == tool && e.context == context => {
+            Some(e) if same(e.input.as_bytes(), input.as_bytes()) && &*e.tool == tool && e.context == context => {
                 Some(Hit { output: e.output.as_deref().map(String::from), report: e.report.clone(), counts: e.counts })
             }
             _ => None,
@@ -109,6 +109,17 @@ impl SiteCache {
 }
 
 /// A cache scope for a profile and its options: entries made under other options never match.
+/// Whether two byte strings are equal, sixteen bytes a step: a hit compares the whole stored input (a
+/// catalog can be megabytes), and the wasm target's `memcmp` (wasi-libc's) goes a byte at a time.
+fn same(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let (x, y) = (a.chunks_exact(16), b.chunks_exact(16));
+    let tails = x.remainder() == y.remainder();
+    tails && x.zip(y).all(|(p, q)| u128::from_ne_bytes(p.try_into().unwrap_or_default()) == u128::from_ne_bytes(q.try_into().unwrap_or_default()))
+}
+
 pub fn scope(profile: &str, opts: &crate::schema::Options) -> u64 {
     xxhash_rust::xxh3::xxh3_64(format!("{profile}|{opts:?}").as_bytes())
 }

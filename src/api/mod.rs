@@ -9,7 +9,7 @@ mod defs;
 pub mod format;
 pub mod names;
 pub mod raw;
-mod skim;
+pub mod skim;
 
 use crate::schema::{self, Context, Kind, Options, Profile, Report};
 use crate::api::raw::Raw;
@@ -134,7 +134,7 @@ fn top(text: &str) -> Option<Top<'_>> {
 
 /// The request's top-level `model` (OpenAI, Anthropic, Ollama and vLLM bodies), for the model map.
 pub fn model(body: &[u8]) -> Option<String> {
-    match top(std::str::from_utf8(body).ok()?)? {
+    match top(skim::text(body)?)? {
         Top::Object(o) => o.str("model"),
         Top::Array(_) => None,
     }
@@ -274,8 +274,8 @@ pub fn rewrite_body_cached(
     // names are all valid costs one scan of its tool list
     let Some(rule) = profile.target.names else { return Ok(out) };
     let text = match &out.body {
-        Some(b) => std::str::from_utf8(b).map_err(|_| Skip::NotJson)?,
-        None => std::str::from_utf8(body).map_err(|_| Skip::NotJson)?,
+        Some(b) => skim::text(b).ok_or(Skip::NotJson)?,
+        None => skim::text(body).ok_or(Skip::NotJson)?,
     };
     if let Some((edits, map, report)) = names::plan(text, format, &rule) {
         if !edits.is_empty() {
@@ -295,7 +295,7 @@ fn rewrite_schemas(
     mut cache: Option<&mut cache::SiteCache>,
 ) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
-    let text = std::str::from_utf8(body).map_err(|_| Skip::NotJson)?;
+    let text = skim::text(body).ok_or(Skip::NotJson)?;
     let parsed = top(text);
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {

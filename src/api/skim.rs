@@ -5,6 +5,11 @@
 //! descriptions), are skipped 16 bytes at a time: wasm `simd128` in Envoy's V8 when the module is built
 //! with it, SSE2 natively, and eight bytes at a time in plain integer arithmetic elsewhere.
 
+/// A body as text, if it is UTF-8 (checked with SIMD; the one pass over the bytes besides the scan).
+pub fn text(body: &[u8]) -> Option<&str> {
+    simdutf8::basic::from_utf8(body).ok()
+}
+
 /// A top-level object's members in document order (duplicates kept): each key as serde_json decodes
 /// it, and each value's text.
 pub fn object(text: &str) -> Option<Vec<(String, &str)>> {

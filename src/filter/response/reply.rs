@@ -271,7 +271,7 @@ impl Reply {
 
     /// Repairs a whole JSON response body. `None`: forward it as it is.
     pub fn repair_json(&self, body: &[u8], tally: &mut Tally) -> Option<Vec<u8>> {
-        let text = std::str::from_utf8(body).ok()?;
+        let text = crate::api::skim::text(body)?;
         let out = self.repair_doc(text, self.calls(), true, tally);
         out.map(String::into_bytes)
     }
