@@ -366,7 +366,7 @@ impl Http {
                 return Action::Continue;
             }
         };
-        let (verdict, line, reply) = request::finish(&self.config, &plan, &body, metrics, &mut now_us, cache.as_mut());
+        let (verdict, line, reply) = request::finish(&self.config, &plan, body, metrics, &mut now_us, cache.as_mut());
         self.reply = reply;
         if let Some(line) = line {
             if let Some(text) = logs.admit(&plan.route, now_us() / 1_000_000, self.config.log_lines_per_second, line.text) {

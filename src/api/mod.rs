@@ -11,8 +11,8 @@ pub mod names;
 pub mod raw;
 pub mod skim;
 
-use crate::schema::{self, Context, Kind, Options, Profile, Report};
 use crate::api::raw::Raw;
+use crate::schema::{self, Context, Kind, Options, Profile, Report};
 use serde_json::Value;
 
 /// A request or listing format: which members hold schemas.
@@ -145,6 +145,16 @@ const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_s
 
 pub use format::gemini::model_in_path;
 
+/// The tool sites of `format` among the top-level `tools` members of `text` (a request, or the object
+/// [`BodyOutcome::tool_lists_of`] makes of its lists: the same sites either way).
+pub fn locate_tools(text: &str, format: Format) -> Vec<Site<'_>> {
+    let Some(mut o) = raw::object(text) else { return Vec::new() };
+    o.0.retain(|(k, _)| k == "tools");
+    let mut sites = locate_in(&Top::Object(o), format, &mut Vec::new()).unwrap_or_default();
+    sites.retain(|s| s.context == Context::Tool);
+    sites
+}
+
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
     locate_in(&top(text)?, format, &mut Vec::new())
@@ -245,13 +255,30 @@ pub struct BodyOutcome {
 }
 
 impl BodyOutcome {
-    /// The request's tool lists copied out of `body` (the bytes this outcome came from) as a JSON
-    /// object `{"tools": [...], ...}`: what [`locate`] reads tool schemas from, without the rest of the
-    /// body (messages can be megabytes).
-    pub fn tool_lists_of(&self, body: &[u8]) -> String {
-        let lists: Vec<String> =
-            self.tool_lists.iter().filter_map(|(a, b)| body.get(*a..*b)).map(|v| format!("\"tools\":{}", String::from_utf8_lossy(v))).collect();
-        format!("{{{}}}", lists.join(","))
+    /// The request's tool lists from `body` (the bytes this outcome came from): what [`locate_tools`]
+    /// reads tool schemas from, without the rest of the body when that is large (messages can be
+    /// megabytes). A body that is mostly its tool lists (a catalog) is kept whole when owned, not
+    /// copied; else the lists are copied out as a JSON object `{"tools": [...], ...}`, once, at their
+    /// final size (a string grown by doubling would hold a catalog two or three times over at its peak).
+    pub fn tool_lists_of(&self, body: std::borrow::Cow<'_, [u8]>) -> Vec<u8> {
+        let ranges = || self.tool_lists.iter().filter_map(|(a, b)| body.get(*a..*b));
+        let size = ranges().map(|l| l.len() + 9).sum::<usize>() + 2;
+        if size > body.len() / 2 {
+            if let std::borrow::Cow::Owned(whole) = body {
+                return whole;
+            }
+        }
+        let mut out = Vec::with_capacity(size);
+        out.push(b'{');
+        for (i, l) in ranges().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"tools\":");
+            out.extend_from_slice(l);
+        }
+        out.push(b'}');
+        out
     }
 }
 

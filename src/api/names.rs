@@ -9,9 +9,9 @@
 
 use super::raw::{self, Step};
 use super::{Edit, Format};
+use crate::api::raw::Raw;
 use crate::schema::target::Names;
 use crate::schema::{Kind, Record, Report};
-use crate::api::raw::Raw;
 use std::collections::{HashMap, HashSet};
 
 /// Names sent in place of the originals: `(sent, original)`.

@@ -13,6 +13,7 @@ use super::Next;
 use crate::api::cache::SiteCache;
 use crate::api::{self, Format, Skip};
 use crate::schema::{Kind, LlamaCpp, Profile, Report};
+use std::borrow::Cow;
 
 /// What the request's headers say, as far as toolfit cares.
 #[derive(Debug, Default, Clone)]
@@ -222,15 +223,18 @@ fn by_model(plan: &Plan, body: &[u8]) -> Option<Plan> {
 
 /// Rewrites a complete body and counts what happened. `elapsed_us` reads a clock in microseconds.
 /// `cache`, when given, is this worker's rewrite cache.
-pub fn finish(
+pub fn finish<'b>(
     cfg: &Config,
     plan: &Plan,
-    body: &[u8],
+    body: impl Into<Cow<'b, [u8]>>,
     m: &mut dyn Metrics,
     elapsed_us: &mut dyn FnMut() -> u64,
     mut cache: Option<&mut SiteCache>,
 ) -> (Verdict, Option<Line>, Option<Reply>) {
     let t0 = elapsed_us();
+    let owned = body.into();
+    let body: &[u8] = &owned;
+    let size = body.len();
     let mapped;
     let plan = match by_model(plan, body) {
         Some(p) => {
@@ -275,7 +279,7 @@ pub fn finish(
     }
     plan.count(m, Stat::BytesIn, body.len() as u64);
     let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed);
-    let reply = reply(cfg, plan, body, &o);
+    let reply = reply(cfg, plan, owned, &o);
     match o.body {
         Some(new) => {
             plan.count(m, Stat::RequestsRewritten, 1);
@@ -284,7 +288,7 @@ pub fn finish(
         }
         None => {
             plan.count(m, Stat::RequestsUnchanged, 1);
-            plan.count(m, Stat::BytesOut, body.len() as u64);
+            plan.count(m, Stat::BytesOut, size as u64);
             (Verdict::Forward, line, reply)
         }
     }
@@ -292,7 +296,7 @@ pub fn finish(
 
 /// What the response path needs from this request, when it declares tools and the response is worth
 /// reading (repairs to make, or calls to check).
-fn reply(cfg: &Config, plan: &Plan, body: &[u8], o: &api::BodyOutcome) -> Option<Reply> {
+fn reply(cfg: &Config, plan: &Plan, body: Cow<'_, [u8]>, o: &api::BodyOutcome) -> Option<Reply> {
     if o.tools == 0 {
         return None;
     }

@@ -3,10 +3,10 @@
 //! a route by default; the CLI and `convert` read it.
 
 use super::{Descriptor, ErrorShape, Routes, StreamCalls};
+use crate::api::raw::Raw;
 use crate::api::raw::{self, RawObject, RawTool};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
-use crate::api::raw::Raw;
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::McpTools,

@@ -17,8 +17,8 @@ pub mod openai_responses;
 
 use super::raw::{self, RawObject, RawTool, Step};
 use super::{Format, NoDescription, Site};
-use crate::schema::Profile;
 use crate::api::raw::Raw;
+use crate::schema::Profile;
 
 /// What an API format means to toolfit.
 pub struct Descriptor {

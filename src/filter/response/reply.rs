@@ -8,7 +8,7 @@ use crate::api::{self, Format};
 use crate::filter::config::OnInvalid;
 use crate::schema::passes::property_names;
 use crate::schema::validate::{self, Violation};
-use crate::schema::{Context, Kind, Report};
+use crate::schema::{Kind, Report};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 
@@ -51,8 +51,9 @@ pub struct Reply {
 /// What the tools are read from.
 #[derive(Debug, Clone)]
 struct Source {
-    /// The request's tool lists, as the client sent them (`{"tools": [...]}`).
-    lists: String,
+    /// The request's tool lists, as the client sent them (`{"tools": [...]}`), or the whole request
+    /// when it is mostly its lists (see [`api::BodyOutcome::tool_lists_of`]); read at the first call.
+    lists: Vec<u8>,
     names: NameMap,
     /// The tools whose rewrite made nulls (`None`: all may have, the report lost count).
     nullable: Option<HashSet<String>>,
@@ -63,10 +64,9 @@ struct Source {
 impl Source {
     fn read(&self, format: Format) -> Vec<Tool> {
         let sent: HashMap<&str, &str> = self.names.0.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
-        let sites = api::locate(&self.lists, format).unwrap_or_default();
+        let sites = api::skim::text(&self.lists).map(|t| api::locate_tools(t, format)).unwrap_or_default();
         sites
             .iter()
-            .filter(|s| s.context == Context::Tool)
             .map(|s| Tool {
                 sent: sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool).to_string(),
                 name: s.tool.clone(),
@@ -137,7 +137,7 @@ fn under(path: &str, lossy: &[String]) -> bool {
 impl Reply {
     /// The reply for a request: its tool lists as the client sent them (see
     /// [`api::BodyOutcome::tool_lists_of`]), the names the rewrite changed and its report.
-    pub fn of(lists: String, format: Format, names: NameMap, report: &Report, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
+    pub fn of(lists: Vec<u8>, format: Format, names: NameMap, report: &Report, validate: bool, on_invalid: OnInvalid, max_bytes: usize) -> Reply {
         // a report past its record cap may not name every tool made nullable: then every tool is taken
         // as one (only nulls the client's schema refuses for an optional property are removed, and
         // those the MCP server would refuse anyway)

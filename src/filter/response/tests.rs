@@ -149,11 +149,21 @@ fn gemini_and_ollama_events_carry_whole_calls() {
 fn reply_reads_the_request_as_sent() {
     let body = br#"{"messages":[{"role":"user","content":"long"}],"tools":[{"type":"function","function":{"name":"a.b","parameters":{"type":"object"}}}]}"#;
     let out = api::rewrite_body(body, Format::OpenAiChat, &crate::schema::profile::OPENAI, &Default::default()).unwrap();
-    let lists = out.tool_lists_of(body);
-    assert!(!lists.contains("messages"), "only the tool lists are kept: {lists}");
-    let r = Reply::of(lists, Format::OpenAiChat, out.names, &out.report, true, OnInvalid::Count, 100);
-    assert!(r.repairs(), "a name was mapped");
-    assert_eq!((r.tools()[0].sent.as_str(), r.tools()[0].name.as_str(), r.tools()[0].schema.as_str()), ("a_b", "a.b", r#"{"type":"object"}"#));
+    let lists = out.tool_lists_of(std::borrow::Cow::Borrowed(&body[..]));
+    let text = String::from_utf8(lists.clone()).unwrap();
+    assert!(!text.contains("messages"), "a borrowed body: only the tool lists are copied: {text}");
+    // an owned body that is mostly its tool lists is kept whole (no copy), and read the same
+    let whole = out.tool_lists_of(std::borrow::Cow::Owned(body.to_vec()));
+    assert_eq!(whole, body.to_vec(), "a catalog-sized list: the body itself");
+    let long = format!(r#"{{"messages":[{{"role":"user","content":"{}"}}],"tools":[]}}"#, "x".repeat(500));
+    let o = api::rewrite_body(long.as_bytes(), Format::OpenAiChat, &crate::schema::profile::OPENAI, &Default::default()).unwrap();
+    assert_eq!(o.tool_lists_of(std::borrow::Cow::Owned(long.clone().into_bytes())), br#"{"tools":[]}"#.to_vec(), "long messages: the lists are copied out");
+    for lists in [lists, whole] {
+        let r = Reply::of(lists, Format::OpenAiChat, out.names.clone(), &out.report, true, OnInvalid::Count, 100);
+        assert!(r.repairs(), "a name was mapped");
+        assert_eq!((r.tools()[0].sent.as_str(), r.tools()[0].name.as_str(), r.tools()[0].schema.as_str()), ("a_b", "a.b", r#"{"type":"object"}"#));
+        assert_eq!(r.tools().len(), 1);
+    }
     let r = Reply::of(r#"{"messages":[]}"#.into(), Format::OpenAiChat, NameMap::default(), &Report::default(), true, OnInvalid::Count, 100);
     assert!(r.tools().is_empty() && !r.repairs());
 }
