@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm lint load fuzz digest test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response
+.PHONY: build extproc wasm lint load fuzz digest test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the CLI (target/release/toolfit) and the external processor (target/release/toolfit-extproc)
 build:
@@ -121,6 +121,11 @@ bench-engine:
 
 # Response-path throughput: reading a stream for the validity counters and repairing it, beside
 # serde_json parsing every event (prints a table; no assertions).
+# The untouched request's scan natively and as wasm in Node's V8, with and without simd128 (seconds
+# once built; prints figures, no assertions).
+bench-scan:
+	python3 bench/bench_scan.py
+
 bench-response:
 	cargo bench --bench response
 

@@ -21,6 +21,7 @@ import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
+FLOOR = os.path.join(ROOT, "dist", "toolfit-floor.wasm")
 EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
 
 
@@ -50,10 +51,10 @@ def listener(name, port, filters, cluster):
                 "http_filters": filters + [{"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]}}]}]}
 
 
-def toolfit_filter(plugin):
+def toolfit_filter(plugin, wasm=None):
     return {"name": "toolfit", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm", "config": {
         "name": "toolfit", "root_id": "toolfit", "allow_on_headers_stop_iteration": True, "fail_open": True,
-        "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": WASM}}},
+        "vm_config": {"vm_id": "floor" if wasm else "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": wasm or WASM}}},
         "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.dumps(plugin)}}}}
 
 
@@ -146,11 +147,12 @@ def bootstrap(admin, p_sink, listeners, clusters=()):
             "static_resources": {"listeners": listeners + [sink], "clusters": [cluster, *clusters]}}
 
 
-def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm):
+def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm, p_floor):
     return bootstrap(admin, p_sink, [listener("with_toolfit", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"})], "sink"),
                                      listener("without", p_plain, [], "sink"),
                                      listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
                                      listener("buffer_only", p_buffer, [BUFFER], "sink"),
+                                     listener("floor", p_floor, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"}, FLOOR)], "sink"),
                                      listener("extproc_cold", p_xcold, [extproc_filter("xp_cold")], "sink"),
                                      listener("extproc_warm", p_xwarm, [extproc_filter("xp_warm")], "sink")],
                      [grpc_cluster("xp_cold", g_cold), grpc_cluster("xp_warm", g_warm)])
@@ -193,10 +195,12 @@ def main():
     if not shutil.which("wrk"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ports = [free_port() for _ in range(13)]
+    ports = [free_port() for _ in range(14)]
+    # the floor: the same filter built to buffer and forward without reading (scripts/wasm.sh --floor)
+    subprocess.run([os.path.join(ROOT, "scripts", "wasm.sh"), "--floor"], check=True, capture_output=True)
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
-    json.dump(config(*ports[:10]), open(cfg, "w"))
+    json.dump(config(*ports[:10], ports[13]), open(cfg, "w"))
     # the two processors: cache off (cold) and on (warm), as the Wasm listeners
     procs = {"ext cold": processor({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0}, ports[8], ports[10], d),
              "ext warm": processor({"profile": "llama-cpp", "framing": "exact"}, ports[9], ports[11], d)}
@@ -222,7 +226,7 @@ def main():
             keep = sys.argv[sys.argv.index("--only") + 1].split(",")
             cases = [c for c in cases if c[0] in keep]
         rounds, secs = (1, 2) if quick else (3, 4)
-        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7])]
+        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7]), ("floor", ports[13])]
         if peer:
             targets.append(("litellm", ports[12]))
         res = {(c, t): [] for c, _ in cases for t, _ in targets}
@@ -252,7 +256,11 @@ def main():
             print(f"{name:10} {len(b) / 1024:6.0f} | {med(r0, 0):11.3f} {med(rb, 0):7.3f} {med(rc, 0):8.3f} {med(rw, 0):7.3f} | {med(rc, 0) - med(r0, 0):10.3f} {med(rw, 0) - med(r0, 0):10.3f} | "
                   f"{med(r0, 1):11.3f} {med(rc, 1):8.3f} {med(rw, 1):7.3f} | {bad:7}")
         u = [res[("untouched", t)] for t, _ in targets] if ("untouched", "warm") in res and res[("untouched", "warm")] else None
-        u and print(f"\nuntouched request, toolfit (warm) vs Envoy buffering only: p50 {med(u[3], 0):.3f} vs {med(u[1], 0):.3f} ms ({(med(u[3], 0) / med(u[1], 0) - 1) * 100:+.0f}%)")
+        if u:
+            warm, buf, floor = med(u[3], 0), med(u[1], 0), med(u[6], 0)
+            print(f"\nuntouched request, toolfit (warm) vs Envoy buffering only: p50 {warm:.3f} vs {buf:.3f} ms ({(warm / buf - 1) * 100:+.0f}%)  [within 10%]")
+            print(f"  the floor, the same Wasm filter buffering and forwarding without reading (dist/toolfit-floor.wasm): {floor:.3f} ms "
+                  f"({(floor / buf - 1) * 100:+.0f}% over the buffer filter); toolfit's own work: {(warm - floor) * 1000:.0f} us")
         print("\next_proc (toolfit-extproc, envoy/extproc.yaml's filter, BUFFERED) beside the Wasm filter, added p50 in ms:")
         print(f"{'case':10} | {'wasm cold':>9} {'ext cold':>9} {'ratio':>6} | {'wasm warm':>9} {'ext warm':>9} {'ratio':>6} | {'p99 ext warm':>12}")
         for name, _ in cases:

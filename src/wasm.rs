@@ -358,6 +358,11 @@ impl Http {
         let size = self.buffered;
         let mut shared = self.shared.borrow_mut();
         let Shared { metrics, logs, cache } = &mut *shared;
+        #[cfg(feature = "bench-floor")]
+        let _ = (&logs, &cache);
+        #[cfg(feature = "bench-floor")]
+        return action(request::apply(&self.config, &plan, request::Verdict::Forward, size, &mut WasmRequest, metrics));
+        #[cfg_attr(feature = "bench-floor", allow(unreachable_code))]
         let body = match hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size) {
             Ok(Some(b)) => b,
             Ok(None) => Vec::new(),
