@@ -11,6 +11,7 @@ use crate::schema::types::Types;
 use crate::schema::walk::{is_constraint, post_order_cx};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Passes that must run before this one in a profile's list: branches that are refs are read through plain root definitions.
 pub const AFTER: &[&str] = &["refs"];
@@ -33,6 +34,17 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     });
 }
 
+/// The types of a union branch as [`deref`] would give them, without copying it: the branch's own
+/// `type`, else (a `$ref` into the definitions) its target's.
+fn branch_types(b: &Value, defs: &Value) -> Option<Types> {
+    let o = b.as_object()?;
+    if let Some(t) = o.at("type") {
+        return Types::of_value_type(t);
+    }
+    let target = o.at("$ref")?.as_str()?.strip_prefix('#').and_then(|p| defs.pointer(p))?;
+    target.as_object().and_then(Types::of)
+}
+
 /// A node's unions and the constraints beside them, as read before the node changes.
 struct Found {
     unions: Vec<Vec<Value>>,
@@ -47,37 +59,32 @@ impl Found {
     /// The node's unions (a non-array one is removed), or `None` where the backend compiles the node
     /// as it means: one union with nothing beside it (or only a `type` every branch has).
     fn read(node: &mut Map<String, Value>, defs: &Value, one_of_as_any_of: bool) -> Option<Found> {
-        let mut overlapping_one_of = false;
         let one_of_rewritten = one_of_as_any_of && node.has("oneOf");
-        let mut unions: Vec<Vec<Value>> = Vec::new();
         for key in ["anyOf", "oneOf"] {
-            match node.at(key) {
-                Some(Value::Array(u)) => {
-                    if key == "oneOf" && may_overlap(u, defs) {
-                        overlapping_one_of = true;
-                    }
-                    unions.push(u.clone());
-                }
-                Some(_) => {
-                    node.remove(key);
-                }
-                None => {}
+            if node.at(key).is_some_and(|u| !u.is_array()) {
+                node.remove(key);
             }
         }
-        let siblings: Map<String, Value> =
-            node.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf") && is_constraint(k)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        // read in place; copied only when the node will change (most unions are left as they are)
+        let unions: Vec<&Vec<Value>> = ["anyOf", "oneOf"].iter().filter_map(|k| node.at(k).and_then(Value::as_array)).collect();
+        let overlapping_one_of = node.at("oneOf").and_then(Value::as_array).is_some_and(|u| may_overlap(u, defs));
+        let siblings: Vec<(&String, &Value)> = node.iter().filter(|(k, _)| !matches!(k.as_str(), "anyOf" | "oneOf") && is_constraint(k)).collect();
         // a `type` beside the union that every branch already has constrains nothing more
-        let implied = siblings.len() == 1
-            && Types::of(&siblings).is_some_and(|t| {
+        let implied = match siblings.as_slice() {
+            [(k, t)] if k.as_str() == "type" => Types::of_value_type(t).is_some_and(|t| {
                 unions.len() == 1
-                    && unions.iter().flatten().all(|b| {
+                    && unions.iter().copied().flatten().all(|b| {
                         // a recursive ref is left as it is: expanding it once more each run never ends
-                        is_recursive_ref(b, defs) || deref(b.clone(), defs).as_object().and_then(Types::of).is_some_and(|bt| t.contains(bt))
+                        is_recursive_ref(b, defs) || branch_types(b, defs).is_some_and(|bt| t.contains(bt))
                     })
-            });
+            }),
+            _ => false,
+        };
         if unions.len() == 1 && (siblings.is_empty() || implied) && !overlapping_one_of && !one_of_rewritten {
             return None;
         }
+        let siblings = siblings.into_iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let unions = unions.into_iter().cloned().collect();
         Some(Found { unions, siblings, overlapping_one_of, one_of_rewritten })
     }
 
@@ -177,12 +184,17 @@ fn flatten(branches: Vec<Value>, max: usize, lost: &mut Vec<(String, Value)>) ->
 /// Whether two branches of a `oneOf` could both match one value. Conservative: true unless their types
 /// are disjoint, or a property both require has disjoint `const`/`enum` values.
 fn may_overlap(branches: &[Value], defs: &Value) -> bool {
-    let bs: Vec<Map<String, Value>> = branches
+    // a branch without a `$ref` is read where it is; only a referenced one is resolved into a copy
+    let bs: Vec<Cow<'_, Map<String, Value>>> = branches
         .iter()
-        .filter_map(|b| match deref(b.clone(), defs) {
-            Value::Object(m) if !is_never(&m) => Some(m),
-            _ => None,
+        .filter_map(|b| match b {
+            Value::Object(m) if !m.has("$ref") => Some(Cow::Borrowed(m)),
+            _ => match deref(b.clone(), defs) {
+                Value::Object(m) => Some(Cow::Owned(m)),
+                _ => None,
+            },
         })
+        .filter(|m| !is_never(m))
         .collect();
     for (i, a) in bs.iter().enumerate() {
         for b in bs.iter().skip(i + 1) {
@@ -194,11 +206,12 @@ fn may_overlap(branches: &[Value], defs: &Value) -> bool {
     false
 }
 
-fn values_of(s: &Value) -> Option<Vec<Value>> {
+/// The values a schema lists (`const`, else `enum`), where they are.
+fn values_of(s: &Map<String, Value>) -> Option<&[Value]> {
     if let Some(c) = s.at("const") {
-        return Some(vec![c.clone()]);
+        return Some(std::slice::from_ref(c));
     }
-    s.at("enum").and_then(Value::as_array).cloned()
+    s.at("enum").and_then(Value::as_array).map(Vec::as_slice)
 }
 
 fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
@@ -207,10 +220,12 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
             return true;
         }
     }
-    if let (Some(va), Some(vb)) = (values_of(&Value::Object(a.clone())), values_of(&Value::Object(b.clone()))) {
+    if let (Some(va), Some(vb)) = (values_of(a), values_of(b)) {
         return !va.iter().any(|v| vb.contains(v));
     }
-    let req = |m: &Map<String, Value>| m.at("required").and_then(Value::as_array).cloned().unwrap_or_default();
+    fn req(m: &Map<String, Value>) -> &[Value] {
+        m.at("required").and_then(Value::as_array).map_or(&[], Vec::as_slice)
+    }
     let (ra, rb) = (req(a), req(b));
     let (Some(pa), Some(pb)) = (a.at("properties").and_then(Value::as_object), b.at("properties").and_then(Value::as_object)) else {
         return false;
@@ -220,8 +235,8 @@ fn disjoint(a: &Map<String, Value>, b: &Map<String, Value>) -> bool {
         if !ra.contains(&n) || !rb.contains(&n) {
             continue;
         }
-        if let (Some(sb), Some(va)) = (pb.get(name), values_of(sa)) {
-            if let Some(vb) = values_of(sb) {
+        if let (Some(sb), Some(va)) = (pb.get(name), sa.as_object().and_then(values_of)) {
+            if let Some(vb) = sb.as_object().and_then(values_of) {
                 if !va.iter().any(|v| vb.contains(v)) {
                     return true;
                 }
