@@ -79,8 +79,8 @@ fn id_anchor(node: &mut Map<String, Value>, changes: &mut Vec<String>) {
 /// Draft-07 `items` arrays become `prefixItems` (and `additionalItems` their `items`); the pointers
 /// that moved are listed for the refs into them.
 fn item_arrays(node: &mut Map<String, Value>, path: &str, moved: &mut Vec<(String, String)>, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
-    if let Some(Value::Array(items)) = node.at("items").cloned() {
-        node.remove("items");
+    // taken out only when it is an array: a schema-valued `items` (the usual case) is not copied
+    if let Some(Value::Array(items)) = node.at("items").is_some_and(Value::is_array).then(|| node.remove("items")).flatten() {
         let extra = node.remove("additionalItems");
         let mut rebuilt = Map::new();
         for (k, v) in std::mem::take(node) {
