@@ -207,7 +207,7 @@ impl Scan<'_> {
         if m.has("patternProperties") {
             return Some("an object whose keys are given by patternProperties".into());
         }
-        if !self.strict.recursion && is_recursive_ref(&Value::Object(m.clone()), self.defs) {
+        if !self.strict.recursion && m.has("$ref") && is_recursive_ref(&Value::Object(m.clone()), self.defs) {
             return Some(format!("a recursive type ({})", m.at("$ref").map(|r| compact(r, 80)).unwrap_or_default()));
         }
         let t = Types::of(m);

@@ -22,8 +22,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 }
 
 fn unroll(root: &mut Value, times: usize, cx: &mut Cx) {
+    let defs = root_defs(root);
     let Value::Object(top) = root else { return };
-    let defs = root_defs(&Value::Object(top.clone()));
     let had_defs = top.remove("$defs").is_some() | top.remove("definitions").is_some();
     if !has_ref(root, 0) {
         if had_defs {
