@@ -6,7 +6,8 @@ shipped plugin config, exact framing) and one without, both routing to a third l
 200 itself (so no Python upstream sits in the measured path). wrk (Debian package; installed if
 missing) sends the same POST body to each, one connection, in alternating rounds. Prints median and
 p99 per case and the difference (the filter's added latency), and the VM memory gauge.
-Cases: untouched (40 small tools, 200 KB of messages), small (5 tools, 2 KB of messages), typical (40
+Cases: untouched (40 small tools, 200 KB of messages), conversation (the same tools, a 1 MiB conversation
+of 400 turns), small (5 tools, 2 KB of messages), typical (40
 tools, about 60 KB, plus 200 KB of messages), huge (the 1,409-tool catalog, 1.6 MB), rewritten (40
 Atlassian tools whose Jira-key patterns need a rewrite, plus 200 KB of messages). With objects closed
 (the default) small, typical and huge need no change: they measure the common, untouched path. `--quick` runs one short round (used to check the command works); `--only typical,small` runs those cases.
@@ -80,6 +81,8 @@ def grpc_cluster(name, port):
             "load_assignment": {"cluster_name": name, "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": port}}}}]}]}}
 
 
+# one turn of the conversation case: about 2.6 KB of prose with quotes, newlines and non-ASCII
+CONVERSATION_TURN = 'The build failed in "make test": 3 of 412 checks.\nSee the log \u2014 line 88. Caf\u00e9 na\u00efve r\u00e9sum\u00e9. ' + "Lorem ipsum dolor sit amet, consectetur adipiscing elit. " * 45
 BUFFER = {"name": "envoy.filters.http.buffer", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.buffer.v3.Buffer", "max_request_bytes": 17825792}}
 
 
@@ -217,6 +220,8 @@ def main():
             except OSError:
                 time.sleep(0.1)
         cases = [("untouched", json.dumps({"model": "m", "messages": [{"role": "user", "content": "x" * 200_000}], "tools": [{"type": "function", "function": {"name": "q", "description": "d", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False}}}] * 40}).encode()),
+                 # a long agent conversation: 400 turns of prose (quotes, escapes, non-ASCII), the same 40 tools
+                 ("conversation", json.dumps({"model": "m", "messages": [{"role": "assistant", "content": CONVERSATION_TURN}] * 400, "tools": [{"type": "function", "function": {"name": "q", "description": "d", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"], "additionalProperties": False}}}] * 40}).encode()),
                  ("small", body(catalog("filesystem.json", 5), 2000)),
                  ("typical", body(catalog("github.json" if os.path.exists(os.path.join(ROOT, "tests/corpus/servers/github.json")) else "azure-all.json", 40), 200_000)),
                  ("huge", body(catalog("twilio-all-services.json"), 0)),
@@ -255,12 +260,13 @@ def main():
             bad = sum(x[3] for x in r0 + rb + rc + rw)
             print(f"{name:10} {len(b) / 1024:6.0f} | {med(r0, 0):11.3f} {med(rb, 0):7.3f} {med(rc, 0):8.3f} {med(rw, 0):7.3f} | {med(rc, 0) - med(r0, 0):10.3f} {med(rw, 0) - med(r0, 0):10.3f} | "
                   f"{med(r0, 1):11.3f} {med(rc, 1):8.3f} {med(rw, 1):7.3f} | {bad:7}")
-        u = [res[("untouched", t)] for t, _ in targets] if ("untouched", "warm") in res and res[("untouched", "warm")] else None
-        if u:
-            warm, buf, floor = med(u[3], 0), med(u[1], 0), med(u[6], 0)
-            print(f"\nuntouched request, toolfit (warm) vs Envoy buffering only: p50 {warm:.3f} vs {buf:.3f} ms ({(warm / buf - 1) * 100:+.0f}%)  [within 10%]")
-            print(f"  the floor, the same Wasm filter buffering and forwarding without reading (dist/toolfit-floor.wasm): {floor:.3f} ms "
-                  f"({(floor / buf - 1) * 100:+.0f}% over the buffer filter); toolfit's own work: {(warm - floor) * 1000:.0f} us")
+        for case in ("untouched", "conversation"):
+            u = [res[(case, t)] for t, _ in targets] if (case, "warm") in res and res[(case, "warm")] else None
+            if u:
+                warm, buf, floor = med(u[3], 0), med(u[1], 0), med(u[6], 0)
+                print(f"\n{case} request, toolfit (warm) vs Envoy buffering only: p50 {warm:.3f} vs {buf:.3f} ms ({(warm / buf - 1) * 100:+.0f}%)  [within 10%]")
+                print(f"  the floor, the same Wasm filter buffering and forwarding without reading (dist/toolfit-floor.wasm): {floor:.3f} ms "
+                      f"({(floor / buf - 1) * 100:+.0f}% over the buffer filter); toolfit's own work: {(warm - floor) * 1000:.0f} us")
         print("\next_proc (toolfit-extproc, envoy/extproc.yaml's filter, BUFFERED) beside the Wasm filter, added p50 in ms:")
         print(f"{'case':10} | {'wasm cold':>9} {'ext cold':>9} {'ratio':>6} | {'wasm warm':>9} {'ext warm':>9} {'ratio':>6} | {'p99 ext warm':>12}")
         for name, _ in cases:
