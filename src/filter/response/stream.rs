@@ -46,18 +46,24 @@ pub struct Stream {
     pub tally: Tally,
 }
 
-/// Where one event ends in `b` (just past its blank line), if it is complete.
-fn event_end(b: &[u8], events: Events) -> Option<usize> {
-    match events {
-        Events::Lines => b.iter().position(|c| *c == b'\n').map(|i| i + 1),
-        Events::Sse => {
-            let lf = b.windows(2).position(|w| w == b"\n\n").map(|i| i + 2);
-            let crlf = b.windows(4).position(|w| w == b"\r\n\r\n").map(|i| i + 4);
-            match (lf, crlf) {
-                (Some(a), Some(c)) => Some(a.min(c)),
-                (a, c) => a.or(c),
-            }
+/// Where one event ends in `b` (just past its blank line), if it is complete. `from`: where to start
+/// looking (bytes before it were looked at already and held no end; the blank line's first bytes may
+/// lie before it, so the checks look back). Every event ends at a `\n`, so only those are visited,
+/// found by `position` (a vectorised byte search), and each is looked at once however the events
+/// arrive in pieces.
+fn event_end(b: &[u8], from: usize, events: Events) -> Option<usize> {
+    let mut at = from;
+    loop {
+        let i = at + b.get(at..)?.iter().position(|c| *c == b'\n')?;
+        let ends = match events {
+            Events::Lines => true,
+            // `\n\n` or `\r\n\r\n`, whichever ends first
+            Events::Sse => i.checked_sub(1).and_then(|j| b.get(j)) == Some(&b'\n') || i.checked_sub(3).and_then(|j| b.get(j..i)) == Some(b"\r\n\r"),
+        };
+        if ends {
+            return Some(i + 1);
         }
+        at = i + 1;
     }
 }
 
@@ -175,14 +181,36 @@ impl Stream {
             out.extend_from_slice(chunk);
             return out;
         }
-        self.pending.extend_from_slice(chunk);
-        while let Some(n) = event_end(&self.pending, self.events) {
-            let event: Vec<u8> = self.pending.drain(..n).collect();
+        // The events wholly inside `chunk` are read where they are; only an event cut by the chunk's
+        // end is copied, into `pending`, until the chunk that completes it.
+        let mut rest = chunk;
+        if !self.pending.is_empty() {
+            // what is pending was searched to its end already; the blank line may begin in its last
+            // bytes, which the search looks back on
+            let seen = self.pending.len();
+            let from = seen;
+            self.pending.extend_from_slice(chunk);
+            match event_end(&self.pending, from, self.events) {
+                Some(n) => {
+                    let event = std::mem::take(&mut self.pending);
+                    let (first, _) = event.split_at(n);
+                    self.event(first, &mut out);
+                    rest = chunk.get(n.saturating_sub(seen)..).unwrap_or_default();
+                }
+                None => rest = &[],
+            }
+        }
+        while let Some(n) = event_end(rest, 0, self.events) {
+            let (event, tail) = rest.split_at(n);
             self.event(event, &mut out);
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            self.pending.extend_from_slice(rest);
         }
         if end && !self.pending.is_empty() {
             let event = std::mem::take(&mut self.pending);
-            self.event(event, &mut out);
+            self.event(&event, &mut out);
         }
         if end {
             self.close(None);
@@ -195,16 +223,13 @@ impl Stream {
         out
     }
 
-    fn event(&mut self, event: Vec<u8>, out: &mut Vec<u8>) {
-        let text = match String::from_utf8(event) {
-            Ok(t) => t,
-            Err(e) => {
-                self.pass(e.into_bytes(), out);
-                return;
-            }
+    fn event(&mut self, event: &[u8], out: &mut Vec<u8>) {
+        let Ok(text) = simdutf8::basic::from_utf8(event) else {
+            self.pass(event, out);
+            return;
         };
-        let Some((json_at, json)) = event_json(&text, self.events) else {
-            self.pass(text.into_bytes(), out);
+        let Some((json_at, json)) = event_json(text, self.events) else {
+            self.pass(event, out);
             return;
         };
         let summary = self.summary(json);
@@ -219,11 +244,13 @@ impl Stream {
                 self.close(None);
             }
             let fixed = self.reply.repair_doc(json, paths, count, &mut self.tally);
-            let text = match fixed {
-                Some(new) => format!("{}{new}{}", text.get(..json_at).unwrap_or(""), text.get(json_at + json.len()..).unwrap_or("")),
-                None => text,
-            };
-            self.pass(text.into_bytes(), out);
+            match fixed {
+                Some(new) => {
+                    let text = format!("{}{new}{}", text.get(..json_at).unwrap_or(""), text.get(json_at + json.len()..).unwrap_or(""));
+                    self.pass(text.as_bytes(), out);
+                }
+                None => self.pass(event, out),
+            }
             self.release(out);
             return;
         }
@@ -234,7 +261,11 @@ impl Stream {
                 Frag::ArgsPart(k, a, b) => (*k, json.get(*a..*b), false),
                 _ => continue,
             };
-            let part = part.and_then(|p| serde_json::from_str::<String>(p).ok()).unwrap_or_default();
+            // a part with no escape is its own text between the quotes
+            let part = match part {
+                Some(p) if !p.contains('\\') => std::borrow::Cow::Borrowed(p.get(1..p.len().saturating_sub(1)).unwrap_or("")),
+                p => std::borrow::Cow::Owned(p.and_then(|p| serde_json::from_str::<String>(p).ok()).unwrap_or_default()),
+            };
             let open = match self.open.iter_mut().position(|o| o.key == key) {
                 Some(i) => self.open.get_mut(i),
                 None => {
@@ -260,9 +291,9 @@ impl Stream {
             })
             .collect();
         if hold {
-            self.held.push(Held { text, json_at, frags: fr });
+            self.held.push(Held { text: text.to_owned(), json_at, frags: fr });
         } else {
-            self.pass(text.into_bytes(), out);
+            self.pass(event, out);
         }
         for c in closes {
             self.close(c);
@@ -273,21 +304,18 @@ impl Stream {
     }
 
     /// An event that goes on as it is: after whatever is held, to keep the order.
-    fn pass(&mut self, bytes: Vec<u8>, out: &mut Vec<u8>) {
+    fn pass(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
         if self.held.is_empty() {
-            out.extend_from_slice(&bytes);
+            out.extend_from_slice(bytes);
+        } else if let Ok(text) = std::str::from_utf8(bytes) {
+            self.held.push(Held { text: text.to_owned(), json_at: 0, frags: Vec::new() });
         } else {
-            let text = String::from_utf8_lossy(&bytes).into_owned();
-            if text.len() == bytes.len() {
-                self.held.push(Held { text, json_at: 0, frags: Vec::new() });
-            } else {
-                // not UTF-8 after all: nothing held can be repaired in order with it
-                self.tally.unrepaired += 1;
-                for h in std::mem::take(&mut self.held) {
-                    out.extend_from_slice(h.text.as_bytes());
-                }
-                out.extend_from_slice(&bytes);
+            // not UTF-8 after all: nothing held can be repaired in order with it
+            self.tally.unrepaired += 1;
+            for h in std::mem::take(&mut self.held) {
+                out.extend_from_slice(h.text.as_bytes());
             }
+            out.extend_from_slice(bytes);
         }
     }
 
