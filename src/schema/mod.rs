@@ -172,6 +172,22 @@ pub fn compact(v: &Value, max: usize) -> String {
     format!("{}...", s.get(..end).unwrap_or(""))
 }
 
+/// A number as text for records, descriptions and messages: a whole number as an integer ("5", as
+/// Rust prints 5.0), any other in the shortest form that reads back the same (serde_json's, with an
+/// exponent where the number is very large or small). Core's float formatting is kept out of the wasm
+/// this way (about 12 KB).
+pub fn number_text(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 9.007_199_254_740_992e15 {
+        return (x as i64).to_string();
+    }
+    match serde_json::Number::from_f64(x) {
+        Some(n) => n.to_string(),
+        None if x.is_nan() => "NaN".into(),
+        None if x > 0.0 => "inf".into(),
+        None => "-inf".into(),
+    }
+}
+
 /// Parses one schema's text. A schema nested too deep for the parser (serde_json stops at 128
 /// containers) is first cut to the nesting bounds at the byte level ([`nesting::bound`]), each cut
 /// recorded in `report` as `bounds_exceeded`: it must not reach the backend as it came (llama.cpp's

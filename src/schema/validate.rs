@@ -355,7 +355,7 @@ impl<'a> Run<'a> {
             ("multipleOf", get("multipleOf").is_some_and(|m| m > 0.0 && ((x / m) - (x / m).round()).abs() > 1e-9)),
         ];
         let (key, _) = checks.iter().find(|(_, bad)| *bad)?;
-        self.fail(ip, sp, key, format!("{x} is outside {key}"))
+        self.fail(ip, sp, key, format!("{} is outside {key}", crate::schema::number_text(x)))
     }
 }
 

@@ -13,7 +13,7 @@ use crate::schema::merge::never_map;
 use crate::schema::target::Numbers;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order_cx;
-use crate::schema::{Cx, Kind};
+use crate::schema::{number_text, Cx, Kind};
 use serde_json::Value;
 
 const KEYS: [&str; 4] = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"];
@@ -72,7 +72,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
                     *node = never_map();
-                    cx.record(path, Kind::NeverDropped, format!("no integer lies between {l} and {h}"));
+                    cx.record(path, Kind::NeverDropped, format!("no integer lies between {} and {}", number_text(l), number_text(h)));
                     return;
                 }
             }
@@ -96,7 +96,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             cx.record(path, Kind::BoundsNormalized, "integer bounds made whole and inclusive");
         }
-        for (list, why) in [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {limit}, beyond what the served releases enforce"))] {
+        for (list, why) in
+            [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {}, beyond what the served releases enforce", number_text(limit)))]
+        {
             if list.is_empty() {
                 continue;
             }
