@@ -6,11 +6,10 @@
 
 use crate::api::{format, Format};
 use crate::schema::{Limits, LlamaCpp, Options, Profile};
-use serde::Deserialize;
+use serde_json::{Map, Value};
 
 /// What to do with a tool call whose arguments the client's schema refuses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum OnInvalid {
     /// Count it and log it; the client gets the call.
     #[default]
@@ -21,8 +20,7 @@ pub enum OnInvalid {
 }
 
 /// How the rewritten body is framed towards the upstream.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
     /// Headers go upstream at once without `Content-Length`; the body follows chunked. Works on every
     /// Envoy and with Istio's WasmPlugin (which cannot set `allow_on_headers_stop_iteration`).
@@ -33,39 +31,28 @@ pub enum Framing {
 }
 
 /// One inference route: which requests are buffered and how their body is read.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Route {
     /// Exact request path (without the query string).
-    #[serde(default)]
     pub path: Option<String>,
     /// Path prefix, when `path` is not given.
-    #[serde(default)]
     pub prefix: Option<String>,
     /// Body format: openai-chat, openai-responses, anthropic, ollama, llama-completion, gemini, cohere,
     /// mcp-tools, auto.
-    #[serde(deserialize_with = "format")]
     pub format: Format,
     /// Profile for this route (default: the plugin's `profile`).
-    #[serde(default, deserialize_with = "opt_profile")]
     pub profile: Option<&'static Profile>,
     /// Strict mode for this route (default: the plugin's `strict`).
-    #[serde(default)]
     pub strict: Option<bool>,
     /// The oldest llama.cpp release behind this route (default: the plugin's `llama_cpp_since`).
-    #[serde(default, deserialize_with = "opt_llama_cpp")]
     pub llama_cpp_since: Option<LlamaCpp>,
     /// Profiles by the request's `model` for this route (default: the plugin's `models`).
-    #[serde(default, deserialize_with = "opt_models")]
     pub models: Option<Models>,
     /// Overrides the plugin's (and the profile's) `promote_to_description` on this route.
-    #[serde(default)]
     pub promote_to_description: Option<bool>,
     /// Overrides the plugin's (and the profile's) `open_objects` on this route.
-    #[serde(default)]
     pub open_objects: Option<bool>,
     /// Overrides the plugin's `on_invalid_tool_call` on this route.
-    #[serde(default)]
     pub on_invalid_tool_call: Option<OnInvalid>,
 }
 
@@ -143,38 +130,27 @@ impl Route {
 }
 
 /// Engine limits as configured (any field may be left out).
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct LimitsConfig {
-    #[serde(default, deserialize_with = "opt_whole")]
     pub max_depth: Option<usize>,
-    #[serde(default, deserialize_with = "opt_whole")]
     pub max_nodes: Option<usize>,
-    #[serde(default, deserialize_with = "opt_whole")]
     pub inline_budget: Option<usize>,
-    #[serde(default, deserialize_with = "opt_whole")]
     pub max_branches: Option<usize>,
-    #[serde(default, deserialize_with = "opt_whole")]
     pub max_repetition: Option<u64>,
-    #[serde(default, deserialize_with = "opt_whole")]
     pub max_open_properties: Option<usize>,
 }
 
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Config {
     /// Default profile for every route.
-    #[serde(deserialize_with = "profile")]
     pub profile: &'static Profile,
     /// Profiles by the request's `model`, for routes that serve several backends (see [`Models`]).
-    #[serde(deserialize_with = "models")]
     pub models: Models,
     /// Inference routes. Given, it replaces the default list entirely.
     pub routes: Vec<Route>,
     /// Largest body buffered and rewritten; larger bodies pass unchanged (counted). Keep it at or below
     /// Envoy's buffer limit (`per_connection_buffer_limit_bytes` or the route's
     /// `request_body_buffer_limit`), or Envoy answers 413 before toolfit can step aside.
-    #[serde(deserialize_with = "whole")]
     pub max_body_bytes: usize,
     /// Refuse (400) a request whose rewrite would lose meaning, instead of forwarding the rewrite.
     pub strict: bool,
@@ -188,14 +164,11 @@ pub struct Config {
     /// The oldest llama.cpp release the model servers run, as `YYYY-MM` (default `2024-08`: every
     /// release toolfit is judged on). Later months rely on what later releases fixed: `2026-10` keeps
     /// integer bounds past 32 bits and adds no tool descriptions, for example.
-    #[serde(deserialize_with = "llama_cpp")]
     pub llama_cpp_since: LlamaCpp,
     pub limits: LimitsConfig,
     /// Bytes of rewrites kept per worker for catalogs seen again (0: no cache).
-    #[serde(deserialize_with = "whole")]
     pub cache_bytes: usize,
     /// Most log lines per route per second (the counters still count everything).
-    #[serde(deserialize_with = "whole")]
     pub log_lines_per_second: u32,
     /// Check every tool call in responses against the schema the client sent, and count the invalid
     /// ones (`tool_calls_invalid`).
@@ -252,15 +225,8 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Config::default());
         }
-        let de = &mut serde_json::Deserializer::from_str(text);
-        let c: Config = serde_path_to_error::deserialize(de).map_err(|e| {
-            let at = e.path().to_string();
-            if at == "." {
-                format!("configuration rejected: {}", e.inner())
-            } else {
-                format!("configuration rejected: {at}: {}", e.inner())
-            }
-        })?;
+        let v: Value = serde_json::from_str(text).map_err(|e| format!("configuration rejected: {e}"))?;
+        let c = Config::read(&v).map_err(|e| format!("configuration rejected: {e}"))?;
         c.validate()?;
         Ok(c)
     }
@@ -333,41 +299,87 @@ impl Config {
     }
 }
 
+// The reader. Hand-written over a parsed `Value` rather than derived: the derived visitors and the
+// error-path tracking cost about 40 KB of the wasm, this a fraction of it. Every error names where
+// it is (`routes[0].llama_cpp_since: ...`), every key not listed here is refused.
+
+/// `at` and `key` as one place: `limits.max_depth`.
+fn place(at: &str, key: &str) -> String {
+    if at.is_empty() {
+        key.to_string()
+    } else {
+        format!("{at}.{key}")
+    }
+}
+
+/// An error at a place (the whole configuration when `at` is empty).
+fn fail<T>(at: &str, why: impl std::fmt::Display) -> Result<T, String> {
+    Err(if at.is_empty() { why.to_string() } else { format!("{at}: {why}") })
+}
+
+/// What kind of JSON value `v` is, for errors.
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A section's members, every key among `known`.
+fn members<'v>(v: &'v Value, at: &str, known: &[&str]) -> Result<&'v Map<String, Value>, String> {
+    let Value::Object(m) = v else { return fail(at, format_args!("expected an object, got {}", kind(v))) };
+    match m.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => fail(at, format_args!("unknown field `{k}`, expected one of `{}`", known.join("`, `"))),
+        None => Ok(m),
+    }
+}
+
+/// Reads member `key` of `m` with `read` when it is there and not null.
+fn opt<'v, T>(m: &'v Map<String, Value>, at: &str, key: &str, read: impl FnOnce(&'v Value, &str) -> Result<T, String>) -> Result<Option<T>, String> {
+    match m.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => read(v, &place(at, key)).map(Some),
+    }
+}
+
+fn boolean(v: &Value, at: &str) -> Result<bool, String> {
+    v.as_bool().map_or_else(|| fail(at, format_args!("expected a boolean, got {}", kind(v))), Ok)
+}
+
+fn string<'v>(v: &'v Value, at: &str) -> Result<&'v str, String> {
+    v.as_str().map_or_else(|| fail(at, format_args!("expected a string, got {}", kind(v))), Ok)
+}
+
 /// A whole number, written as an integer or as a float with no fraction: Istio's WasmPlugin passes
 /// `pluginConfig` as a protobuf Struct, whose numbers are doubles (16777216 may arrive as 1.6777216e+07).
-fn whole<'de, D: serde::Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<T, D::Error> {
-    let v = serde_json::Number::deserialize(d)?;
+fn whole<T: TryFrom<u64>>(v: &Value, at: &str) -> Result<T, String> {
     let n = match (v.as_u64(), v.as_f64()) {
         (Some(n), _) => Some(n),
         (None, Some(f)) if f >= 0.0 && f.fract() == 0.0 && f <= 9.0e15 => Some(f as u64),
         _ => None,
     };
-    n.and_then(|n| T::try_from(n).ok()).ok_or_else(|| serde::de::Error::custom(format!("{v} is not a whole number in range")))
+    n.and_then(|n| T::try_from(n).ok()).map_or_else(|| fail(at, format_args!("{v} is not a whole number in range")), Ok)
 }
 
-fn opt_whole<'de, D: serde::Deserializer<'de>, T: TryFrom<u64>>(d: D) -> Result<Option<T>, D::Error> {
-    whole(d).map(Some)
+fn profile(v: &Value, at: &str) -> Result<&'static Profile, String> {
+    let name = string(v, at)?;
+    Profile::by_name(name).map_or_else(|| fail(at, format_args!("unknown profile {name:?} (known: {})", profile_names())), Ok)
 }
 
-fn profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static Profile, D::Error> {
-    let name = String::deserialize(d)?;
-    Profile::by_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown profile {name:?} (known: {})", profile_names())))
-}
-
-fn opt_profile<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<&'static Profile>, D::Error> {
-    profile(d).map(Some)
-}
-
-fn models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Models, D::Error> {
+fn models(v: &Value, at: &str) -> Result<Models, String> {
     // a JSON object keeps its order here (serde_json's preserve_order): the first match wins
-    let map = serde_json::Map::<String, serde_json::Value>::deserialize(d)?;
+    let Value::Object(map) = v else { return fail(at, format_args!("expected an object, got {}", kind(v))) };
     let mut out = Vec::with_capacity(map.len());
     for (pattern, v) in map {
-        let name = v.as_str().ok_or_else(|| serde::de::Error::custom(format!("models[{pattern:?}]: a profile name is a string")))?;
-        let p = Profile::by_name(name)
-            .ok_or_else(|| serde::de::Error::custom(format!("models[{pattern:?}]: unknown profile {name:?} (known: {})", profile_names())))?;
+        let here = format!("{at}[{pattern:?}]");
+        let Some(name) = v.as_str() else { return fail(&here, "a profile name is a string") };
+        let Some(p) = Profile::by_name(name) else { return fail(&here, format_args!("unknown profile {name:?} (known: {})", profile_names())) };
         if pattern.is_empty() {
-            return Err(serde::de::Error::custom("models: an empty pattern matches no model; use \"*\" for every model"));
+            return fail(at, "an empty pattern matches no model; use \"*\" for every model");
         }
         // lower-cased once here: matching ignores ASCII case
         out.push((pattern.to_ascii_lowercase(), p));
@@ -375,25 +387,117 @@ fn models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Models, D::Error> {
     Ok(Models(out.into()))
 }
 
-fn opt_models<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Models>, D::Error> {
-    models(d).map(Some)
+fn llama_cpp(v: &Value, at: &str) -> Result<LlamaCpp, String> {
+    let month = string(v, at)?;
+    LlamaCpp::since(month).map_or_else(
+        || {
+            let known: Vec<&str> = LlamaCpp::ALL.iter().map(|v| v.name()).collect();
+            fail(at, format_args!("{month:?} is not a month from 2024-08 on, as YYYY-MM (judged releases: {})", known.join(", ")))
+        },
+        Ok,
+    )
 }
 
-fn llama_cpp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<LlamaCpp, D::Error> {
-    let month = String::deserialize(d)?;
-    LlamaCpp::since(&month).ok_or_else(|| {
-        let known: Vec<&str> = LlamaCpp::ALL.iter().map(|v| v.name()).collect();
-        serde::de::Error::custom(format!("{month:?} is not a month from 2024-08 on, as YYYY-MM (judged releases: {})", known.join(", ")))
-    })
+fn format(v: &Value, at: &str) -> Result<Format, String> {
+    let name = string(v, at)?;
+    Format::by_name(name).map_or_else(|| fail(at, format_args!("unknown format {name:?}")), Ok)
 }
 
-fn opt_llama_cpp<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<LlamaCpp>, D::Error> {
-    llama_cpp(d).map(Some)
+/// One of a closed set of names.
+fn one_of<T: Copy>(v: &Value, at: &str, names: &[(&str, T)]) -> Result<T, String> {
+    let name = string(v, at)?;
+    match names.iter().find(|(n, _)| *n == name) {
+        Some((_, t)) => Ok(*t),
+        None => fail(at, format_args!("unknown variant `{name}`, expected one of `{}`", names.iter().map(|(n, _)| *n).collect::<Vec<_>>().join("`, `"))),
+    }
 }
 
-fn format<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Format, D::Error> {
-    let name = String::deserialize(d)?;
-    Format::by_name(&name).ok_or_else(|| serde::de::Error::custom(format!("unknown format {name:?}")))
+fn on_invalid(v: &Value, at: &str) -> Result<OnInvalid, String> {
+    one_of(v, at, &[("count", OnInvalid::Count), ("reject", OnInvalid::Reject)])
+}
+
+impl Route {
+    const KEYS: &'static [&'static str] =
+        &["path", "prefix", "format", "profile", "strict", "llama_cpp_since", "models", "promote_to_description", "open_objects", "on_invalid_tool_call"];
+
+    fn read(v: &Value, at: &str) -> Result<Route, String> {
+        let m = members(v, at, Route::KEYS)?;
+        let text = |v, at: &str| string(v, at).map(str::to_string);
+        Ok(Route {
+            path: opt(m, at, "path", text)?,
+            prefix: opt(m, at, "prefix", text)?,
+            format: opt(m, at, "format", format)?.map_or_else(|| fail(at, "missing field `format`"), Ok)?,
+            profile: opt(m, at, "profile", profile)?,
+            strict: opt(m, at, "strict", boolean)?,
+            llama_cpp_since: opt(m, at, "llama_cpp_since", llama_cpp)?,
+            models: opt(m, at, "models", models)?,
+            promote_to_description: opt(m, at, "promote_to_description", boolean)?,
+            open_objects: opt(m, at, "open_objects", boolean)?,
+            on_invalid_tool_call: opt(m, at, "on_invalid_tool_call", on_invalid)?,
+        })
+    }
+}
+
+impl LimitsConfig {
+    fn read(v: &Value, at: &str) -> Result<LimitsConfig, String> {
+        let m = members(v, at, &["max_depth", "max_nodes", "inline_budget", "max_branches", "max_repetition", "max_open_properties"])?;
+        Ok(LimitsConfig {
+            max_depth: opt(m, at, "max_depth", whole)?,
+            max_nodes: opt(m, at, "max_nodes", whole)?,
+            inline_budget: opt(m, at, "inline_budget", whole)?,
+            max_branches: opt(m, at, "max_branches", whole)?,
+            max_repetition: opt(m, at, "max_repetition", whole)?,
+            max_open_properties: opt(m, at, "max_open_properties", whole)?,
+        })
+    }
+}
+
+impl Config {
+    const KEYS: &'static [&'static str] = &[
+        "profile",
+        "models",
+        "routes",
+        "max_body_bytes",
+        "strict",
+        "framing",
+        "promote_to_description",
+        "open_objects",
+        "llama_cpp_since",
+        "limits",
+        "cache_bytes",
+        "log_lines_per_second",
+        "validate_tool_calls",
+        "on_invalid_tool_call",
+        "test_trap_header",
+    ];
+
+    /// The configuration a parsed document says: what it leaves out (or sets to null) keeps its default.
+    fn read(v: &Value) -> Result<Config, String> {
+        let m = members(v, "", Config::KEYS)?;
+        let d = Config::default();
+        let routes = |v: &Value, at: &str| match v {
+            Value::Array(a) => a.iter().enumerate().map(|(i, r)| Route::read(r, &format!("{at}[{i}]"))).collect(),
+            v => fail(at, format_args!("expected an array, got {}", kind(v))),
+        };
+        let framing = |v: &Value, at: &str| one_of(v, at, &[("chunked", Framing::Chunked), ("exact", Framing::Exact)]);
+        Ok(Config {
+            profile: opt(m, "", "profile", profile)?.unwrap_or(d.profile),
+            models: opt(m, "", "models", models)?.unwrap_or(d.models),
+            routes: opt(m, "", "routes", routes)?.unwrap_or(d.routes),
+            max_body_bytes: opt(m, "", "max_body_bytes", whole)?.unwrap_or(d.max_body_bytes),
+            strict: opt(m, "", "strict", boolean)?.unwrap_or(d.strict),
+            framing: opt(m, "", "framing", framing)?.unwrap_or(d.framing),
+            promote_to_description: opt(m, "", "promote_to_description", boolean)?,
+            open_objects: opt(m, "", "open_objects", boolean)?,
+            llama_cpp_since: opt(m, "", "llama_cpp_since", llama_cpp)?.unwrap_or(d.llama_cpp_since),
+            limits: opt(m, "", "limits", LimitsConfig::read)?.unwrap_or(d.limits),
+            cache_bytes: opt(m, "", "cache_bytes", whole)?.unwrap_or(d.cache_bytes),
+            log_lines_per_second: opt(m, "", "log_lines_per_second", whole)?.unwrap_or(d.log_lines_per_second),
+            validate_tool_calls: opt(m, "", "validate_tool_calls", boolean)?.unwrap_or(d.validate_tool_calls),
+            on_invalid_tool_call: opt(m, "", "on_invalid_tool_call", on_invalid)?.unwrap_or(d.on_invalid_tool_call),
+            test_trap_header: opt(m, "", "test_trap_header", |v, at| string(v, at).map(str::to_string))?,
+        })
+    }
 }
 
 fn profile_names() -> String {
