@@ -16,8 +16,8 @@
 //! Decoding is bounded: input is fed in small pieces and a chunk that decodes to more than a limit
 //! stops the decoder, so a small body that inflates to gigabytes costs at most the limit.
 
-use flate2::write::{DeflateDecoder, MultiGzDecoder, ZlibDecoder};
-use std::io::Write;
+use miniz_oxide::inflate::stream::{inflate, InflateState};
+use miniz_oxide::{DataFormat, MZError, MZFlush, MZStatus};
 
 /// A response's `Content-Encoding`, as far as toolfit can read it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,21 +85,39 @@ pub fn narrow_accept(value: Option<&str>) -> Option<String> {
     Some(if kept.is_empty() { "identity".to_string() } else { kept.join(", ") })
 }
 
-/// Input is fed to the decoder this many bytes at a time: deflate expands at most about 1032:1,
-/// so one piece makes at most about 4 MiB before the limit is checked.
-const PIECE: usize = 4096;
+/// Decoded bytes are made this many at a time, and the limit checked after each: a body that
+/// inflates to gigabytes costs at most the limit and one step.
+const STEP: usize = 32 << 10;
 
-enum Inner {
-    Gzip(MultiGzDecoder<Vec<u8>>),
-    Zlib(ZlibDecoder<Vec<u8>>),
-    Raw(DeflateDecoder<Vec<u8>>),
+/// The longest gzip member header read (its optional name, comment and extra field included).
+const MAX_HEADER: usize = 64 << 10;
+
+/// Where the decoder is in the body.
+enum Stage {
     /// `deflate` before its first two bytes came: zlib or raw is decided by them.
-    Undecided(Vec<u8>),
+    Undecided,
+    /// gzip: a member's header (RFC 1952).
+    Header,
+    /// Inflating a deflate stream.
+    Body,
+    /// gzip: the member's CRC-32 and size.
+    Trailer,
+    /// A zlib or raw stream has ended: nothing may follow.
+    Done,
 }
 
-/// Decodes one response body as its chunks come.
+/// Decodes one response body as its chunks come: miniz_oxide's inflate with gzip's framing read
+/// here (several members, each checked against its CRC-32 and size, as `MultiGzDecoder` did; the
+/// framing is a few dozen lines, flate2 and its 16 KB CRC table were a sixth of the wasm's data).
 pub struct Decoder {
-    inner: Inner,
+    gzip: bool,
+    state: Box<InflateState>,
+    stage: Stage,
+    /// Compressed bytes not yet used (a header or trailer cut by a chunk's end, mostly).
+    input: Vec<u8>,
+    /// The current gzip member's CRC-32 and size so far.
+    crc: u32,
+    size: u32,
     /// Decoded bytes of the current `feed`.
     made: usize,
     /// The most one `feed` may make.
@@ -116,16 +134,71 @@ pub enum DecodeError {
     TooLarge,
 }
 
+/// The length of the gzip member header at the start of `b`: `Ok(None)` while it is incomplete.
+fn gzip_header(b: &[u8]) -> Result<Option<usize>, DecodeError> {
+    const FHCRC: u8 = 2;
+    const FEXTRA: u8 = 4;
+    const FNAME: u8 = 8;
+    const FCOMMENT: u8 = 16;
+    let magic = [0x1f, 0x8b, 8];
+    if b.iter().zip(magic).any(|(x, m)| *x != m) {
+        return Err(DecodeError::Corrupt);
+    }
+    let Some(&flags) = b.get(3) else { return Ok(None) };
+    if flags & 0xe0 != 0 {
+        return Err(DecodeError::Corrupt); // reserved flags
+    }
+    let mut at = 10;
+    if flags & FEXTRA != 0 {
+        let Some(&[lo, hi]) = b.get(at..at + 2) else { return Ok(None) };
+        at += 2 + usize::from(u16::from_le_bytes([lo, hi]));
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            // a zero-terminated string
+            let Some(zero) = b.get(at..).and_then(|r| r.iter().position(|c| *c == 0)) else { return Ok(None) };
+            at += zero + 1;
+        }
+    }
+    if flags & FHCRC != 0 {
+        at += 2;
+    }
+    Ok((b.len() >= at).then_some(at))
+}
+
+/// CRC-32 (IEEE, as gzip's trailer has it), a byte at a time from a table made at compile time.
+fn crc32(crc: u32, bytes: &[u8]) -> u32 {
+    // evaluated by the compiler: an index out of range fails the build, never a request
+    #[allow(clippy::indexing_slicing)]
+    const TABLE: [u32; 256] = {
+        let mut t = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
+    !bytes.iter().fold(!crc, |c, b| TABLE.get(usize::from((c as u8) ^ b)).copied().unwrap_or(0) ^ (c >> 8))
+}
+
 impl Decoder {
     /// A decoder for a readable coding (`None` for identity and unreadable ones), giving up when
     /// one chunk decodes to more than `limit` bytes.
     pub fn new(coding: Coding, limit: usize) -> Option<Decoder> {
-        let inner = match coding {
-            Coding::Gzip => Inner::Gzip(MultiGzDecoder::new(Vec::new())),
-            Coding::Deflate => Inner::Undecided(Vec::new()),
+        let (gzip, stage) = match coding {
+            Coding::Gzip => (true, Stage::Header),
+            Coding::Deflate => (false, Stage::Undecided),
             Coding::Identity | Coding::Other => return None,
         };
-        Some(Decoder { inner, made: 0, limit, failed: false })
+        let state = InflateState::new_boxed(DataFormat::Raw);
+        Some(Decoder { gzip, state, stage, input: Vec::new(), crc: 0, size: 0, made: 0, limit, failed: false })
     }
 
     /// Decodes the next chunk; `end`: the body is complete (a truncated body is an error then).
@@ -134,63 +207,86 @@ impl Decoder {
             return Err(DecodeError::Corrupt);
         }
         self.made = 0;
-        let r = self.feed_inner(chunk, end);
+        let mut out = Vec::new();
+        self.input.extend_from_slice(chunk);
+        let r = self.run(&mut out).and_then(|used| {
+            self.input.drain(..used);
+            if !end {
+                return Ok(());
+            }
+            // at its end a body must have ended where its coding can: after a whole gzip member, or
+            // after the deflate stream's last block
+            match self.stage {
+                Stage::Header | Stage::Done if self.input.is_empty() => Ok(()),
+                _ => Err(DecodeError::Corrupt),
+            }
+        });
         if r.is_err() {
             self.failed = true;
         }
-        r
+        r.map(|()| out)
     }
 
-    fn feed_inner(&mut self, chunk: &[u8], end: bool) -> Result<Vec<u8>, DecodeError> {
-        let mut out = Vec::new();
-        if let Inner::Undecided(head) = &mut self.inner {
-            head.extend_from_slice(chunk);
-            if head.len() < 2 && !end {
-                return Ok(out);
+    /// Reads `self.input` as far as it goes; returns how many of its bytes were used.
+    fn run(&mut self, out: &mut Vec<u8>) -> Result<usize, DecodeError> {
+        let mut at = 0;
+        let mut step = vec![0u8; STEP];
+        loop {
+            let rest = self.input.get(at..).unwrap_or_default();
+            match self.stage {
+                Stage::Undecided => {
+                    let Some(&[a, b]) = rest.get(..2) else { return Ok(at) };
+                    // RFC 1950: CM = 8 in the low nibble, and the first two bytes a multiple of 31
+                    let zlib = a & 0x0f == 8 && (u16::from(a) * 256 + u16::from(b)) % 31 == 0;
+                    self.state.reset(if zlib { DataFormat::Zlib } else { DataFormat::Raw });
+                    self.stage = Stage::Body;
+                }
+                Stage::Header if rest.is_empty() => return Ok(at),
+                Stage::Header => match gzip_header(rest)? {
+                    Some(n) => {
+                        at += n;
+                        self.state.reset(DataFormat::Raw);
+                        (self.crc, self.size) = (0, 0);
+                        self.stage = Stage::Body;
+                    }
+                    None if rest.len() > MAX_HEADER => return Err(DecodeError::Corrupt),
+                    None => return Ok(at),
+                },
+                Stage::Body => {
+                    let r = inflate(&mut self.state, rest, &mut step, MZFlush::None);
+                    at += r.bytes_consumed;
+                    let made = step.get(..r.bytes_written).unwrap_or_default();
+                    if self.gzip {
+                        self.crc = crc32(self.crc, made);
+                        self.size = self.size.wrapping_add(made.len() as u32);
+                    }
+                    self.made = self.made.saturating_add(made.len());
+                    if self.made > self.limit {
+                        return Err(DecodeError::TooLarge);
+                    }
+                    out.extend_from_slice(made);
+                    match r.status {
+                        Ok(MZStatus::StreamEnd) => self.stage = if self.gzip { Stage::Trailer } else { Stage::Done },
+                        // no progress: more input is needed
+                        Ok(_) | Err(MZError::Buf) if r.bytes_consumed == 0 && r.bytes_written == 0 => return Ok(at),
+                        Ok(_) | Err(MZError::Buf) => {}
+                        Err(_) => return Err(DecodeError::Corrupt),
+                    }
+                }
+                Stage::Trailer => {
+                    let Some(t) = rest.get(..8) else { return Ok(at) };
+                    let word = |i: usize| t.get(i..i + 4).and_then(|w| w.try_into().ok()).map(u32::from_le_bytes);
+                    if word(0) != Some(self.crc) || word(4) != Some(self.size) {
+                        return Err(DecodeError::Corrupt);
+                    }
+                    at += 8;
+                    // another member may follow (RFC 1952 2.2)
+                    self.stage = Stage::Header;
+                }
+                Stage::Done if rest.is_empty() => return Ok(at),
+                Stage::Done => return Err(DecodeError::Corrupt),
             }
-            let head = std::mem::take(head);
-            // RFC 1950: CM = 8 in the low nibble, and the first two bytes a multiple of 31
-            let zlib = match head.as_slice() {
-                [a, b, ..] => a & 0x0f == 8 && (u16::from(*a) * 256 + u16::from(*b)) % 31 == 0,
-                _ => false,
-            };
-            self.inner = if zlib { Inner::Zlib(ZlibDecoder::new(Vec::new())) } else { Inner::Raw(DeflateDecoder::new(Vec::new())) };
-            return self.pieces(&head, end, &mut out).map(|()| out);
         }
-        self.pieces(chunk, end, &mut out).map(|()| out)
-    }
-
-    fn pieces(&mut self, chunk: &[u8], end: bool, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-        for piece in chunk.chunks(PIECE) {
-            let made = match &mut self.inner {
-                Inner::Gzip(d) => d.write_all(piece).map(|()| std::mem::take(d.get_mut())),
-                Inner::Zlib(d) => d.write_all(piece).map(|()| std::mem::take(d.get_mut())),
-                Inner::Raw(d) => d.write_all(piece).map(|()| std::mem::take(d.get_mut())),
-                Inner::Undecided(_) => Ok(Vec::new()),
-            }
-            .map_err(|_| DecodeError::Corrupt)?;
-            self.take(made, out)?;
-        }
-        if end {
-            let made = match &mut self.inner {
-                Inner::Gzip(d) => d.try_finish().map(|()| std::mem::take(d.get_mut())),
-                Inner::Zlib(d) => d.try_finish().map(|()| std::mem::take(d.get_mut())),
-                Inner::Raw(d) => d.try_finish().map(|()| std::mem::take(d.get_mut())),
-                Inner::Undecided(_) => Ok(Vec::new()),
-            }
-            .map_err(|_| DecodeError::Corrupt)?;
-            self.take(made, out)?;
-        }
-        Ok(())
-    }
-
-    fn take(&mut self, made: Vec<u8>, out: &mut Vec<u8>) -> Result<(), DecodeError> {
-        self.made = self.made.saturating_add(made.len());
-        if self.made > self.limit {
-            return Err(DecodeError::TooLarge);
-        }
-        out.extend_from_slice(&made);
-        Ok(())
     }
 }
 
@@ -208,6 +304,7 @@ mod tests {
     use super::*;
     use flate2::write::{DeflateEncoder, GzEncoder, ZlibEncoder};
     use flate2::Compression;
+    use std::io::Write;
 
     fn gz(b: &[u8]) -> Vec<u8> {
         let mut e = GzEncoder::new(Vec::new(), Compression::default());
@@ -276,5 +373,48 @@ mod tests {
         let mut d = Decoder::new(Coding::Gzip, 1 << 20).unwrap();
         assert!(d.feed(b"garbage!!!!!!", false).is_err());
         assert!(d.feed(&z, true).is_err(), "a failed decoder stays failed");
+    }
+
+    #[test]
+    fn gzip_headers_with_every_optional_field_decode_at_every_cut() {
+        let text = b"{\"id\":\"x\",\"choices\":[]}".repeat(30);
+        let mut e = flate2::GzBuilder::new().filename("reply.json").comment("a comment").extra(vec![7; 40]).write(Vec::new(), Compression::best());
+        e.write_all(&text).unwrap();
+        let z = e.finish().unwrap();
+        for cut in 0..=z.len() {
+            let mut d = Decoder::new(Coding::Gzip, 1 << 20).unwrap();
+            let mut out = d.feed(&z[..cut], false).unwrap();
+            out.extend(d.feed(&z[cut..], true).unwrap());
+            assert_eq!(out, text, "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn a_wrong_checksum_or_bytes_after_the_stream_are_corrupt() {
+        let text = b"{\"a\":1}";
+        let mut z = gz(text);
+        let n = z.len();
+        z[n - 8] ^= 1; // the CRC-32
+        assert_eq!(decode_all(Coding::Gzip, &z, 1 << 20), Err(DecodeError::Corrupt));
+        let mut z = gz(text);
+        z[n - 1] ^= 1; // the size
+        assert_eq!(decode_all(Coding::Gzip, &z, 1 << 20), Err(DecodeError::Corrupt));
+        let mut zl = ZlibEncoder::new(Vec::new(), Compression::default());
+        zl.write_all(text).unwrap();
+        let mut zl = zl.finish().unwrap();
+        assert_eq!(decode_all(Coding::Deflate, &zl, 1 << 20).as_deref(), Ok(&text[..]));
+        let m = zl.len();
+        zl[m - 1] ^= 1; // zlib's Adler-32
+        assert_eq!(decode_all(Coding::Deflate, &zl, 1 << 20), Err(DecodeError::Corrupt));
+        zl[m - 1] ^= 1;
+        zl.extend_from_slice(b"junk");
+        assert_eq!(decode_all(Coding::Deflate, &zl, 1 << 20), Err(DecodeError::Corrupt));
+        assert_eq!(decode_all(Coding::Gzip, &[], 1 << 20), Ok(Vec::new()), "an empty body is empty");
+    }
+
+    #[test]
+    fn crc32_is_ieee() {
+        assert_eq!(crc32(0, b"123456789"), 0xcbf4_3926);
+        assert_eq!(crc32(crc32(0, b"12345"), b"6789"), 0xcbf4_3926, "it continues across pieces");
     }
 }
