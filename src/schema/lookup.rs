@@ -61,9 +61,39 @@ impl Lookup for Value {
     }
 }
 
+/// A few keywords, asked about for every key of every node: a key whose length no keyword has (most
+/// of them) is answered by one bit test, the rest by comparing with the keywords of that length.
+pub struct KeySet<'k> {
+    words: &'k [&'static str],
+    /// Bit `n` set: some keyword is `n` bytes long (64 and longer share bit 63).
+    lengths: u64,
+}
+
+impl<'k> KeySet<'k> {
+    pub fn new(words: &'k [&'static str]) -> Self {
+        KeySet { words, lengths: words.iter().fold(0, |m, w| m | KeySet::bit(w)) }
+    }
+
+    fn bit(k: &str) -> u64 {
+        1u64 << k.len().min(63)
+    }
+
+    /// The keyword equal to `k`, if there is one.
+    pub fn get(&self, k: &str) -> Option<&'static str> {
+        if self.lengths & KeySet::bit(k) == 0 {
+            return None;
+        }
+        self.words.iter().copied().find(|w| *w == k)
+    }
+
+    pub fn contains(&self, k: &str) -> bool {
+        self.get(k).is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::Lookup;
+    use super::{KeySet, Lookup};
     use serde_json::{json, Value};
 
     #[test]
@@ -83,5 +113,14 @@ mod tests {
             *v = json!("x");
         }
         assert_eq!(big["k3"], "x");
+    }
+
+    #[test]
+    fn key_sets_answer_as_the_list_does() {
+        let words = ["if", "then", "uniqueItems", "contains", "unevaluatedProperties", "x-a-keyword-name-longer-than-sixty-four-bytes-to-share-the-last-bit"];
+        let set = KeySet::new(&words);
+        for k in words.iter().copied().chain(["", "type", "item", "description", "x-a-keyword-name-longer-than-sixty-four-bytes-to-share-the-last-bi7"]) {
+            assert_eq!(set.get(k), words.iter().copied().find(|w| *w == k), "{k:?}");
+        }
     }
 }

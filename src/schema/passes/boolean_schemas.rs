@@ -2,7 +2,7 @@
 //! `true` is `{}` (any value), `false` is `{"not": {}}` (never), which later passes resolve.
 
 use crate::schema::merge::never;
-use crate::schema::walk::children_mut;
+use crate::schema::walk::{children_mut, Seg};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -26,11 +26,12 @@ fn visit(v: &mut Value, path: &mut String, cx: &mut Cx, depth: usize) {
             children_mut(node, |seg, child| {
                 // `additionalProperties`/`items` booleans are understood by llama.cpp where they are
                 // keywords with their own meaning; only their `false` forms need care, done elsewhere.
-                let keep = matches!(seg, "/additionalProperties" | "/unevaluatedProperties" | "/unevaluatedItems") || (seg == "/items" && child.is_boolean());
+                let keep = matches!(seg, Seg::Single("additionalProperties" | "unevaluatedProperties" | "unevaluatedItems"))
+                    || (seg == Seg::Single("items") && child.is_boolean());
                 if keep {
                     return;
                 }
-                path.push_str(seg);
+                seg.push_to(path);
                 visit(child, path, cx, depth + 1);
                 path.truncate(base);
             });

@@ -323,7 +323,7 @@ fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, Strin
     }
     let base = path.len();
     children(m, |seg, c| {
-        path.push_str(seg);
+        seg.push_to(path);
         collect_anchors(c, path, out, depth + 1);
         path.truncate(base);
     });
@@ -348,7 +348,7 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
     }
     let base = path.len();
     children_mut(node, |seg, child| {
-        path.push_str(seg);
+        seg.push_to(path);
         walk(child, path, depth + 1, st, cx);
         path.truncate(base);
     });
