@@ -227,14 +227,19 @@ fn malformed(node: &mut Map<String, Value>, lossy: &mut Vec<(String, Value)>) {
     }
     children_mut(node, |seg, child| {
         if !child.is_object() && !child.is_boolean() {
-            lossy.push((seg.trim_start_matches('/').to_string(), std::mem::replace(child, Value::Object(Map::new()))));
+            lossy.push((seg.to_string().trim_start_matches('/').to_string(), std::mem::replace(child, Value::Object(Map::new()))));
         }
     });
 }
 
 /// `type` into lower-case known names; "any" means no type; anything unusable is dropped (lossy).
 fn fix_type(node: &mut Map<String, Value>, changes: &mut Vec<String>, lossy: &mut Vec<(String, Value)>) {
-    let Some(t) = node.at("type").cloned() else { return };
+    // the common case, one type already spelled right: nothing to copy or lower-case
+    let Some(t) = node.at("type") else { return };
+    if t.as_str().is_some_and(|s| Types::from_name(s).is_some()) {
+        return;
+    }
+    let t = t.clone();
     let norm = |s: &str| -> Option<Option<String>> {
         let l = s.to_ascii_lowercase();
         if l == "any" {

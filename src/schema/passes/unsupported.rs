@@ -5,7 +5,7 @@
 //! applicators were flattened.)
 
 use super::primary_type;
-use crate::schema::lookup::Lookup;
+use crate::schema::lookup::{KeySet, Lookup};
 use crate::schema::types::Types;
 use crate::schema::walk::post_order_cx;
 use crate::schema::{removed_text, Cx, Kind};
@@ -43,11 +43,17 @@ pub const AFTER: &[&str] = &["dialect"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let target = cx.target;
+    let unenforced: Vec<&'static str> = target.unenforced_keywords().filter(|k| *k != "not").collect();
+    let unenforced_set = KeySet::new(&unenforced);
     post_order_cx(root, cx, &mut |node, path, cx| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
-        // one scan over the node's keys (a few) instead of a hashed lookup per ignored keyword (many)
-        let present: Vec<&'static str> = target.unenforced_keywords().filter(|k| *k != "not" && node.keys().any(|n| n == k)).collect();
+        // the node's keys (a few) asked of the set; in the list's order only when one is there
+        let present: Vec<&'static str> = if node.keys().any(|n| unenforced_set.contains(n)) {
+            unenforced.iter().copied().filter(|k| node.keys().any(|n| n == k)).collect()
+        } else {
+            Vec::new()
+        };
         for k in present {
             if let Some(v) = node.remove(k) {
                 if trivially_true(k, &v) {
