@@ -224,11 +224,21 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
     let mut report = Report::default();
     let tracked = profile.tracked(context);
     let passes = profile.passes_for(context);
+    // the last pass of the previous round that changed what no pass may react to (`None`: this is the
+    // first round)
+    let mut last_change: Option<usize> = None;
     for _ in 0..MAX_ROUNDS {
         let mut cx = Cx::new(tool, context, opts, &profile.target);
         // which gated keywords the schema holds, taken again only after a pass changed something
         let mut present: Option<Vec<&str>> = None;
-        for pass in passes {
+        let mut changed_at: Option<usize> = None;
+        for (i, pass) in passes.iter().enumerate() {
+            // Past the previous round's last change with nothing changed in this one, every pass left
+            // sees the tree it saw then (but for changes that settle), on which it changed nothing: the
+            // round is settled without running them.
+            if changed_at.is_none() && last_change.is_some_and(|k| i > k) {
+                break;
+            }
             if !pass.wants.is_empty() {
                 let found = present.get_or_insert_with(|| walk::census(schema, &tracked));
                 if !pass.wants.iter().any(|w| found.contains(w)) {
@@ -244,8 +254,10 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
             }
             if cx.report.unsettled() != before {
                 present = None; // changes that settle add no keyword a pass is gated on
+                changed_at = Some(i);
             }
         }
+        last_change = changed_at;
         // a round that changed nothing, or only what no pass reacts to, is the fixed point
         let settled = cx.report.counters.keys().all(|k| k.settles());
         report.extend(cx.report);
