@@ -23,7 +23,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if super::typed_elsewhere(node) || is_never(node) {
             return;
         }
+        // a node with a type is left as it is (most nodes): asked before anything is collected
         let declared = Types::of(node);
+        if declared.is_some() {
+            return;
+        }
         let allowed = declared.unwrap_or(Types::ALL);
         let mut constrained = Types::NONE;
         for k in node.keys() {

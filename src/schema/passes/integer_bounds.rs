@@ -96,12 +96,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
             cx.record(path, Kind::BoundsNormalized, "integer bounds made whole and inclusive");
         }
-        for (list, why) in
-            [(&removed, "not enforced for this type".to_string()), (&beyond, format!("past {}, beyond what the served releases enforce", number_text(limit)))]
-        {
+        for (list, past) in [(&removed, false), (&beyond, true)] {
             if list.is_empty() {
                 continue;
             }
+            // written only for a record: most nodes with bounds keep them
+            let why =
+                if past { format!("past {}, beyond what the served releases enforce", number_text(limit)) } else { "not enforced for this type".to_string() };
             let text: Vec<String> = list.iter().map(|(k, v)| format!("{k}: {v}")).collect();
             let text = text.join("; ");
             cx.lost(node, path, Kind::KeywordRemoved, &text, format!("removed {text}: {why}"));

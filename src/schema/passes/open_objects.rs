@@ -30,10 +30,13 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if !objecty || node.has("$ref") || node.has("anyOf") || node.has("oneOf") {
             return;
         }
-        let required: Vec<String> =
-            node.at("required").and_then(Value::as_array).map(|r| r.iter().filter_map(|x| x.as_str().map(String::from)).collect()).unwrap_or_default();
-        let missing: Vec<String> =
-            required.iter().filter(|r| !node.at("properties").and_then(Value::as_object).is_some_and(|p| p.contains_key(r.as_str()))).cloned().collect();
+        // only the missing names are copied (the node changes below)
+        let props = node.at("properties").and_then(Value::as_object);
+        let missing: Vec<String> = node
+            .at("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).filter(|r| !props.is_some_and(|p| p.contains_key(*r))).map(String::from).collect())
+            .unwrap_or_default();
         if !missing.is_empty() {
             // an undeclared required name must still satisfy additionalProperties
             let extra = match node.at("additionalProperties") {

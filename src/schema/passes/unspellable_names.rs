@@ -13,7 +13,8 @@ use crate::schema::{Cx, Kind};
 use serde_json::Value;
 
 fn unspellable(name: &str) -> bool {
-    name == "$ref" || name.chars().any(|c| c == '"' || c == '\\' || c < ' ')
+    // bytes, not chars: every character asked about is ASCII, and no byte of a longer one is below 0x80
+    name == "$ref" || name.bytes().any(|c| c == b'"' || c == b'\\' || c < b' ')
 }
 
 /// Passes that must run before this one in a profile's list: nothing: it reads `properties` as written.

@@ -45,6 +45,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let target = cx.target;
     let unenforced: Vec<&'static str> = target.unenforced_keywords().filter(|k| *k != "not").collect();
     let unenforced_set = KeySet::new(&unenforced);
+    let drops_not = target.unenforced("not");
     post_order_cx(root, cx, &mut |node, path, cx| {
         let mut removed = Vec::new();
         let mut normalized = Vec::new();
@@ -81,7 +82,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         // the never sentinel (`not: {}`) stays: the `never` passes remove it where it matters
-        if target.unenforced("not") && !crate::schema::merge::is_never(node) {
+        if drops_not && !crate::schema::merge::is_never(node) {
             if let Some(v) = node.remove("not") {
                 removed.push(("not".to_string(), v));
             }
@@ -98,6 +99,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         } else if let Some(v) = node.at("format").cloned() {
             node.remove("format");
             normalized.push(("format".to_string(), v));
+        }
+        if removed.is_empty() && normalized.is_empty() {
+            return; // the common case: nothing removed, nothing to say
         }
         // one description sentence for everything removed here; `not` has its own kind in the report
         cx.say(node, &removed_text(&removed, 120));
