@@ -4,7 +4,7 @@
 //! type names, boolean `items`, and `$schema`/`$id` below the root.
 
 use crate::schema::arrays::boolean_items;
-use crate::schema::lookup::Lookup;
+use crate::schema::lookup::{KeySet, Lookup};
 use crate::schema::types::Types;
 use crate::schema::walk::{children_mut, is_annotation, pre_order_cx, MAP};
 use crate::schema::{Cx, Kind};
@@ -13,11 +13,16 @@ use serde_json::{Map, Value};
 /// Passes that must run before this one in a profile's list: nothing: it makes the 2020-12 spelling the others read.
 pub const AFTER: &[&str] = &[];
 
+/// The keys the per-node steps but `fix_type` and `malformed` act on (`additionalItems` becomes `items`
+/// only where one of these was there).
+const OLDER: &[&str] = &["$id", "$schema", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "dependencies", "nullable"];
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let legacy = legacy_draft(root);
     let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
+    let older = KeySet::new(OLDER);
     pre_order_cx(root, cx, &mut |node, path, cx| {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();
@@ -25,15 +30,22 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if legacy {
             legacy_ref(node, &mut normalized);
         }
-        id_anchor(node, &mut changes);
+        // the steps below `fix_type` and `malformed` act only on keys of `OLDER`, which no step adds:
+        // a node without one (most nodes) is not asked about each
+        let acts = node.keys().any(|k| older.contains(k));
+        if acts {
+            id_anchor(node, &mut changes);
+        }
         fix_type(node, &mut changes, &mut lossy);
         malformed(node, &mut lossy);
-        item_arrays(node, path, &mut moved, &mut changes, &mut normalized);
-        if let Some(c) = boolean_items(node) {
-            changes.push(c.into());
+        if acts {
+            item_arrays(node, path, &mut moved, &mut changes, &mut normalized);
+            if let Some(c) = boolean_items(node) {
+                changes.push(c.into());
+            }
+            bounds_and_dependencies(node, &mut changes);
+            nullable_and_ids(node, path, openapi, &mut changes, &mut normalized);
         }
-        bounds_and_dependencies(node, &mut changes);
-        nullable_and_ids(node, path, openapi, &mut changes, &mut normalized);
         if !changes.is_empty() {
             cx.record(path, Kind::DialectNormalized, changes.join("; "));
         }

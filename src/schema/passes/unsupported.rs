@@ -87,10 +87,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 removed.push(("not".to_string(), v));
             }
         }
-        let t = primary_type(node);
         if let Some(f) = node.at("format").and_then(Value::as_str) {
             // a hosted API with a keyword list checks every format, whatever the type
-            let string_ok = t.is_none_or(|t| t.contains(Types::STRING)) || target.keywords.is_some();
+            let string_ok = primary_type(node).is_none_or(|t| t.contains(Types::STRING)) || target.keywords.is_some();
             if !target.keeps_format(f) && string_ok {
                 if let Some(v) = node.remove("format") {
                     removed.push(("format".to_string(), v));
