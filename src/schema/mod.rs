@@ -101,13 +101,14 @@ impl<'a> Cx<'a> {
         self.target.release(self.opts)
     }
 
-    pub fn record(&mut self, path: &str, kind: Kind, detail: impl Into<String>) {
-        self.report.push(Record { tool: self.tool.to_string(), path: path.to_string(), kind, detail: detail.into() });
+    /// `path`: a `&str`, or a traversal's [`walk::Path`], written out only here.
+    pub fn record(&mut self, path: &(impl AsRef<str> + ?Sized), kind: Kind, detail: impl Into<String>) {
+        self.report.push(Record { tool: self.tool.to_string(), path: path.as_ref().to_string(), kind, detail: detail.into() });
     }
 
     /// The one way a lossy change is said: records `detail` and, when `promote_to_description` is on,
     /// writes `said` (the constraints the backend no longer enforces) in the node's description.
-    pub fn lost(&mut self, node: &mut Map<String, Value>, path: &str, kind: Kind, said: &str, detail: impl Into<String>) {
+    pub fn lost(&mut self, node: &mut Map<String, Value>, path: &(impl AsRef<str> + ?Sized), kind: Kind, said: &str, detail: impl Into<String>) {
         self.say(node, said);
         self.record(path, kind, detail);
     }
@@ -120,7 +121,7 @@ impl<'a> Cx<'a> {
     }
 
     /// Records the removal of keywords from `node` (`removed k: v; ...`) and says them (see [`Cx::lost`]).
-    pub fn removed(&mut self, node: &mut Map<String, Value>, path: &str, kind: Kind, removed: &[(String, Value)]) {
+    pub fn removed(&mut self, node: &mut Map<String, Value>, path: &(impl AsRef<str> + ?Sized), kind: Kind, removed: &[(String, Value)]) {
         if removed.is_empty() {
             return;
         }

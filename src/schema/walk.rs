@@ -162,7 +162,7 @@ pub enum Seg<'a> {
     Single(&'a str),
 }
 
-impl Seg<'_> {
+impl<'a> Seg<'a> {
     /// Appends the segment as JSON-pointer text.
     pub fn push_to(self, out: &mut String) {
         out.push('/');
@@ -177,6 +177,13 @@ impl Seg<'_> {
                 push_index(out, i);
             }
             Seg::Single(key) => out.push_str(key),
+        }
+    }
+
+    /// The keyword the subschema sits under.
+    pub fn key(self) -> &'a str {
+        match self {
+            Seg::Map(key, _) | Seg::Array(key, _) | Seg::Single(key) => key,
         }
     }
 
@@ -272,7 +279,7 @@ pub const HARD_DEPTH: usize = 512;
 
 /// Post-order traversal: children first, then `f(node, path)`. Only object nodes are passed to `f`;
 /// booleans were turned into objects by an earlier pass, and other values are not schemas.
-pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
+pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
     traverse(root, path, false, f);
 }
 
@@ -322,12 +329,96 @@ pub fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
 }
 
 /// Pre-order traversal: `f(node, path)` first, then the children of what `f` left behind.
-pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
+pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
     traverse(root, path, true, f);
 }
 
+/// A node's JSON pointer during a traversal, written out only when asked for.
+///
+/// Each level of the walk holds its own segment and a reference to its parent's `Path`, on the
+/// stack; the text is built (and kept) the first time a pass reads it, which is where it records a
+/// change. Building every node's pointer for every pass was a seventh of the engine's time, and
+/// almost none of them is ever read. It reads as a `&str` wherever one is expected (`Deref`).
+pub struct Path<'p> {
+    parent: Option<&'p Path<'p>>,
+    /// `None` for the node the traversal starts at.
+    seg: Option<Seg<'p>>,
+    /// The starting node's own pointer.
+    base: &'p str,
+    text: std::cell::OnceCell<String>,
+}
+
+impl<'p> Path<'p> {
+    pub fn root(base: &'p str) -> Path<'p> {
+        Path { parent: None, seg: None, base, text: std::cell::OnceCell::new() }
+    }
+
+    fn child(&'p self, seg: Seg<'p>) -> Path<'p> {
+        Path { parent: Some(self), seg: Some(seg), base: self.base, text: std::cell::OnceCell::new() }
+    }
+
+    /// Whether this is the root pointer (`""`), without writing it.
+    pub fn is_empty(&self) -> bool {
+        self.seg.is_none() && self.base.is_empty()
+    }
+
+    /// The segment this node sits at below its parent (`None` at the start).
+    pub fn seg(&self) -> Option<Seg<'p>> {
+        self.seg
+    }
+
+    fn build(&self) -> String {
+        // the segments from here up to the nearest level whose text is already written
+        let mut segs: Vec<Seg> = Vec::new();
+        let mut at = Some(self);
+        let mut start = self.base;
+        while let Some(p) = at {
+            if let Some(t) = p.text.get() {
+                start = t;
+                break;
+            }
+            match p.seg {
+                Some(s) => segs.push(s),
+                None => break,
+            }
+            at = p.parent;
+        }
+        let mut out = String::with_capacity(start.len() + 16 * segs.len());
+        out.push_str(start);
+        for s in segs.iter().rev() {
+            s.push_to(&mut out);
+        }
+        out
+    }
+}
+
+impl std::ops::Deref for Path<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.text.get_or_init(|| self.build())
+    }
+}
+
+impl AsRef<str> for Path<'_> {
+    fn as_ref(&self) -> &str {
+        self
+    }
+}
+
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self)
+    }
+}
+
+impl std::fmt::Debug for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
 /// What a pass does at one node, with its context: the node, its JSON pointer, the pass's `Cx`.
-pub type AtNode<'f, 'a> = dyn FnMut(&mut Map<String, Value>, &str, &mut crate::schema::Cx<'a>) + 'f;
+pub type AtNode<'f, 'a> = dyn FnMut(&mut Map<String, Value>, &Path, &mut crate::schema::Cx<'a>) + 'f;
 
 /// [`post_order`] from the root, handing the pass's context to `f` with each node: a pass records
 /// (and says removals) as it goes, the one way every pass reports.
@@ -340,33 +431,49 @@ pub fn pre_order_cx<'a>(root: &mut Value, cx: &mut crate::schema::Cx<'a>, f: &mu
     traverse(root, "", true, &mut |node, path| f(node, path, cx));
 }
 
-fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
-    fn go(v: &mut Value, path: &mut String, depth: usize, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
+fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
+    fn go(v: &mut Value, path: &Path, depth: usize, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
         let Value::Object(node) = v else { return };
         if pre {
             f(node, path);
         }
         if depth < HARD_DEPTH {
-            each_child!(node, path, |p: &mut String, _, child| go(child, p, depth + 1, pre, f), iter_mut);
+            each_sub!(node, |seg, child| go(child, &path.child(seg), depth + 1, pre, f), iter_mut);
         }
         if !pre {
             f(node, path);
         }
     }
-    let mut p = String::with_capacity(path.len() + 128); // one allocation for the deepest path, not one per level
-    p.push_str(path);
-    go(root, &mut p, 0, pre, f);
+    go(root, &Path::root(path), 0, pre, f);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use serde_json::json;
 
     proptest! {
         #[test]
         fn needs_escape_finds_every_tilde_and_slash(s in "[a-z._ -]{0,30}[~/]?[a-z._ -]{0,30}") {
             prop_assert_eq!(needs_escape(s.as_bytes()), s.contains(['~', '/']));
         }
+    }
+
+    #[test]
+    fn paths_are_written_when_read_and_equal_the_pointer() {
+        let mut v = json!({"properties": {"a/b": {"anyOf": [{"items": {"type": "string"}}]}}, "$defs": {"x~": {}}});
+        let mut seen = Vec::new();
+        let mut empty = Vec::new();
+        post_order(&mut v, "", &mut |_, p| {
+            empty.push(p.is_empty());
+            seen.push(p.to_string());
+        });
+        assert_eq!(seen, ["/properties/a~1b/anyOf/0/items", "/properties/a~1b/anyOf/0", "/properties/a~1b", "/$defs/x~0", ""]);
+        assert_eq!(empty, [false, false, false, false, true]);
+        let mut below = Vec::new();
+        pre_order(&mut v, "/base", &mut |_, p| below.push(p.to_string()));
+        assert_eq!(below.first().map(String::as_str), Some("/base"));
+        assert_eq!(below.get(1).map(String::as_str), Some("/base/properties/a~1b"));
     }
 }

@@ -6,7 +6,7 @@
 use crate::schema::arrays::boolean_items;
 use crate::schema::lookup::{KeySet, Lookup};
 use crate::schema::types::Types;
-use crate::schema::walk::{children_mut, is_annotation, pre_order_cx, MAP};
+use crate::schema::walk::{children_mut, is_annotation, pre_order_cx, Path, MAP};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -90,7 +90,7 @@ fn id_anchor(node: &mut Map<String, Value>, changes: &mut Vec<String>) {
 
 /// Draft-07 `items` arrays become `prefixItems` (and `additionalItems` their `items`); the pointers
 /// that moved are listed for the refs into them.
-fn item_arrays(node: &mut Map<String, Value>, path: &str, moved: &mut Vec<(String, String)>, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
+fn item_arrays(node: &mut Map<String, Value>, path: &Path, moved: &mut Vec<(String, String)>, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
     // taken out only when it is an array: a schema-valued `items` (the usual case) is not copied
     if let Some(Value::Array(items)) = node.at("items").is_some_and(Value::is_array).then(|| node.remove("items")).flatten() {
         let extra = node.remove("additionalItems");
@@ -151,7 +151,7 @@ fn bounds_and_dependencies(node: &mut Map<String, Value>, changes: &mut Vec<Stri
 }
 
 /// OpenAPI's `nullable` as a `null` type; `$schema` and fragment `$id` below the root removed.
-fn nullable_and_ids(node: &mut Map<String, Value>, path: &str, openapi: bool, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
+fn nullable_and_ids(node: &mut Map<String, Value>, path: &Path, openapi: bool, changes: &mut Vec<String>, normalized: &mut Vec<String>) {
     match node.at("nullable") {
         // a target that reads OpenAPI types keeps it (see `passes::openapi`)
         Some(Value::Bool(true)) if openapi => {}

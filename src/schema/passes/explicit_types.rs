@@ -6,7 +6,7 @@
 
 use crate::schema::merge::is_never;
 use crate::schema::types::{keyword_type, Types};
-use crate::schema::walk::{is_annotation, post_order_cx};
+use crate::schema::walk::{is_annotation, post_order_cx, Seg};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -17,7 +17,8 @@ pub const AFTER: &[&str] = &["unions"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     post_order_cx(root, cx, &mut |node, path, cx| {
-        if path.ends_with("/not") {
+        // (the pointer ends in `/not`: a `not`, or a property of that name, asked without writing it)
+        if matches!(path.seg(), Some(Seg::Single("not") | Seg::Map(_, "not"))) {
             return; // only the never sentinel (`not: {}`) keeps a `not` this late: its `{}` stays as it is
         }
         if super::typed_elsewhere(node) || is_never(node) {

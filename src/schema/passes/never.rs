@@ -5,7 +5,7 @@
 
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::{is_never, never_map};
-use crate::schema::walk::post_order_cx;
+use crate::schema::walk::{post_order_cx, Path};
 use crate::schema::{Context, Cx, Kind, Never};
 use serde_json::{Map, Value};
 
@@ -44,7 +44,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 }
 
 /// Drops union branches that can never match; true when none is left (the node can never match).
-fn union_branches(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) -> bool {
+fn union_branches(node: &mut Map<String, Value>, path: &Path, cx: &mut Cx) -> bool {
     for key in ["anyOf", "oneOf"] {
         let Some(Value::Array(bs)) = node.at_mut(key) else { continue };
         let before = bs.len();
@@ -63,7 +63,7 @@ fn union_branches(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) -> boo
 
 /// Removes optional properties that can never be present; true when a required one can never match
 /// (the object itself can never match).
-fn properties(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) -> bool {
+fn properties(node: &mut Map<String, Value>, path: &Path, cx: &mut Cx) -> bool {
     let closed = node.at("additionalProperties") == Some(&Value::Bool(false));
     let dead: Vec<String> = match node.at("properties") {
         Some(Value::Object(props)) => props.iter().filter(|(_, v)| v.as_object().is_some_and(is_never)).map(|(k, _)| k.clone()).collect(),
@@ -98,7 +98,7 @@ fn properties(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) -> bool {
 
 /// A tuple position no value can fill: arrays end before it; true when `minItems` needs it (the
 /// node can never match).
-fn tuple(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) -> bool {
+fn tuple(node: &mut Map<String, Value>, path: &Path, cx: &mut Cx) -> bool {
     let cut = node.at("prefixItems").and_then(Value::as_array).and_then(|t| t.iter().position(|x| x.as_object().is_some_and(is_never)));
     let Some(i) = cut else { return false };
     if node.at("minItems").and_then(Value::as_u64).is_some_and(|m| m > i as u64) {
@@ -118,7 +118,7 @@ fn tuple(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) -> bool {
 
 /// The never sentinels a node holds as subschemas, and a closed object without `properties`, written as
 /// a backend that refuses `not` reads them ([`Never::EmptyAnyOf`]). Exact.
-fn respell(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) {
+fn respell(node: &mut Map<String, Value>, path: &Path, cx: &mut Cx) {
     let mut n = 0;
     crate::schema::walk::children_mut(node, |_, c| {
         if c.as_object().is_some_and(|m| m.len() == 1 && m.contains_key("not") && is_never(m)) {

@@ -12,7 +12,7 @@ use crate::schema::definitions::{is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
-use crate::schema::walk::{children, post_order_cx, HARD_DEPTH};
+use crate::schema::walk::{children, post_order_cx, Path, HARD_DEPTH};
 use crate::schema::{compact, removed_text, Context, Cx, Kind, Strict, Target};
 use serde_json::{json, Map, Value};
 
@@ -43,7 +43,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
 }
 
 /// Closes an object (and requires every property where the mode says so).
-fn close(node: &mut Map<String, Value>, path: &str, strict: &Strict, cx: &mut Cx) {
+fn close(node: &mut Map<String, Value>, path: &Path, strict: &Strict, cx: &mut Cx) {
     if !objecty(node) || is_never(node) {
         return;
     }
@@ -250,7 +250,7 @@ fn has_properties(m: &Map<String, Value>) -> bool {
 /// One `type` per node, none beside a literal (see [`Strict::single_types`]). Exact: a literal's values
 /// outside the type are dropped with it, a type list becomes one branch per type with every keyword
 /// (each applies to its own type only).
-fn single_types(node: &mut Map<String, Value>, path: &str, cx: &mut Cx) {
+fn single_types(node: &mut Map<String, Value>, path: &Path, cx: &mut Cx) {
     if node.has("enum") || node.has("const") {
         if let Some(t) = node.remove("type").as_ref().and_then(Types::of_value_type) {
             if let Some(Value::Array(e)) = node.at_mut("enum") {

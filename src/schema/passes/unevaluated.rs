@@ -8,7 +8,7 @@
 //! lossy record: after flattening, converting it would forbid properties that were evaluated.
 
 use crate::schema::lookup::Lookup;
-use crate::schema::walk::{post_order_cx, ARRAY, MAP};
+use crate::schema::walk::{post_order_cx, Seg};
 use crate::schema::{Cx, Kind};
 
 /// Keywords that evaluate in place: an `unevaluated*` beside them can see what they evaluated.
@@ -35,7 +35,9 @@ pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
         if node.has("items") && node.remove("unevaluatedItems").is_some() {
             cx.record(path, Kind::KeywordNormalized, "unevaluatedItems beside items never applies; removed".to_string());
         }
-        if IN_PLACE.iter().any(|k| node.has(k)) || is_in_place_child(path) {
+        // an applicator's subschema (`/allOf/0`, `/then`, `/$defs/a`): the keyword the node sits under,
+        // so a property *named* `allOf` is not taken for the keyword
+        if IN_PLACE.iter().any(|k| node.has(k)) || IN_PLACE_PARENTS.contains(&path.seg().map_or("", Seg::key)) {
             return;
         }
         if let Some(u) = node.remove("unevaluatedProperties") {
@@ -50,21 +52,6 @@ pub fn run(root: &mut serde_json::Value, cx: &mut Cx) {
             }
         }
     });
-}
-
-/// Whether the node at `path` is an applicator's subschema: `/allOf/0`, `/then`, `/$defs/a`, ...
-/// The pointer is read from the root, so a property *named* `allOf` is not taken for the keyword.
-fn is_in_place_child(path: &str) -> bool {
-    let mut segs = path.split('/').skip(1).peekable();
-    let mut last_keyword = "";
-    while let Some(k) = segs.next() {
-        last_keyword = k;
-        let takes_name = MAP.contains(&k) || ARRAY.contains(&k) && segs.peek().is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
-        if takes_name {
-            segs.next();
-        }
-    }
-    IN_PLACE_PARENTS.contains(&last_keyword)
 }
 
 #[cfg(test)]

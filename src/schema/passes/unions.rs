@@ -8,7 +8,7 @@ use crate::schema::definitions::{deref, is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::{cross, intersect, is_never, never_map, Merged};
 use crate::schema::types::Types;
-use crate::schema::walk::{is_constraint, post_order_cx};
+use crate::schema::walk::{is_constraint, post_order_cx, Path};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -127,7 +127,7 @@ impl Found {
         never_dropped
     }
 
-    fn report(&self, node: &mut Map<String, Value>, path: &str, never_dropped: usize, lost: &[(String, Value)], cx: &mut Cx) {
+    fn report(&self, node: &mut Map<String, Value>, path: &Path, never_dropped: usize, lost: &[(String, Value)], cx: &mut Cx) {
         if !self.siblings.is_empty() || self.unions.len() > 1 {
             cx.record(path, Kind::AnyofDistributed, format!("{} keyword(s) beside the union moved into its branches", self.siblings.len()));
         }
