@@ -353,7 +353,8 @@ impl<'p> Path<'p> {
         Path { parent: None, seg: None, base, text: std::cell::OnceCell::new() }
     }
 
-    fn child(&'p self, seg: Seg<'p>) -> Path<'p> {
+    /// The path of a child at `seg` below this one.
+    pub fn child(&'p self, seg: Seg<'p>) -> Path<'p> {
         Path { parent: Some(self), seg: Some(seg), base: self.base, text: std::cell::OnceCell::new() }
     }
 

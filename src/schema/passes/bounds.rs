@@ -9,7 +9,7 @@
 //! A backend that limits how deep a schema document's JSON nests ([`crate::schema::Target::nesting`],
 //! data and keyword containers included) gets the same cut where a node would reach past that limit.
 
-use crate::schema::walk::{children_at, Slot, MAP};
+use crate::schema::walk::{children_mut, Path, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -27,14 +27,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     }
     let mut nodes = 0usize;
-    let mut path = String::new();
-    visit(root, 0, &mut nodes, &mut path, cx);
+    visit(root, 0, &mut nodes, &Path::root(""), cx);
     if let Some(n) = cx.target.nesting {
         let levels = n.levels(cx.context);
         // what a cut leaves must fit itself: typed "any value" holds an array one level down
         let any_height = height(&Value::Object(cx.target.any(cx.context, false)));
-        let mut path = String::new();
-        fit_levels(root, 0, levels, any_height, &mut path, cx);
+        fit_levels(root, 0, levels, any_height, &Path::root(""), cx);
     }
 }
 
@@ -63,7 +61,7 @@ fn own_height(m: &Map<String, Value>) -> usize {
 
 /// Cuts every node that would reach past `levels` (the node at `level`), or whose subschemas could
 /// not fit even as "any value" (two levels down: a map or array, then the subschema).
-fn fit_levels(v: &mut Value, level: usize, levels: usize, any_height: usize, path: &mut String, cx: &mut Cx) {
+fn fit_levels(v: &mut Value, level: usize, levels: usize, any_height: usize, path: &Path, cx: &mut Cx) {
     let Value::Object(node) = v else { return };
     let fits = level + own_height(node) <= levels + 1 && (!has_subschemas(node) || level + 2 + any_height <= levels + 1);
     if !fits {
@@ -71,9 +69,9 @@ fn fit_levels(v: &mut Value, level: usize, levels: usize, any_height: usize, pat
         *v = Value::Object(cx.target.any(cx.context, level == 0));
         return;
     }
-    children_at(node, path, |path, slot, child| {
-        let step = if slot == Slot::Single { 1 } else { 2 };
-        fit_levels(child, level + step, levels, any_height, path, cx);
+    children_mut(node, |seg, child| {
+        let step = if seg.slot() == Slot::Single { 1 } else { 2 };
+        fit_levels(child, level + step, levels, any_height, &path.child(seg), cx);
     });
 }
 
@@ -125,7 +123,7 @@ fn push_children<'a>(k: &str, c: &'a Value, depth: usize, stack: &mut Vec<(&'a V
     }
 }
 
-fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &mut String, cx: &mut Cx) {
+fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &Path, cx: &mut Cx) {
     let max_depth = cx.opts.limits.max_depth;
     let max_nodes = cx.opts.limits.max_nodes;
     if !v.is_object() {
@@ -146,10 +144,10 @@ fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &mut String, cx: 
         return;
     }
     let Value::Object(node) = v else { return };
-    children_at(node, path, |path, slot, child| {
+    children_mut(node, |seg, child| {
         // a map keyword's own object is skipped (properties/a is one level below its schema); an array
         // keyword's array is a level of its own
-        let step = if slot == Slot::Array { 2 } else { 1 };
-        visit(child, depth + step, nodes, path, cx);
+        let step = if seg.slot() == Slot::Array { 2 } else { 1 };
+        visit(child, depth + step, nodes, &path.child(seg), cx);
     });
 }

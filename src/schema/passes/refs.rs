@@ -11,7 +11,7 @@
 use crate::schema::definitions::count_objects;
 use crate::schema::lookup::{Lookup, Take};
 use crate::schema::merge::{intersect, never, never_map, Merged};
-use crate::schema::walk::{children, children_mut, collect_refs, has_ref, is_constraint, push_escaped, HARD_DEPTH};
+use crate::schema::walk::{children, children_mut, collect_refs, has_ref, is_constraint, push_escaped, Path, HARD_DEPTH};
 use crate::schema::{Context, Cx, Kind};
 use percent_encoding::percent_decode_str;
 use serde_json::{Map, Value};
@@ -38,7 +38,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let defs_only = cx.target.shared_defs || cx.target.keywords.is_some_and(|k| !k.contains(&"definitions"));
     let mut st = State::new(orig, defs_only, cx.target.reserved_names);
     let before = cx.report.counters.clone();
-    walk(root, &mut String::with_capacity(128), 0, &mut st, cx);
+    walk(root, &Path::root(""), 0, &mut st, cx);
     if let Some(untouched) = kept {
         if cx.report.counters == before && st.pending.is_empty() {
             // nothing to rewrite after all: a body that needs no change stays as it was
@@ -57,8 +57,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 }
             }
         }
-        let mut path = format!("/$defs/{name}");
-        walk(&mut v, &mut path, 1, &mut st, cx);
+        let path = format!("/$defs/{name}");
+        walk(&mut v, &Path::root(&path), 1, &mut st, cx);
         added.push((name, v));
     }
     if let Value::Object(r) = root {
@@ -104,7 +104,7 @@ struct State {
 impl State {
     fn new(orig: Value, shared_defs: bool, reserved: &'static [&'static str]) -> Self {
         let mut anchors = HashMap::new();
-        collect_anchors(&orig, &mut String::new(), &mut anchors, 0);
+        collect_anchors(&orig, &Path::root(""), &mut anchors, 0);
         let root_id = orig.at("$id").and_then(Value::as_str).map(|s| s.trim_end_matches('#').to_string());
         let plain: &'static [&'static str] = if shared_defs { &["$defs"] } else { &["$defs", "definitions"] };
         let mut used = HashSet::new();
@@ -308,28 +308,23 @@ fn safe_name(n: &str, reserved: &[&str]) -> bool {
     n.starts_with(|c: char| c.is_ascii_alphabetic()) && n.chars().all(|c| c.is_ascii_alphanumeric()) && !reserved.contains(&n.to_ascii_lowercase().as_str())
 }
 
-fn collect_anchors(v: &Value, path: &mut String, out: &mut HashMap<String, String>, depth: usize) {
+fn collect_anchors(v: &Value, path: &Path, out: &mut HashMap<String, String>, depth: usize) {
     let Value::Object(m) = v else { return };
     for k in ["$anchor", "$dynamicAnchor"] {
-        if let Some(a) = m.get(k).and_then(Value::as_str) {
-            out.entry(a.to_string()).or_insert_with(|| path.clone());
+        if let Some(a) = m.at(k).and_then(Value::as_str) {
+            out.entry(a.to_string()).or_insert_with(|| path.to_string());
         }
     }
     if let Some(id) = m.at("$id").and_then(Value::as_str).and_then(|s| s.strip_prefix('#')) {
-        out.entry(id.to_string()).or_insert_with(|| path.clone());
+        out.entry(id.to_string()).or_insert_with(|| path.to_string());
     }
     if depth > HARD_DEPTH {
         return;
     }
-    let base = path.len();
-    children(m, |seg, c| {
-        seg.push_to(path);
-        collect_anchors(c, path, out, depth + 1);
-        path.truncate(base);
-    });
+    children(m, |seg, c| collect_anchors(c, &path.child(seg), out, depth + 1));
 }
 
-fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut Cx) {
+fn walk(v: &mut Value, path: &Path, depth: usize, st: &mut State, cx: &mut Cx) {
     let Value::Object(node) = v else { return };
     let mut hops = 0;
     while let Some(r) = node.at("$ref").and_then(Value::as_str).map(str::to_string) {
@@ -346,12 +341,7 @@ fn walk(v: &mut Value, path: &mut String, depth: usize, st: &mut State, cx: &mut
     if depth >= HARD_DEPTH {
         return;
     }
-    let base = path.len();
-    children_mut(node, |seg, child| {
-        seg.push_to(path);
-        walk(child, path, depth + 1, st, cx);
-        path.truncate(base);
-    });
+    children_mut(node, |seg, child| walk(child, &path.child(seg), depth + 1, st, cx));
 }
 
 /// One `$ref` of a node: removed where it leads nowhere, the target inlined where it may be, else
