@@ -477,7 +477,7 @@ fn rewrite_site(src: &str, site: &Site, profile: &'static Profile, opts: &Option
     };
     let cut = !report.is_empty();
     let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
-    let output = if out.changed || cut { serde_json::to_string(&v).ok() } else { None };
+    let output = if out.changed || cut { to_text(&v, src.len()) } else { None };
     report.extend(out.report);
     let declined = report.counters.contains_key(&Kind::StrictDeclined);
     let output = if declined { None } else { output };
@@ -486,6 +486,14 @@ fn rewrite_site(src: &str, site: &Site, profile: &'static Profile, opts: &Option
         c.put(scope, &site.tool, site.context, src, cache::Hit { output: output.clone(), report: report.clone(), counts: cache::Counts::default() });
     }
     Done { output, report, unparsed: None }
+}
+
+/// A rewritten schema as compact JSON, written into a buffer about the size of the original (it grew by
+/// doubling from nothing before: a dozen copies for a large schema).
+fn to_text(v: &Value, about: usize) -> Option<String> {
+    let mut out = Vec::with_capacity(about + about / 4);
+    serde_json::to_writer(&mut out, v).ok()?;
+    String::from_utf8(out).ok()
 }
 
 /// Each profile's cache scope, taken once per body (a body's sites use one or two profiles).
