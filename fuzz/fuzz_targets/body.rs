@@ -2,11 +2,16 @@
 //! body is JSON and rewriting it again changes nothing; an untouched body is reported as untouched
 //! (the filter then forwards the original bytes); the output stays within a bound of the input; a run
 //! through the rewrite cache (one cache for the whole fuzzing process, so entries from earlier inputs
-//! are there) gives exactly what a run without it gives.
+//! are there) gives exactly what a run without it gives. And the body scan (`api::skim`, behind
+//! `raw::object`, `raw::array` and `raw::value`) accepts exactly what serde_json accepts, splitting it
+//! into the same members.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use std::sync::Mutex;
+use serde_json::value::RawValue;
+use std::collections::BTreeMap;
 use toolfit::api::cache::SiteCache;
+use toolfit::api::raw;
 use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
 use toolfit::schema::{profile, Options};
 
@@ -14,7 +19,30 @@ const FORMATS: &[&str] = &["auto", "openai-chat", "openai-responses", "anthropic
 
 static CACHE: Mutex<Option<SiteCache>> = Mutex::new(None);
 
+/// The skim against serde_json's own reading of the same text.
+fn same_as_serde_json(text: &str) {
+    let theirs = serde_json::from_str::<BTreeMap<String, Box<RawValue>>>(text).ok();
+    let ours = raw::object(text);
+    assert_eq!(ours.is_some(), theirs.is_some(), "object accepted differently: {text:?}");
+    if let (Some(o), Some(m)) = (ours, theirs) {
+        for (k, v) in &o.0 {
+            let last = o.0.iter().rev().find(|(k2, _)| k2 == k).map(|(_, v2)| v2.get());
+            assert_eq!(m.get(k).map(|r| r.get()), last, "member {k:?} split differently: {text:?}");
+            assert!(text.contains(v.get()));
+        }
+        assert_eq!(m.len(), o.0.iter().map(|(k, _)| k).collect::<std::collections::BTreeSet<_>>().len());
+    }
+    let theirs = serde_json::from_str::<Vec<Box<RawValue>>>(text).ok();
+    let ours = raw::array(text).map(|a| a.0.iter().map(|v| v.get().to_owned()).collect::<Vec<_>>());
+    assert_eq!(ours, theirs.map(|v| v.iter().map(|r| r.get().to_owned()).collect()), "array read differently: {text:?}");
+    let theirs = serde_json::from_str::<Box<RawValue>>(text).ok();
+    assert_eq!(raw::value(text).map(|v| v.get().to_owned()), theirs.map(|r| r.get().to_owned()), "value read differently: {text:?}");
+}
+
 fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        same_as_serde_json(text);
+    }
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(|| SiteCache::new(8 << 20));
     for f in FORMATS {
