@@ -61,29 +61,62 @@ impl Lookup for Value {
     }
 }
 
-/// A few keywords, asked about for every key of every node: a key whose length no keyword has (most
-/// of them) is answered by one bit test, the rest by comparing with the keywords of that length.
+/// A few keywords, asked about for every key of every node: a small open-addressing table keyed on a
+/// key's length, first and last byte, so a key that is none of them (nearly every key: `type`,
+/// `description`, `properties`) costs a hash of three numbers and one empty slot, not a comparison with
+/// each keyword of its length (`type` and `then`, `enum` and `else` share one).
 pub struct KeySet<'k> {
     words: &'k [&'static str],
-    /// Bit `n` set: some keyword is `n` bytes long (64 and longer share bit 63).
-    lengths: u64,
+    /// `1 + index` into `words` of the keyword at each place, 0 where none is.
+    slots: [u8; SLOTS],
+    /// More words than the table holds at half load: each key is compared with every word.
+    linear: bool,
 }
+
+const SLOTS: usize = 128;
 
 impl<'k> KeySet<'k> {
     pub fn new(words: &'k [&'static str]) -> Self {
-        KeySet { words, lengths: words.iter().fold(0, |m, w| m | KeySet::bit(w)) }
+        let mut slots = [0u8; SLOTS];
+        let linear = words.len() > SLOTS / 2;
+        if !linear {
+            for (i, w) in words.iter().enumerate() {
+                let mut at = KeySet::slot(w);
+                // at most half the places are taken: a free one is always found
+                while slots.get(at).is_some_and(|s| *s != 0) {
+                    at = (at + 1) % SLOTS;
+                }
+                if let Some(s) = slots.get_mut(at) {
+                    *s = (i + 1) as u8;
+                }
+            }
+        }
+        KeySet { words, slots, linear }
     }
 
-    fn bit(k: &str) -> u64 {
-        1u64 << k.len().min(63)
+    /// Where a key's search starts: its length, first and last byte, mixed.
+    fn slot(k: &str) -> usize {
+        let b = k.as_bytes();
+        let (first, last) = (b.first().copied().unwrap_or(0), b.last().copied().unwrap_or(0));
+        let h = (b.len() as u32).wrapping_mul(0x9E37_79B1) ^ u32::from(first).wrapping_mul(0x85EB_CA77) ^ u32::from(last).wrapping_mul(0xC2B2_AE3D);
+        (h >> 25) as usize % SLOTS
     }
 
     /// The keyword equal to `k`, if there is one.
     pub fn get(&self, k: &str) -> Option<&'static str> {
-        if self.lengths & KeySet::bit(k) == 0 {
-            return None;
+        if self.linear {
+            return self.words.iter().copied().find(|w| *w == k);
         }
-        self.words.iter().copied().find(|w| *w == k)
+        let mut at = KeySet::slot(k);
+        // ends at the first free place (half of them are)
+        loop {
+            let i = usize::from(*self.slots.get(at)?);
+            let w = *self.words.get(i.checked_sub(1)?)?;
+            if w == k {
+                return Some(w);
+            }
+            at = (at + 1) % SLOTS;
+        }
     }
 
     pub fn contains(&self, k: &str) -> bool {
@@ -121,6 +154,16 @@ mod tests {
         let set = KeySet::new(&words);
         for k in words.iter().copied().chain(["", "type", "item", "description", "x-a-keyword-name-longer-than-sixty-four-bytes-to-share-the-last-bi7"]) {
             assert_eq!(set.get(k), words.iter().copied().find(|w| *w == k), "{k:?}");
+        }
+        // every keyword list the engine asks, and more words than the table holds (compared in turn)
+        let many: Vec<&'static str> = crate::schema::walk::CONSTRAINTS.iter().chain(crate::schema::walk::ANNOTATIONS).copied().collect();
+        let lots: Vec<&'static str> = (0..70).map(|i| &*Box::leak(format!("k{i}").into_boxed_str())).collect();
+        let probes: Vec<&str> = many.iter().copied().chain(lots.iter().copied()).collect();
+        for list in [&many[..], &many[..40], crate::schema::walk::ANNOTATIONS, &[][..], &lots[..]] {
+            let set = KeySet::new(list);
+            for k in probes.iter().copied().chain(["", "typ", "types", "x-nullable", "descriptio", "k7O", "\u{e9}t\u{e9}"]) {
+                assert_eq!(set.get(k), list.iter().copied().find(|w| *w == k), "{k:?} in {} words", list.len());
+            }
         }
     }
 }

@@ -82,22 +82,27 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
         // the never sentinel (`not: {}`) stays: the `never` passes remove it where it matters
-        if drops_not && !crate::schema::merge::is_never(node) {
+        if drops_not && node.has("not") && !crate::schema::merge::is_never(node) {
             if let Some(v) = node.remove("not") {
                 removed.push(("not".to_string(), v));
             }
         }
-        if let Some(f) = node.at("format").and_then(Value::as_str) {
-            // a hosted API with a keyword list checks every format, whatever the type
-            let string_ok = primary_type(node).is_none_or(|t| t.contains(Types::STRING)) || target.keywords.is_some();
-            if !target.keeps_format(f) && string_ok {
-                if let Some(v) = node.remove("format") {
-                    removed.push(("format".to_string(), v));
+        match node.at("format") {
+            Some(Value::String(f)) => {
+                // a hosted API with a keyword list checks every format, whatever the type
+                let string_ok = primary_type(node).is_none_or(|t| t.contains(Types::STRING)) || target.keywords.is_some();
+                if !target.keeps_format(f) && string_ok {
+                    if let Some(v) = node.remove("format") {
+                        removed.push(("format".to_string(), v));
+                    }
                 }
             }
-        } else if let Some(v) = node.at("format").cloned() {
-            node.remove("format");
-            normalized.push(("format".to_string(), v));
+            Some(_) => {
+                if let Some(v) = node.remove("format") {
+                    normalized.push(("format".to_string(), v));
+                }
+            }
+            None => {}
         }
         if removed.is_empty() && normalized.is_empty() {
             return; // the common case: nothing removed, nothing to say
