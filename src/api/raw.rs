@@ -1,10 +1,6 @@
 //! Borrowed views of JSON text: objects and arrays whose members stay unparsed slices of the body,
 //! so the bytes around a schema are never re-serialised and their offsets are known.
 
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::value::RawValue;
-use std::fmt;
-
 /// An object's members in document order, duplicates kept (a proxy must rewrite every `tools`
 /// a backend might read, first or last).
 pub struct RawObject<'a>(pub Vec<(String, Raw<'a>)>);
@@ -17,44 +13,6 @@ pub struct Raw<'a>(&'a str);
 impl<'a> Raw<'a> {
     pub fn get(&self) -> &'a str {
         self.0
-    }
-}
-
-impl<'a> From<&'a RawValue> for Raw<'a> {
-    fn from(v: &'a RawValue) -> Self {
-        Raw(v.get())
-    }
-}
-
-struct ObjVisitor;
-impl<'de> Visitor<'de> for ObjVisitor {
-    type Value = RawObject<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut v = Vec::new();
-        while let Some((k, val)) = map.next_entry::<String, &'de RawValue>()? {
-            v.push((k, val.into()));
-        }
-        Ok(RawObject(v))
-    }
-}
-
-#[cfg(test)]
-struct ArrVisitor;
-#[cfg(test)]
-impl<'de> Visitor<'de> for ArrVisitor {
-    type Value = RawArray<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON array")
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut v = Vec::new();
-        while let Some(x) = seq.next_element::<&'de RawValue>()? {
-            v.push(x.into());
-        }
-        Ok(RawArray(v))
     }
 }
 
@@ -71,88 +29,13 @@ pub struct RawTool<'a> {
 }
 
 /// The elements of a `tools` array that are objects (others are skipped, as a backend would fail on
-/// them anyway). `None` when `text` is not an array.
+/// them anyway), read by the body scan ([`super::skim::objects`]). `None` when `text` is not an array.
 pub fn tools(text: &str) -> Option<Vec<RawTool<'_>>> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let v = de.deserialize_seq(ToolsVisitor).ok()?;
-    de.end().ok().map(|_| v)
-}
-
-struct ToolsVisitor;
-impl<'de> Visitor<'de> for ToolsVisitor {
-    type Value = Vec<RawTool<'de>>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON array")
+    fn raw(m: Vec<(String, &str)>) -> RawObject<'_> {
+        RawObject(m.into_iter().map(|(k, v)| (k, Raw(v))).collect())
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        let mut v = Vec::new();
-        while let Some(t) = seq.next_element_seed(MaybeObject(ToolVisitor))? {
-            v.extend(t);
-        }
-        Ok(v)
-    }
-}
-
-struct ToolVisitor;
-impl<'de> Visitor<'de> for ToolVisitor {
-    type Value = RawTool<'de>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-        let mut t = RawTool { members: RawObject(Vec::new()), functions: Vec::new(), has_function: false };
-        while let Some(k) = map.next_key::<String>()? {
-            if k == "function" {
-                t.has_function = true;
-                t.functions.extend(map.next_value_seed(MaybeObject(ObjVisitor))?);
-            } else {
-                t.members.0.push((k, map.next_value::<&'de RawValue>()?.into()));
-            }
-        }
-        Ok(t)
-    }
-}
-
-/// A value read with `V` when it is an object, and skipped (`None`) when it is anything else.
-struct MaybeObject<V>(V);
-
-impl<'de, V: Visitor<'de>> DeserializeSeed<'de> for MaybeObject<V> {
-    type Value = Option<V::Value>;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de, V: Visitor<'de>> Visitor<'de> for MaybeObject<V> {
-    type Value = Option<V::Value>;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_map(map).map(Some)
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-        while seq.next_element::<IgnoredAny>()?.is_some() {}
-        Ok(None)
-    }
-    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-        Ok(None)
-    }
-    fn visit_unit<E>(self) -> Result<Self::Value, E> {
-        Ok(None)
-    }
+    let split = super::skim::objects(text, "function")?;
+    Some(split.into_iter().map(|s| RawTool { members: raw(s.members), functions: s.expanded.into_iter().map(raw).collect(), has_function: s.named }).collect())
 }
 
 /// The members of a JSON object that is the whole of `text` (whitespace aside: trailing bytes make it
@@ -169,22 +52,6 @@ pub fn array(text: &str) -> Option<RawArray<'_>> {
 /// The document `text` as one raw value, if it is JSON.
 pub fn value(text: &str) -> Option<Raw<'_>> {
     super::skim::whole(text).map(Raw)
-}
-
-/// [`object`] as serde_json reads it: the reference the skim is tested against.
-#[cfg(test)]
-pub fn serde_object(text: &str) -> Option<RawObject<'_>> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let v = de.deserialize_map(ObjVisitor).ok()?;
-    de.end().ok().map(|_| v)
-}
-
-/// [`array`] as serde_json reads it.
-#[cfg(test)]
-pub fn serde_array(text: &str) -> Option<RawArray<'_>> {
-    let mut de = serde_json::Deserializer::from_str(text);
-    let v = de.deserialize_seq(ArrVisitor).ok()?;
-    de.end().ok().map(|_| v)
 }
 
 impl<'a> RawObject<'a> {
@@ -258,5 +125,92 @@ pub fn walk<'a>(v: Raw<'a>, path: &[Step], out: &mut Vec<Raw<'a>>) {
                 }
             }
         }
+    }
+}
+
+/// serde_json's own reading of the same texts: the reference the body scan is tested against.
+#[cfg(test)]
+pub mod serde_reading {
+    use super::{Raw, RawArray, RawObject, RawTool};
+    use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
+    use serde_json::value::RawValue;
+    use std::fmt;
+
+    impl<'a> From<&'a RawValue> for Raw<'a> {
+        fn from(v: &'a RawValue) -> Self {
+            Raw(v.get())
+        }
+    }
+
+    struct ObjVisitor;
+    impl<'de> Visitor<'de> for ObjVisitor {
+        type Value = RawObject<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some((k, val)) = map.next_entry::<String, &'de RawValue>()? {
+                v.push((k, val.into()));
+            }
+            Ok(RawObject(v))
+        }
+    }
+
+    struct ArrVisitor;
+    impl<'de> Visitor<'de> for ArrVisitor {
+        type Value = RawArray<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a JSON array")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut v = Vec::new();
+            while let Some(x) = seq.next_element::<&'de RawValue>()? {
+                v.push(x.into());
+            }
+            Ok(RawArray(v))
+        }
+    }
+
+    /// [`super::object`] as serde_json reads it.
+    pub fn serde_object(text: &str) -> Option<RawObject<'_>> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let v = de.deserialize_map(ObjVisitor).ok()?;
+        de.end().ok().map(|_| v)
+    }
+
+    /// [`super::array`] as serde_json reads it.
+    pub fn serde_array(text: &str) -> Option<RawArray<'_>> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let v = de.deserialize_seq(ArrVisitor).ok()?;
+        de.end().ok().map(|_| v)
+    }
+
+    /// [`super::tools`] from serde_json's raw values: the array, each object element, each object
+    /// `function` member; an object whose keys serde_json cannot decode (a lone surrogate) makes the
+    /// list unread.
+    pub fn serde_tools(text: &str) -> Option<Vec<RawTool<'_>>> {
+        fn object(v: Raw<'_>) -> Option<Option<RawObject<'_>>> {
+            if v.get().starts_with('{') {
+                serde_object(v.get()).map(Some)
+            } else {
+                Some(None)
+            }
+        }
+        let mut out = Vec::new();
+        for item in serde_array(text)?.0 {
+            let Some(members) = object(item)? else { continue };
+            let mut t = RawTool { members: RawObject(Vec::new()), functions: Vec::new(), has_function: false };
+            for (k, v) in members.0 {
+                if k == "function" {
+                    t.has_function = true;
+                    t.functions.extend(object(v)?);
+                } else {
+                    t.members.0.push((k, v));
+                }
+            }
+            out.push(t);
+        }
+        Some(out)
     }
 }

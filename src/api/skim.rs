@@ -14,14 +14,65 @@ pub fn text(body: &[u8]) -> Option<&str> {
 /// it, and each value's text.
 pub fn object(text: &str) -> Option<Vec<(String, &str)>> {
     let b = text.as_bytes();
-    let mut at = ws(b, 0);
+    let at = ws(b, 0);
     if b.get(at) != Some(&b'{') {
         return None;
     }
+    let mut split = Split::default();
+    let stop = members(text, at, None, &mut split)?;
+    end(b, stop).then_some(split.members)
+}
+
+/// One object of [`objects`]: its members, and the members of each member named to be split too.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Split<'t> {
+    /// Every member but those named to be split, in document order.
+    pub members: Vec<(String, &'t str)>,
+    /// The members of each member named to be split whose value is an object.
+    pub expanded: Vec<Vec<(String, &'t str)>>,
+    /// Whether a member of that name is there at all (an object or not).
+    pub named: bool,
+}
+
+/// A top-level array's elements that are objects (others are passed over), each split into its
+/// members, and each member named `expand` whose value is an object split too, all in the one scan:
+/// how a `tools` list is read (its elements' `function` members hold the schemas).
+pub fn objects<'t>(text: &'t str, expand: &str) -> Option<Vec<Split<'t>>> {
+    let b = text.as_bytes();
+    let mut at = ws(b, 0);
+    if b.get(at) != Some(&b'[') {
+        return None;
+    }
     at = ws(b, at + 1);
-    let mut members = Vec::new();
+    let mut out = Vec::new();
+    if b.get(at) == Some(&b']') {
+        return end(b, at + 1).then_some(out);
+    }
+    loop {
+        let stop = if b.get(at) == Some(&b'{') {
+            let mut split = Split::default();
+            let stop = members(text, at, Some(expand), &mut split)?;
+            out.push(split);
+            stop
+        } else {
+            value(b, at)?
+        };
+        at = ws(b, stop);
+        match b.get(at) {
+            Some(b',') => at = ws(b, at + 1),
+            Some(b']') => return end(b, at + 1).then_some(out),
+            _ => return None,
+        }
+    }
+}
+
+/// The members of the object whose `{` is at `at`, into `split` (a member named `expand` split one
+/// level further), and the index past its `}`.
+fn members<'t>(text: &'t str, at: usize, expand: Option<&str>, split: &mut Split<'t>) -> Option<usize> {
+    let b = text.as_bytes();
+    let mut at = ws(b, at + 1);
     if b.get(at) == Some(&b'}') {
-        return end(b, at + 1).then_some(members);
+        return Some(at + 1);
     }
     loop {
         if b.get(at) != Some(&b'"') {
@@ -34,12 +85,25 @@ pub fn object(text: &str) -> Option<Vec<(String, &str)>> {
             return None;
         }
         let start = ws(b, at + 1);
-        let stop = value(b, start)?;
-        members.push((key, text.get(start..stop)?));
+        let stop = if expand == Some(key.as_str()) {
+            split.named = true;
+            if b.get(start) == Some(&b'{') {
+                let mut inner = Split::default();
+                let stop = members(text, start, None, &mut inner)?;
+                split.expanded.push(inner.members);
+                stop
+            } else {
+                value(b, start)?
+            }
+        } else {
+            let stop = value(b, start)?;
+            split.members.push((key, text.get(start..stop)?));
+            stop
+        };
         at = ws(b, stop);
         match b.get(at) {
             Some(b',') => at = ws(b, at + 1),
-            Some(b'}') => return end(b, at + 1).then_some(members),
+            Some(b'}') => return Some(at + 1),
             _ => return None,
         }
     }
@@ -319,16 +383,31 @@ mod tests {
 
     /// serde_json's reading of a whole text as an object with raw member values: what the skim keeps.
     fn serde_object(text: &str) -> Option<Vec<(String, &str)>> {
-        crate::api::raw::serde_object(text).map(|o| o.0.into_iter().map(|(k, v)| (k, v.get())).collect())
+        crate::api::raw::serde_reading::serde_object(text).map(|o| o.0.into_iter().map(|(k, v)| (k, v.get())).collect())
     }
 
     fn serde_array(text: &str) -> Option<Vec<&str>> {
-        crate::api::raw::serde_array(text).map(|a| a.0.into_iter().map(|v| v.get()).collect())
+        crate::api::raw::serde_reading::serde_array(text).map(|a| a.0.into_iter().map(|v| v.get()).collect())
+    }
+
+    /// serde_json's reading of a `tools` list (`raw::tools` before the scan read it) as [`Split`]s.
+    fn serde_objects(text: &str) -> Option<Vec<Split<'_>>> {
+        fn members(o: crate::api::raw::RawObject<'_>) -> Vec<(String, &str)> {
+            o.0.into_iter().map(|(k, v)| (k, v.get())).collect()
+        }
+        let tools = crate::api::raw::serde_reading::serde_tools(text)?;
+        Some(
+            tools
+                .into_iter()
+                .map(|t| Split { members: members(t.members), expanded: t.functions.into_iter().map(members).collect(), named: t.has_function })
+                .collect(),
+        )
     }
 
     fn same(text: &str) {
         assert_eq!(object(text), serde_object(text), "object {text:?}");
         assert_eq!(array(text), serde_array(text), "array {text:?}");
+        assert_eq!(objects(text, "function"), serde_objects(text), "tools {text:?}");
     }
 
     #[test]
@@ -383,6 +462,14 @@ mod tests {
             r#"{"a":1} "#,
             "{\"a\":1}\u{0}",
             r#"{"a":"0123456789abcdef0123456789abcdef\"0123456789abcdef"}"#,
+            r#"[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},1,"x",[{}],{"function":2},{}]"#,
+            r#"[{"function":{"a":1},"function":{"b":[2]},"x":{"function":{}}},{"\u0066unction":{"c":3}}]"#,
+            r#"[{"function":{"a":1,}}]"#,
+            r#"[{"function":{"a" 1}}]"#,
+            r#"[{"function":{}}]]"#,
+            r#"[{"function":{}} x"#,
+            r#"[{"function":{"a":1}}"#,
+            r#"[{"function":{"\ud800":1}}]"#,
         ] {
             same(t);
         }
@@ -455,15 +542,19 @@ mod tests {
             let top = format!("{{\"a\": {doc}, \"b\" : [{doc}]}}");
             same(&top);
             same(&format!("[{doc}]"));
-            let bytes = top.as_bytes();
-            let i = at.index(bytes.len());
-            for variant in [
-                [&bytes[..i], &bytes[i + 1..]].concat(),
-                [&bytes[..i], &[byte], &bytes[i..]].concat(),
-                [&bytes[..i], &[byte], &bytes[i + 1..]].concat(),
-            ] {
-                if let Ok(t) = std::str::from_utf8(&variant) {
-                    same(t);
+            let tools = format!("[{{\"function\": {doc}, \"x\": {doc}}}, {doc}, {{\"function\" : {{\"p\": {doc}}}}}]");
+            same(&tools);
+            for text in [&top, &tools] {
+                let bytes = text.as_bytes();
+                let i = at.index(bytes.len());
+                for variant in [
+                    [&bytes[..i], &bytes[i + 1..]].concat(),
+                    [&bytes[..i], &[byte], &bytes[i..]].concat(),
+                    [&bytes[..i], &[byte], &bytes[i + 1..]].concat(),
+                ] {
+                    if let Ok(t) = std::str::from_utf8(&variant) {
+                        same(t);
+                    }
                 }
             }
         }
