@@ -2,7 +2,7 @@
 //! `true` is `{}` (any value), `false` is `{"not": {}}` (never), which later passes resolve.
 
 use crate::schema::merge::never;
-use crate::schema::walk::{children_mut, Seg};
+use crate::schema::walk::{children_mut, Path, Seg};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
@@ -10,11 +10,11 @@ use serde_json::{Map, Value};
 pub const AFTER: &[&str] = &["dialect"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
-    let mut path = String::new();
-    visit(root, &mut path, cx, 0);
+    visit(root, &Path::root(""), cx, 0);
 }
 
-fn visit(v: &mut Value, path: &mut String, cx: &mut Cx, depth: usize) {
+/// `path` is written out only where a boolean is found.
+fn visit(v: &mut Value, path: &Path, cx: &mut Cx, depth: usize) {
     match v {
         Value::Bool(b) => {
             let b = *b;
@@ -22,7 +22,6 @@ fn visit(v: &mut Value, path: &mut String, cx: &mut Cx, depth: usize) {
             cx.record(path, Kind::BooleanSchema, if b { "true became {}" } else { "false became {\"not\":{}}" });
         }
         Value::Object(node) if depth < crate::schema::walk::HARD_DEPTH => {
-            let base = path.len();
             children_mut(node, |seg, child| {
                 // `additionalProperties`/`items` booleans are understood by llama.cpp where they are
                 // keywords with their own meaning; only their `false` forms need care, done elsewhere.
@@ -31,9 +30,7 @@ fn visit(v: &mut Value, path: &mut String, cx: &mut Cx, depth: usize) {
                 if keep {
                     return;
                 }
-                seg.push_to(path);
-                visit(child, path, cx, depth + 1);
-                path.truncate(base);
+                visit(child, &path.child(seg), cx, depth + 1);
             });
         }
         _ => {}
