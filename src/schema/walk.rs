@@ -432,8 +432,10 @@ pub fn pre_order_cx<'a>(root: &mut Value, cx: &mut crate::schema::Cx<'a>, f: &mu
     traverse(root, "", true, &mut |node, path| f(node, path, cx));
 }
 
-fn traverse(root: &mut Value, path: &str, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
-    fn go(v: &mut Value, path: &Path, depth: usize, pre: bool, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
+/// The one traversal. Generic over the visit, so the per-node call of the few wrappers above is a
+/// direct one (theirs calls the pass's own visit once more).
+fn traverse<F: FnMut(&mut Map<String, Value>, &Path) + ?Sized>(root: &mut Value, path: &str, pre: bool, f: &mut F) {
+    fn go<F: FnMut(&mut Map<String, Value>, &Path) + ?Sized>(v: &mut Value, path: &Path, depth: usize, pre: bool, f: &mut F) {
         let Value::Object(node) = v else { return };
         if pre {
             f(node, path);

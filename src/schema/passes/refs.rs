@@ -22,6 +22,9 @@ const MAX_HOPS: usize = 32;
 /// Most targets a cycle search visits before it assumes a cycle (keeps the ref, never loops).
 const MAX_CYCLE_SEARCH: usize = 2_000;
 
+/// A schema without a `$ref` key anywhere needs nothing from this pass: the census skips its walk.
+pub const WANTS: &[&str] = &["$ref"];
+
 /// Passes that must run before this one in a profile's list: refs into a draft-07 `items` array follow it to `prefixItems`.
 pub const AFTER: &[&str] = &["dialect"];
 
