@@ -250,12 +250,14 @@ fn cached_rewrites_equal_uncached_ones() {
     assert!(cache.hits > 3 * cache.misses, "hits {} misses {}", cache.hits, cache.misses);
 }
 
-/// `normalize` skips the walk of a gated pass when the schema holds none of its keywords: on every
-/// corpus and test-suite schema, the result and the report must be those of running every pass.
+/// `normalize` skips the walk of a gated pass when the schema holds none of its keywords, and of a
+/// tested pass when no node answers its test: on every corpus and test-suite schema, the result and
+/// the report must be those of running every pass.
 #[test]
 fn skipping_gated_passes_changes_nothing() {
     use toolfit::schema::passes::Pass;
     assert!(profile::LLAMA_CPP.passes.iter().any(|p| !p.wants.is_empty()), "no pass is gated: the test checks nothing");
+    assert!(profile::LLAMA_CPP.passes.iter().filter(|p| p.acts.is_some()).count() >= 8, "passes with node tests: the test checks them");
     // opening an object (a change that settles) keeps the census: it must add no gated keyword
     assert!(profile::ALL.iter().flat_map(|p| p.all_passes()).all(|p| !p.wants.contains(&"additionalProperties")));
     let mut all = corpus();
@@ -268,7 +270,7 @@ fn skipping_gated_passes_changes_nothing() {
     assert!(all.len() > 3300, "corpus missing: {}", all.len());
     for p in profile::ALL {
         let ungate = |list: &[Pass]| -> &'static [Pass] {
-            let v: Vec<Pass> = list.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[], after: p.after }).collect();
+            let v: Vec<Pass> = list.iter().map(|p| Pass { name: p.name, run: p.run, wants: &[], after: p.after, acts: None }).collect();
             Box::leak(v.into_boxed_slice())
         };
         let ungated = profile::Profile {
@@ -287,8 +289,8 @@ fn skipping_gated_passes_changes_nothing() {
                 let (gated, rep) = run_in(p, schema, *ctx, &opts);
                 let mut plain = schema.clone();
                 let rep2 = normalize(&mut plain, &ungated, &opts, *ctx, "t").report;
-                assert_eq!(gated, plain, "{name}: {label}: skipping a gated pass changed the output");
-                assert_eq!(rep.counters, rep2.counters, "{name}: {label}: skipping a gated pass changed the report");
+                assert_eq!(gated, plain, "{name}: {label}: skipping a gated or tested pass changed the output");
+                assert_eq!(rep.counters, rep2.counters, "{name}: {label}: skipping a gated or tested pass changed the report");
             }
         }
     }

@@ -65,8 +65,8 @@ impl Lookup for Value {
 /// key's length, first and last byte, so a key that is none of them (nearly every key: `type`,
 /// `description`, `properties`) costs a hash of three numbers and one empty slot, not a comparison with
 /// each keyword of its length (`type` and `then`, `enum` and `else` share one).
-pub struct KeySet<'k> {
-    words: &'k [&'static str],
+pub struct KeySet {
+    words: Vec<&'static str>,
     /// `1 + index` into `words` of the keyword at each place, 0 where none is.
     slots: [u8; SLOTS],
     /// More words than the table holds at half load: each key is compared with every word.
@@ -75,8 +75,9 @@ pub struct KeySet<'k> {
 
 const SLOTS: usize = 128;
 
-impl<'k> KeySet<'k> {
-    pub fn new(words: &'k [&'static str]) -> Self {
+impl KeySet {
+    pub fn new(words: impl IntoIterator<Item = &'static str>) -> Self {
+        let words: Vec<&'static str> = words.into_iter().collect();
         let mut slots = [0u8; SLOTS];
         let linear = words.len() > SLOTS / 2;
         if !linear {
@@ -151,7 +152,7 @@ mod tests {
     #[test]
     fn key_sets_answer_as_the_list_does() {
         let words = ["if", "then", "uniqueItems", "contains", "unevaluatedProperties", "x-a-keyword-name-longer-than-sixty-four-bytes-to-share-the-last-bit"];
-        let set = KeySet::new(&words);
+        let set = KeySet::new(words);
         for k in words.iter().copied().chain(["", "type", "item", "description", "x-a-keyword-name-longer-than-sixty-four-bytes-to-share-the-last-bi7"]) {
             assert_eq!(set.get(k), words.iter().copied().find(|w| *w == k), "{k:?}");
         }
@@ -160,7 +161,7 @@ mod tests {
         let lots: Vec<&'static str> = (0..70).map(|i| &*Box::leak(format!("k{i}").into_boxed_str())).collect();
         let probes: Vec<&str> = many.iter().copied().chain(lots.iter().copied()).collect();
         for list in [&many[..], &many[..40], crate::schema::walk::ANNOTATIONS, &[][..], &lots[..]] {
-            let set = KeySet::new(list);
+            let set = KeySet::new(list.iter().copied());
             for k in probes.iter().copied().chain(["", "typ", "types", "x-nullable", "descriptio", "k7O", "\u{e9}t\u{e9}"]) {
                 assert_eq!(set.get(k), list.iter().copied().find(|w| *w == k), "{k:?} in {} words", list.len());
             }

@@ -223,15 +223,20 @@ const MAX_ROUNDS: usize = 4;
 /// Rewrites `schema` in place with the profile's passes. Never panics on any input.
 pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
     let mut report = Report::default();
-    let tracked = profile.tracked(context);
+    let tracked = lookup::KeySet::new(profile.tracked(context));
     let passes = profile.passes_for(context);
+    // the passes with a node test, each test's bit its place here
+    let probe = passes::Probe::new(&profile.target, opts);
+    let tested: Vec<usize> = passes.iter().enumerate().filter(|(_, p)| p.acts.is_some()).map(|(i, _)| i).collect();
+    let tests: Vec<passes::Acts> = passes.iter().filter_map(|p| p.acts).collect();
+    let test = |i: usize, node: &Map<String, Value>, place: &walk::Place| tests.get(i).is_some_and(|acts| acts(node, &probe, place));
     // the last pass of the previous round that changed what no pass may react to (`None`: this is the
     // first round)
     let mut last_change: Option<usize> = None;
     for _ in 0..MAX_ROUNDS {
         let mut cx = Cx::new(tool, context, opts, &profile.target);
-        // which gated keywords the schema holds, taken again only after a pass changed something
-        let mut present: Option<Vec<&str>> = None;
+        // the census and the node tests, taken again only after a pass changed something
+        let mut survey: Option<walk::Survey> = None;
         let mut changed_at: Option<usize> = None;
         for (i, pass) in passes.iter().enumerate() {
             // Past the previous round's last change with nothing changed in this one, every pass left
@@ -240,21 +245,29 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
             if changed_at.is_none() && last_change.is_some_and(|k| i > k) {
                 break;
             }
-            if !pass.wants.is_empty() {
-                let found = present.get_or_insert_with(|| walk::census(schema, &tracked));
-                if !pass.wants.iter().any(|w| found.contains(w)) {
+            if !pass.wants.is_empty() || pass.acts.is_some() {
+                let s = survey.get_or_insert_with(|| walk::survey(schema, &tracked, tests.len(), &test));
+                let skip = match tested.iter().position(|t| *t == i) {
+                    Some(bit) => bit < 64 && s.acting & (1 << bit) == 0,
+                    None => !pass.wants.iter().any(|w| s.found.contains(w)),
+                };
+                if skip {
                     continue;
                 }
             }
             let before = cx.report.unsettled();
+            let records = cx.report.counters.values().sum::<u64>();
             (pass.run)(schema, &mut cx);
             if cx.report.counters.contains_key(&Kind::StrictDeclined) {
                 // the caller sends this schema non-strict, rewritten by the other profile
                 report.extend(cx.report);
                 return Outcome { changed: true, report };
             }
+            if cx.report.counters.values().sum::<u64>() != records {
+                // any change may answer a node test otherwise
+                survey = None;
+            }
             if cx.report.unsettled() != before {
-                present = None; // changes that settle add no keyword a pass is gated on
                 changed_at = Some(i);
             }
         }

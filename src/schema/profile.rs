@@ -48,14 +48,21 @@ impl Defaults {
 
 macro_rules! pass {
     ($m:ident) => {
-        Pass { name: stringify!($m), run: $m::run, wants: &[], after: $m::AFTER }
+        Pass { name: stringify!($m), run: $m::run, wants: &[], after: $m::AFTER, acts: None }
+    };
+}
+
+/// A pass that acts only where its module's `acts` says a node may need it ([`Pass::acts`]).
+macro_rules! tested {
+    ($m:ident) => {
+        Pass { name: stringify!($m), run: $m::run, wants: &[], after: $m::AFTER, acts: Some($m::acts) }
     };
 }
 
 /// A pass that only acts on nodes holding one of its module's `WANTS` keywords.
 macro_rules! gated {
     ($m:ident) => {
-        Pass { name: stringify!($m), run: $m::run, wants: $m::WANTS, after: $m::AFTER }
+        Pass { name: stringify!($m), run: $m::run, wants: $m::WANTS, after: $m::AFTER, acts: None }
     };
 }
 
@@ -65,14 +72,14 @@ macro_rules! gated {
 macro_rules! plain_then {
     ($($p:expr),* $(,)?) => {
         &[
-            pass!(bounds),
+            tested!(bounds),
             gated!(unevaluated),
-            pass!(dialect),
-            pass!(boolean_schemas),
+            tested!(dialect),
+            tested!(boolean_schemas),
             gated!(refs),
             gated!(all_of),
             gated!(unions),
-            pass!(never),
+            tested!(never),
             pass!(tool_root),
             $($p),*
         ]
@@ -89,28 +96,28 @@ pub static LLAMA_CPP: Profile = Profile {
     modes: None,
     json_fields: None,
     passes: &[
-        pass!(bounds),
+        tested!(bounds),
         gated!(unevaluated),
-        pass!(dialect),
-        pass!(boolean_schemas),
+        tested!(dialect),
+        tested!(boolean_schemas),
         gated!(refs),
         gated!(all_of),
         gated!(prefix_items),
         gated!(unions),
-        pass!(never),
+        tested!(never),
         pass!(tool_root),
-        pass!(unsupported),
-        pass!(unspellable_names),
-        pass!(open_objects),
-        pass!(explicit_types),
+        tested!(unsupported),
+        tested!(unspellable_names),
+        tested!(open_objects),
+        tested!(explicit_types),
         gated!(patterns),
         gated!(integer_bounds),
         gated!(repetition),
         gated!(item_counts),
         gated!(enums),
-        pass!(never),
+        tested!(never),
         // the bound holds for what reaches the backend: inlined refs and type splits can nest deeper
-        pass!(bounds),
+        tested!(bounds),
         pass!(refs_listed),
     ],
 };
@@ -123,7 +130,7 @@ pub static OLLAMA: Profile = Profile {
     // tools are text in Ollama's prompt, never compiled: refs inlined (Ollama drops `$ref`), the
     // dialect and unions made plain, then the fixed fields; no grammar workaround
     defaults: Defaults::STANDARD,
-    tool_passes: Some(plain_then![pass!(fixed_fields), pass!(bounds)]),
+    tool_passes: Some(plain_then![pass!(fixed_fields), tested!(bounds)]),
     modes: None,
     json_fields: None,
     // `format` is compiled by the llama.cpp it vendors (`llama_cpp_since` names the release)
@@ -139,7 +146,7 @@ pub static MCP: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
-    passes: &[pass!(bounds), pass!(dialect)],
+    passes: &[tested!(bounds), tested!(dialect)],
 };
 
 /// The passes every grammar compiler other than llama.cpp needs; what each pass then does is read
@@ -151,15 +158,15 @@ macro_rules! grammar_passes {
     () => {
         plain_then![
             gated!(multiple_of),
-            pass!(unsupported),
-            pass!(open_objects),
-            pass!(explicit_types),
+            tested!(unsupported),
+            tested!(open_objects),
+            tested!(explicit_types),
             gated!(patterns),
             gated!(integer_bounds),
             gated!(repetition),
             gated!(item_counts),
-            pass!(never),
-            pass!(bounds),
+            tested!(never),
+            tested!(bounds),
         ]
     };
 }
@@ -219,16 +226,16 @@ pub static VLLM: Profile = Profile {
 macro_rules! hosted_then {
     ($($p:expr),* $(,)?) => {
         &[
-            pass!(bounds),
+            tested!(bounds),
             gated!(unevaluated),
-            pass!(dialect),
-            pass!(boolean_schemas),
+            tested!(dialect),
+            tested!(boolean_schemas),
             pass!(tool_root),
             gated!(refs),
             pass!(root_union),
             gated!(all_of),
             gated!(unions),
-            pass!(never),
+            tested!(never),
             pass!(tool_root),
             $($p),*
         ]
@@ -239,7 +246,7 @@ macro_rules! hosted_then {
 /// then [`strict_objects`] closes objects (or declines), and what the mode refuses goes.
 macro_rules! strict_passes {
     ($($p:expr),* $(,)?) => {
-        hosted_then![pass!(explicit_types), pass!(strict_objects), pass!(unsupported), pass!(keywords), gated!(patterns), pass!(never), $($p,)* pass!(bounds),]
+        hosted_then![tested!(explicit_types), pass!(strict_objects), tested!(unsupported), pass!(keywords), gated!(patterns), tested!(never), $($p,)* tested!(bounds),]
     };
 }
 
@@ -252,7 +259,7 @@ pub static OPENAI: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: false }),
     json_fields: None,
-    passes: &[pass!(bounds), pass!(tool_root), pass!(structure)],
+    passes: &[tested!(bounds), pass!(tool_root), pass!(structure)],
 };
 
 /// OpenAI strict mode, for every tool and output format that can be made strict.
@@ -277,7 +284,7 @@ pub static ANTHROPIC: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: false }),
     json_fields: None,
-    passes: &[pass!(bounds), pass!(root_union), pass!(tool_root)],
+    passes: &[tested!(bounds), pass!(root_union), pass!(tool_root)],
 };
 
 /// Anthropic strict tool use, for every tool that can be made strict within the request limits.
@@ -304,13 +311,13 @@ pub static GEMINI: Profile = Profile {
     passes: hosted_then![
         pass!(unroll),
         pass!(openapi),
-        pass!(unsupported),
-        pass!(never),
+        tested!(unsupported),
+        tested!(never),
         pass!(keywords),
         // after `unroll` (a cut recursion is `{"type": "array"}`) and `openapi` (one type per node)
         pass!(structure),
         pass!(property_names),
-        pass!(bounds),
+        tested!(bounds),
     ],
 };
 
@@ -323,7 +330,7 @@ pub static GEMINI_JSON: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: Some(&GEMINI_JSON),
-    passes: hosted_then![pass!(unroll), pass!(unsupported), pass!(never), pass!(keywords), pass!(bounds)],
+    passes: hosted_then![pass!(unroll), tested!(unsupported), tested!(never), pass!(keywords), tested!(bounds)],
 };
 
 /// Cohere v2 chat.
@@ -335,7 +342,7 @@ pub static COHERE: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
-    passes: hosted_then![pass!(unroll), pass!(unsupported), pass!(structure), pass!(never), pass!(keywords), pass!(bounds),],
+    passes: hosted_then![pass!(unroll), tested!(unsupported), pass!(structure), tested!(never), pass!(keywords), tested!(bounds),],
 };
 
 pub static ALL: &[&Profile] = &[

@@ -283,25 +283,71 @@ pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<Strin
     traverse(root, path, false, f);
 }
 
-/// Which of `keys` are keywords of some schema node of `root`: the same nodes the traversals visit,
-/// read only.
-pub fn census(root: &Value, keys: &[&'static str]) -> Vec<&'static str> {
-    fn go(v: &Value, keys: &KeySet, depth: usize, found: &mut Vec<&'static str>) {
+/// What one read-only walk finds in `root`, over the same nodes the traversals visit: which of the
+/// census keywords are keywords of some node, and which of `tests` some node answers yes to.
+pub struct Survey {
+    pub found: Vec<&'static str>,
+    /// Bit `i`: test `i` said yes at some node (each test is asked until one node does). All set when
+    /// the root is not an object, or a node at the walk's hard depth has subschemas: no node was
+    /// there to ask.
+    pub acting: u64,
+    /// How many nodes it met.
+    pub nodes: usize,
+}
+
+/// Where a node a survey asks about sits.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Place {
+    pub root: bool,
+    /// Its nesting as the schema bounds count it: one level per subschema, two for one in an array
+    /// keyword (the array is a level of its own).
+    pub levels: usize,
+    /// How many nodes the walk has met, this one included.
+    pub count: usize,
+}
+
+/// A survey's question to one node: `test(i, node, place)` for each test `i`.
+pub type Test<'t> = dyn Fn(usize, &Map<String, Value>, &Place) -> bool + 't;
+
+/// The census of `keys` and `tests` node tests (at most 64, later ones count as answered yes), in
+/// one walk.
+pub fn survey(root: &Value, keys: &KeySet, tests: usize, test: &Test) -> Survey {
+    fn go(v: &Value, keys: &KeySet, tests: usize, test: &Test, depth: usize, levels: usize, s: &mut Survey) {
         let Value::Object(node) = v else { return };
+        s.nodes += 1;
+        let place = Place { root: depth == 0, levels, count: s.nodes };
         for k in node.keys() {
             if let Some(w) = keys.get(k) {
-                if !found.contains(&w) {
-                    found.push(w);
+                if !s.found.contains(&w) {
+                    s.found.push(w);
                 }
             }
         }
+        for i in 0..tests.min(64) {
+            if s.acting & (1 << i) == 0 && test(i, node, &place) {
+                s.acting |= 1 << i;
+            }
+        }
         if depth < HARD_DEPTH {
-            each_sub!(node, |_, c| go(c, keys, depth + 1, found), iter);
+            each_sub!(node, |seg: Seg, c| go(c, keys, tests, test, depth + 1, levels + if seg.slot() == Slot::Array { 2 } else { 1 }, s), iter);
+        } else {
+            // subschemas past the walk's reach cannot be asked, but a pass at this node may read them
+            let mut deeper = false;
+            each_sub!(node, |_, _| deeper = true, iter);
+            if deeper {
+                s.acting = u64::MAX;
+            }
         }
     }
-    let mut found = Vec::new();
-    go(root, &KeySet::new(keys), 0, &mut found);
-    found
+    let beyond = if tests >= 64 { 0 } else { u64::MAX << tests };
+    let mut s = Survey { found: Vec::new(), acting: if root.is_object() { beyond } else { u64::MAX }, nodes: 0 };
+    go(root, keys, tests, test, 0, 0, &mut s);
+    s
+}
+
+/// Which of `keys` are keywords of some schema node of `root` ([`survey`] without tests).
+pub fn census(root: &Value, keys: &[&'static str]) -> Vec<&'static str> {
+    survey(root, &KeySet::new(keys.iter().copied()), 0, &|_, _, _| false).found
 }
 
 /// Whether some schema node of `v` has a string `$ref`.

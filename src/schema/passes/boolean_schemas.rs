@@ -2,12 +2,26 @@
 //! `true` is `{}` (any value), `false` is `{"not": {}}` (never), which later passes resolve.
 
 use crate::schema::merge::never;
-use crate::schema::walk::{children_mut, Path, Seg};
+use crate::schema::walk::{children, children_mut, Path, Seg};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
 
 /// Passes that must run before this one in a profile's list: boolean `items` spelled by draft-07 are rewritten by dialect first.
 pub const AFTER: &[&str] = &["dialect"];
+
+/// Whether the pass may change `node` ([`super::Pass::acts`]): a boolean subschema it turns into an
+/// object. (A boolean root has no node to ask: every test counts as yes there.)
+pub fn acts(node: &Map<String, Value>, _: &super::Probe, _: &crate::schema::walk::Place) -> bool {
+    let mut found = false;
+    children(node, |seg, child| found = found || (child.is_boolean() && !kept(seg, child)));
+    found
+}
+
+/// `additionalProperties`/`items` booleans are understood by llama.cpp where they are keywords with
+/// their own meaning; only their `false` forms need care, done elsewhere.
+fn kept(seg: Seg, child: &Value) -> bool {
+    matches!(seg, Seg::Single("additionalProperties" | "unevaluatedProperties" | "unevaluatedItems")) || (seg == Seg::Single("items") && child.is_boolean())
+}
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     visit(root, &Path::root(""), cx, 0);
@@ -23,11 +37,7 @@ fn visit(v: &mut Value, path: &Path, cx: &mut Cx, depth: usize) {
         }
         Value::Object(node) if depth < crate::schema::walk::HARD_DEPTH => {
             children_mut(node, |seg, child| {
-                // `additionalProperties`/`items` booleans are understood by llama.cpp where they are
-                // keywords with their own meaning; only their `false` forms need care, done elsewhere.
-                let keep = matches!(seg, Seg::Single("additionalProperties" | "unevaluatedProperties" | "unevaluatedItems"))
-                    || (seg == Seg::Single("items") && child.is_boolean());
-                if keep {
+                if kept(seg, child) {
                     return;
                 }
                 visit(child, &path.child(seg), cx, depth + 1);

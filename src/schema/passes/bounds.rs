@@ -16,6 +16,13 @@ use serde_json::{Map, Value};
 /// Passes that must run before this one in a profile's list: nothing: it bounds the input every other pass walks.
 pub const AFTER: &[&str] = &[];
 
+/// Whether the pass may change a schema at `node` ([`super::Pass::acts`]): a node at the depth bound
+/// or past it, past the node bound, or any node where the target bounds the document's nesting too.
+pub fn acts(_: &Map<String, Value>, probe: &super::Probe, place: &crate::schema::walk::Place) -> bool {
+    let limits = &probe.opts.limits;
+    probe.target.nesting.is_some() || place.levels >= limits.max_depth || place.count > limits.max_nodes
+}
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let max_nodes = cx.opts.limits.max_nodes;
     if over(root, max_nodes) {

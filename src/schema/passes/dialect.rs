@@ -17,12 +17,23 @@ pub const AFTER: &[&str] = &[];
 /// only where one of these was there).
 const OLDER: &[&str] = &["$id", "$schema", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "dependencies", "nullable"];
 
+/// Whether the pass may change `node` ([`super::Pass::acts`]): a key of [`OLDER`] (but the root's
+/// `$schema`, which stays), a `type` not spelled as one known name, keywords beside `$ref` (a draft
+/// before 2019-09 ignores them), a malformed keyword or subschema.
+pub fn acts(node: &Map<String, Value>, _: &super::Probe, place: &crate::schema::walk::Place) -> bool {
+    let mut bad = false;
+    crate::schema::walk::children(node, |_, child| bad = bad || bad_child(child));
+    bad || (node.has("$ref") && node.len() > 1)
+        || node.at("type").is_some_and(|t| t.as_str().is_none_or(|s| Types::from_name(s).is_none()))
+        || node.iter().any(|(k, v)| (OLDER.contains(&k.as_str()) && !(place.root && k == "$schema")) || bad_member(k, v))
+}
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let legacy = legacy_draft(root);
     let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
-    let older = KeySet::new(OLDER);
+    let older = KeySet::new(OLDER.iter().copied());
     pre_order_cx(root, cx, &mut |node, path, cx| {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();
@@ -221,27 +232,33 @@ fn follow_moves(root: &mut Value, moved: &[(String, String)], cx: &mut Cx) {
 /// objects nor booleans: an invalid schema constrains nothing anyone can rely on, so it becomes "any
 /// value" (lossy) instead of reaching a converter that would reject or misread it.
 fn malformed(node: &mut Map<String, Value>, lossy: &mut Vec<(String, Value)>) {
-    let bad: Vec<String> = node
-        .iter()
-        .filter(|(k, v)| match k.as_str() {
-            k if MAP.contains(&k) => !(v.is_object() || k == "dependencies" && v.is_null()),
-            "allOf" | "anyOf" | "oneOf" | "prefixItems" | "enum" => !v.is_array(),
-            "$ref" | "pattern" | "format" => !v.is_string(),
-            "required" => !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
-            _ => false,
-        })
-        .map(|(k, _)| k.clone())
-        .collect();
+    let bad: Vec<String> = node.iter().filter(|(k, v)| bad_member(k, v)).map(|(k, _)| k.clone()).collect();
     for k in bad {
         if let Some(v) = node.remove(&k) {
             lossy.push((k, v));
         }
     }
     children_mut(node, |seg, child| {
-        if !child.is_object() && !child.is_boolean() {
+        if bad_child(child) {
             lossy.push((seg.to_string().trim_start_matches('/').to_string(), std::mem::replace(child, Value::Object(Map::new()))));
         }
     });
+}
+
+/// A keyword whose value is not of the kind it must be.
+fn bad_member(k: &str, v: &Value) -> bool {
+    match k {
+        k if MAP.contains(&k) => !(v.is_object() || k == "dependencies" && v.is_null()),
+        "allOf" | "anyOf" | "oneOf" | "prefixItems" | "enum" => !v.is_array(),
+        "$ref" | "pattern" | "format" => !v.is_string(),
+        "required" => !v.as_array().is_some_and(|a| a.iter().all(Value::is_string)),
+        _ => false,
+    }
+}
+
+/// A subschema that is neither an object nor a boolean.
+fn bad_child(child: &Value) -> bool {
+    !child.is_object() && !child.is_boolean()
 }
 
 /// `type` into lower-case known names; "any" means no type; anything unusable is dropped (lossy).

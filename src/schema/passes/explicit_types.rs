@@ -15,6 +15,12 @@ const ORDER: [Types; 5] = [Types::OBJECT, Types::ARRAY, Types::STRING, Types::NU
 /// Passes that must run before this one in a profile's list: keywords beside a union are in its branches.
 pub const AFTER: &[&str] = &["unions"];
 
+/// Whether the pass may change `node` ([`super::Pass::acts`]): a node without a usable `type` whose
+/// values nothing else gives (the conditions of `run` but the one on its place, read only).
+pub fn acts(node: &Map<String, Value>, _: &super::Probe, _: &crate::schema::walk::Place) -> bool {
+    !super::typed_elsewhere(node) && !is_never(node) && Types::of(node).is_none()
+}
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     post_order_cx(root, cx, &mut |node, path, cx| {
         // (the pointer ends in `/not`: a `not`, or a property of that name, asked without writing it)

@@ -30,8 +30,10 @@ pub mod unroll;
 pub mod unspellable_names;
 pub mod unsupported;
 
-use super::Cx;
-use serde_json::Value;
+use super::lookup::KeySet;
+use super::walk::Place;
+use super::{Cx, Options, Target};
+use serde_json::{Map, Value};
 
 /// A named step of a profile.
 pub struct Pass {
@@ -43,6 +45,29 @@ pub struct Pass {
     /// Passes that must have run before it in the same list (its preconditions); checked for every
     /// profile by a test.
     pub after: &'static [&'static str],
+    /// For a pass that changes a schema only where some node asks for it: whether `node` may (never
+    /// false where the pass would change something). Where no node of the schema says yes, the pass
+    /// changes nothing and [`crate::schema::normalize`] skips its walk: one walk asks every pass's test
+    /// (with the census), where each pass would walk the whole schema. Most schemas need no change at
+    /// all, and then that walk is all the passes cost. `None`: the pass walks every schema.
+    pub acts: Option<Acts>,
+}
+
+/// A pass's test of one node (see [`Pass::acts`]).
+pub type Acts = fn(&Map<String, Value>, &Probe, &Place) -> bool;
+
+/// What the passes' node tests may read, made once per schema.
+pub struct Probe<'a> {
+    pub target: &'a Target,
+    pub opts: &'a Options,
+    /// The keywords the target does not enforce ([`Target::unenforced_keywords`]).
+    pub unenforced: KeySet,
+}
+
+impl<'a> Probe<'a> {
+    pub fn new(target: &'a Target, opts: &'a Options) -> Self {
+        Probe { target, opts, unenforced: KeySet::new(target.unenforced_keywords()) }
+    }
 }
 
 /// Whether a node's values are given by something other than its own `type` (a ref, a union, an

@@ -12,6 +12,13 @@ use serde_json::{Map, Value};
 /// Passes that must run before this one in a profile's list: `false` is spelled `not: {}`.
 pub const AFTER: &[&str] = &["boolean_schemas"];
 
+/// Whether the pass may change a schema at `node` ([`super::Pass::acts`]): every step needs a node
+/// that can never match (the node itself, a branch, a property, a tuple position, `items`,
+/// `additionalProperties`), but for the respelling of a closed object without `properties`.
+pub fn acts(node: &Map<String, Value>, probe: &super::Probe, _: &crate::schema::walk::Place) -> bool {
+    is_never(node) || (probe.target.never == Never::EmptyAnyOf && node.at("additionalProperties") == Some(&Value::Bool(false)) && !node.has("properties"))
+}
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let spell = cx.target.never;
     post_order_cx(root, cx, &mut |node, path, cx| {

@@ -9,6 +9,7 @@
 //! `minProperties` as "no more" ([`crate::schema::Target::counts_need_room`]), an object with fewer
 //! declared properties than it must have is opened explicitly, as JSON Schema means it.
 
+use super::Probe;
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::post_order_cx;
 use crate::schema::{Cx, Kind};
@@ -17,17 +18,40 @@ use serde_json::{Map, Value};
 /// Passes that must run before this one in a profile's list: an object's properties are in one node, not spread over `allOf`.
 pub const AFTER: &[&str] = &["all_of"];
 
+/// Whether `node` is an object schema of its own (not a ref's or a union's): the only nodes the pass
+/// looks at.
+fn own_object(node: &Map<String, Value>) -> bool {
+    let objecty = match node.at("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(a)) => a.iter().any(|t| t == "object"),
+        _ => node.has("properties") || node.has("required"),
+    };
+    objecty && !(node.has("$ref") || node.has("anyOf") || node.has("oneOf"))
+}
+
+/// Whether the pass may change `node` ([`super::Pass::acts`]): a required name it must declare, or an
+/// object it opens (the conditions of `run`, read only).
+pub fn acts(node: &Map<String, Value>, probe: &Probe, _: &crate::schema::walk::Place) -> bool {
+    if !own_object(node) {
+        return false;
+    }
+    let props = node.at("properties").and_then(Value::as_object);
+    if node.at("required").and_then(Value::as_array).is_some_and(|r| r.iter().filter_map(Value::as_str).any(|r| !props.is_some_and(|p| p.contains_key(r)))) {
+        return true;
+    }
+    let n_props = props.map_or(0, Map::len);
+    let min_props = node.at("minProperties").and_then(Value::as_u64).unwrap_or(0);
+    let unset = !node.has("additionalProperties");
+    (probe.target.counts_need_room && unset && min_props > n_props as u64)
+        || (probe.opts.open_objects && node.has("properties") && unset && n_props <= probe.opts.limits.max_open_properties)
+}
+
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let open = cx.opts.open_objects;
     let max_open = cx.opts.limits.max_open_properties;
     let room = cx.target.counts_need_room;
     post_order_cx(root, cx, &mut |node, path, cx| {
-        let objecty = match node.at("type") {
-            Some(Value::String(t)) => t == "object",
-            Some(Value::Array(a)) => a.iter().any(|t| t == "object"),
-            _ => node.has("properties") || node.has("required"),
-        };
-        if !objecty || node.has("$ref") || node.has("anyOf") || node.has("oneOf") {
+        if !own_object(node) {
             return;
         }
         // only the missing names are copied (the node changes below)

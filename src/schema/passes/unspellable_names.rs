@@ -7,14 +7,22 @@
 //! Such properties are removed from `properties` and `required`, and a closed object is opened so the
 //! value can still be sent as any other property (lossy, recorded).
 
+use super::Probe;
 use crate::schema::lookup::Lookup;
 use crate::schema::walk::{post_order_cx, push_escaped};
 use crate::schema::{Cx, Kind};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 fn unspellable(name: &str) -> bool {
     // bytes, not chars: every character asked about is ASCII, and no byte of a longer one is below 0x80
     name == "$ref" || name.bytes().any(|c| c == b'"' || c == b'\\' || c < b' ')
+}
+
+/// Whether the pass may change `node` ([`super::Pass::acts`]): a property or a required name it
+/// removes.
+pub fn acts(node: &Map<String, Value>, _: &Probe, _: &crate::schema::walk::Place) -> bool {
+    node.at("properties").and_then(Value::as_object).is_some_and(|p| p.keys().any(|k| unspellable(k)))
+        || node.at("required").and_then(Value::as_array).is_some_and(|r| r.iter().filter_map(Value::as_str).any(unspellable))
 }
 
 /// Passes that must run before this one in a profile's list: nothing: it reads `properties` as written.

@@ -4,12 +4,12 @@
 //! are just dropped. (`unevaluated*` with a plain meaning was already converted by `unevaluated`, before
 //! applicators were flattened.)
 
-use super::primary_type;
+use super::{primary_type, Probe};
 use crate::schema::lookup::{KeySet, Lookup};
 use crate::schema::types::Types;
 use crate::schema::walk::post_order_cx;
 use crate::schema::{removed_text, Cx, Kind};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 fn trivially_true(k: &str, v: &Value) -> bool {
     match k {
@@ -38,13 +38,26 @@ fn provably_disjoint(p: &serde_json::Map<String, Value>) -> bool {
     lits.iter().enumerate().all(|(i, a)| lits.iter().skip(i + 1).all(|b| !(a.starts_with(b.as_str()) || b.starts_with(a.as_str()))))
 }
 
+/// Whether the pass may change `node` ([`super::Pass::acts`]): it holds a keyword the target does not
+/// enforce, `patternProperties` where they must be disjoint, or a `format` the target does not keep.
+pub fn acts(node: &Map<String, Value>, probe: &Probe, _: &crate::schema::walk::Place) -> bool {
+    node.iter().any(|(k, v)| {
+        probe.unenforced.contains(k)
+            || match k.as_str() {
+                "format" => !v.as_str().is_some_and(|f| probe.target.keeps_format(f)),
+                "patternProperties" => probe.target.disjoint_pattern_properties,
+                _ => false,
+            }
+    })
+}
+
 /// Passes that must run before this one in a profile's list: keywords are in their 2020-12 spelling.
 pub const AFTER: &[&str] = &["dialect"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let target = cx.target;
     let unenforced: Vec<&'static str> = target.unenforced_keywords().filter(|k| *k != "not").collect();
-    let unenforced_set = KeySet::new(&unenforced);
+    let unenforced_set = KeySet::new(unenforced.iter().copied());
     let drops_not = target.unenforced("not");
     post_order_cx(root, cx, &mut |node, path, cx| {
         let mut removed = Vec::new();
