@@ -122,21 +122,22 @@ pub struct NoDescription<'a> {
 enum Top<'a> {
     /// A bare array of tools (an MCP `tools/list` result written as an array).
     Array(raw::RawArray<'a>),
-    Object(raw::RawObject<'a>),
+    /// An object, and its `tools` lists as read in the same scan.
+    Object(raw::RawObject<'a>, raw::ToolLists<'a>),
 }
 
 fn top(text: &str) -> Option<Top<'_>> {
     match raw::array(text) {
         Some(a) => Some(Top::Array(a)),
-        None => raw::object(text).map(Top::Object),
+        None => raw::object_and_tools(text).map(|(o, lists)| Top::Object(o, lists)),
     }
 }
 
 /// The request's top-level `model` (OpenAI, Anthropic, Ollama and vLLM bodies), for the model map.
 pub fn model(body: &[u8]) -> Option<String> {
-    match top(skim::text(body)?)? {
-        Top::Object(o) => o.str("model"),
-        Top::Array(_) => None,
+    match raw::object(skim::text(body)?) {
+        Some(o) => o.str("model"),
+        None => None,
     }
 }
 
@@ -150,7 +151,7 @@ pub use format::gemini::model_in_path;
 pub fn locate_tools(text: &str, format: Format) -> Vec<Site<'_>> {
     let Some(mut o) = raw::object(text) else { return Vec::new() };
     o.0.retain(|(k, _)| k == "tools");
-    let mut sites = locate_in(&Top::Object(o), format, &mut Vec::new()).unwrap_or_default();
+    let mut sites = locate_in(&Top::Object(o, Vec::new()), format, &mut Vec::new()).unwrap_or_default();
     sites.retain(|s| s.context == Context::Tool);
     sites
 }
@@ -173,8 +174,9 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
             }
             return Some(sites);
         }
-        Top::Object(o) => o,
+        Top::Object(o, lists) => (o, lists),
     };
+    let (top, lists) = top;
     const KNOWN: &[&str] = &[
         "tools",
         "response_format",
@@ -193,21 +195,38 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
     if !top.0.iter().any(|(k, _)| KNOWN.contains(&k.as_str())) {
         return None;
     }
-    tool_sites(top, format, undescribed, &mut sites);
+    tool_sites(top, lists, format, undescribed, &mut sites);
     output_sites(top, format, &mut sites);
     Some(sites)
 }
 
 /// The schemas of the request's tool lists (and the function tools without a description).
-fn tool_sites<'a>(top: &raw::RawObject<'a>, format: Format, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
+fn tool_sites<'a>(
+    top: &raw::RawObject<'a>,
+    lists: &[(&'a str, Vec<raw::RawTool<'a>>)],
+    format: Format,
+    undescribed: &mut Vec<NoDescription<'a>>,
+    sites: &mut Vec<Site<'a>>,
+) {
     // `auto` has no descriptor: it reads with every distinct reader
     let readers = format.descriptor().map_or(format::AUTO_TOOLS, |d| d.tool_sites.as_slice());
     if readers.is_empty() {
         return;
     }
     for tools in top.all("tools") {
-        let Some(arr) = raw::tools(tools.get()) else { continue };
-        for t in &arr {
+        // read with the body where it was (the same text), else here
+        let read;
+        let arr = match lists.iter().find(|(at, _)| std::ptr::eq(*at, tools.get())) {
+            Some((_, list)) => list,
+            None => match raw::tools(tools.get()) {
+                Some(list) => {
+                    read = list;
+                    &read
+                }
+                None => continue,
+            },
+        };
+        for t in arr {
             for read in readers {
                 read(t, sites, undescribed);
             }
@@ -326,7 +345,7 @@ fn rewrite_schemas(
     let parsed = top(text);
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
-        Some(Top::Object(o)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
+        Some(Top::Object(o, _)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
         _ => Vec::new(),
     };
     if let (Some(c), false) = (cache.as_deref_mut(), members.is_empty()) {
@@ -348,7 +367,7 @@ fn rewrite_schemas(
     if profile.target.shared_defs {
         defs::share(text, &mut results);
     }
-    if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
+    if let (Some(limits), Some(Top::Object(o, _))) = (profile.target.strict_tools, parsed.as_ref()) {
         results.extend(strict_tools(text, o, &limits, &results));
     }
     if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
@@ -366,7 +385,7 @@ fn rewrite_schemas(
 fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'t>>, profile: &Profile, cached: bool) -> Vec<(&'p str, &'p str)> {
     match parsed {
         _ if !cached || profile.target.strict_tools.is_some() => Vec::new(),
-        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
+        Some(Top::Object(o, _)) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
         Some(Top::Array(_)) => vec![("", text)],
         None => Vec::new(),
     }

@@ -31,17 +31,33 @@ pub struct RawTool<'a> {
 /// The elements of a `tools` array that are objects (others are skipped, as a backend would fail on
 /// them anyway), read by the body scan ([`super::skim::objects`]). `None` when `text` is not an array.
 pub fn tools(text: &str) -> Option<Vec<RawTool<'_>>> {
-    fn raw(m: Vec<(String, &str)>) -> RawObject<'_> {
-        RawObject(m.into_iter().map(|(k, v)| (k, Raw(v))).collect())
-    }
-    let split = super::skim::objects(text, "function")?;
-    Some(split.into_iter().map(|s| RawTool { members: raw(s.members), functions: s.expanded.into_iter().map(raw).collect(), has_function: s.named }).collect())
+    Some(super::skim::objects(text, FUNCTION)?.into_iter().map(tool).collect())
+}
+
+/// The member of a tool whose members are split out too (OpenAI chat, Ollama).
+const FUNCTION: &str = "function";
+
+/// A request's `tools` lists, each beside the text of the member that holds it.
+pub type ToolLists<'a> = Vec<(&'a str, Vec<RawTool<'a>>)>;
+
+/// [`object`], and each top-level `tools` list read as [`tools`] reads it, in the same scan.
+pub fn object_and_tools(text: &str) -> Option<(RawObject<'_>, ToolLists<'_>)> {
+    let (members, lists) = super::skim::object_with_lists(text, Some(("tools", FUNCTION)))?;
+    Some((raw_object(members), lists.into_iter().map(|(at, list)| (at, list.into_iter().map(tool).collect())).collect()))
+}
+
+fn raw_object(m: Vec<(String, &str)>) -> RawObject<'_> {
+    RawObject(m.into_iter().map(|(k, v)| (k, Raw(v))).collect())
+}
+
+fn tool(s: super::skim::Split<'_>) -> RawTool<'_> {
+    RawTool { members: raw_object(s.members), functions: s.expanded.into_iter().map(raw_object).collect(), has_function: s.named }
 }
 
 /// The members of a JSON object that is the whole of `text` (whitespace aside: trailing bytes make it
 /// not JSON, so nothing is rewritten in front of them). The fast scan of [`super::skim`].
 pub fn object(text: &str) -> Option<RawObject<'_>> {
-    super::skim::object(text).map(|m| RawObject(m.into_iter().map(|(k, v)| (k, Raw(v))).collect()))
+    super::skim::object(text).map(raw_object)
 }
 
 /// The elements of a JSON array that is the whole of `text`.

@@ -13,14 +13,26 @@ pub fn text(body: &[u8]) -> Option<&str> {
 /// A top-level object's members in document order (duplicates kept): each key as serde_json decodes
 /// it, and each value's text.
 pub fn object(text: &str) -> Option<Vec<(String, &str)>> {
+    object_with_lists(text, None).map(|(members, _)| members)
+}
+
+/// Lists read as [`objects`] reads one, beside the member that holds each: the member's text and its
+/// object elements.
+pub type Lists<'t> = Vec<(&'t str, Vec<Split<'t>>)>;
+
+/// [`object`], with each member named `list.0` whose value is an array also read as
+/// [`objects`]`(value, list.1)` reads it, in the same scan: a request's `tools` are split into tools
+/// while the body is read, not read again after.
+pub fn object_with_lists<'t>(text: &'t str, list: Option<(&str, &str)>) -> Option<(Vec<(String, &'t str)>, Lists<'t>)> {
     let b = text.as_bytes();
     let at = ws(b, 0);
     if b.get(at) != Some(&b'{') {
         return None;
     }
     let mut split = Split::default();
-    let stop = members(text, at, None, &mut split)?;
-    end(b, stop).then_some(split.members)
+    let mut lists = Vec::new();
+    let stop = members(text, at, None, list.map(|l| (l, &mut lists)), &mut split)?;
+    end(b, stop).then_some((split.members, lists))
 }
 
 /// One object of [`objects`]: its members, and the members of each member named to be split too.
@@ -39,19 +51,26 @@ pub struct Split<'t> {
 /// how a `tools` list is read (its elements' `function` members hold the schemas).
 pub fn objects<'t>(text: &'t str, expand: &str) -> Option<Vec<Split<'t>>> {
     let b = text.as_bytes();
-    let mut at = ws(b, 0);
+    let at = ws(b, 0);
+    let (out, stop) = objects_at(text, at, expand)?;
+    end(b, stop).then_some(out)
+}
+
+/// [`objects`] of the array whose `[` is at `at`, and the index past its `]`.
+fn objects_at<'t>(text: &'t str, at: usize, expand: &str) -> Option<(Vec<Split<'t>>, usize)> {
+    let b = text.as_bytes();
     if b.get(at) != Some(&b'[') {
         return None;
     }
-    at = ws(b, at + 1);
+    let mut at = ws(b, at + 1);
     let mut out = Vec::new();
     if b.get(at) == Some(&b']') {
-        return end(b, at + 1).then_some(out);
+        return Some((out, at + 1));
     }
     loop {
         let stop = if b.get(at) == Some(&b'{') {
             let mut split = Split::default();
-            let stop = members(text, at, Some(expand), &mut split)?;
+            let stop = members(text, at, Some(expand), None, &mut split)?;
             out.push(split);
             stop
         } else {
@@ -60,15 +79,17 @@ pub fn objects<'t>(text: &'t str, expand: &str) -> Option<Vec<Split<'t>>> {
         at = ws(b, stop);
         match b.get(at) {
             Some(b',') => at = ws(b, at + 1),
-            Some(b']') => return end(b, at + 1).then_some(out),
+            Some(b']') => return Some((out, at + 1)),
             _ => return None,
         }
     }
 }
 
 /// The members of the object whose `{` is at `at`, into `split` (a member named `expand` split one
-/// level further), and the index past its `}`.
-fn members<'t>(text: &'t str, at: usize, expand: Option<&str>, split: &mut Split<'t>) -> Option<usize> {
+/// level further, a member named in `lists` read as a list of objects beside), and the index past its
+/// `}`.
+#[allow(clippy::type_complexity)]
+fn members<'t>(text: &'t str, at: usize, expand: Option<&str>, mut lists: Option<((&str, &str), &mut Lists<'t>)>, split: &mut Split<'t>) -> Option<usize> {
     let b = text.as_bytes();
     let mut at = ws(b, at + 1);
     if b.get(at) == Some(&b'}') {
@@ -89,14 +110,25 @@ fn members<'t>(text: &'t str, at: usize, expand: Option<&str>, split: &mut Split
             split.named = true;
             if b.get(start) == Some(&b'{') {
                 let mut inner = Split::default();
-                let stop = members(text, start, None, &mut inner)?;
+                let stop = members(text, start, None, None, &mut inner)?;
                 split.expanded.push(inner.members);
                 stop
             } else {
                 value(b, start)?
             }
         } else {
-            let stop = value(b, start)?;
+            let stop = match lists.as_mut() {
+                Some(((name, inner), found)) if *name == key.as_str() && b.get(start) == Some(&b'[') => match objects_at(text, start, inner) {
+                    Some((objs, stop)) => {
+                        found.push((text.get(start..stop)?, objs));
+                        stop
+                    }
+                    // not a list of tools after all (a key serde_json cannot decode): read as any
+                    // value, and left out of the lists, as `objects` leaves it unread
+                    None => value(b, start)?,
+                },
+                _ => value(b, start)?,
+            };
             split.members.push((key, text.get(start..stop)?));
             stop
         };
@@ -408,6 +440,12 @@ mod tests {
         assert_eq!(object(text), serde_object(text), "object {text:?}");
         assert_eq!(array(text), serde_array(text), "array {text:?}");
         assert_eq!(objects(text, "function"), serde_objects(text), "tools {text:?}");
+        // a body's lists read in its own scan are the lists read on their own
+        let (members, lists) = object_with_lists(text, Some(("tools", "function"))).unzip();
+        assert_eq!(members, object(text), "object with lists {text:?}");
+        let want: Option<Vec<_>> =
+            members.map(|m| m.iter().filter(|(k, v)| k == "tools" && v.starts_with('[')).filter_map(|(_, v)| Some((*v, objects(v, "function")?))).collect());
+        assert_eq!(lists, want, "lists {text:?}");
     }
 
     #[test]
@@ -470,6 +508,9 @@ mod tests {
             r#"[{"function":{}} x"#,
             r#"[{"function":{"a":1}}"#,
             r#"[{"function":{"\ud800":1}}]"#,
+            r#"{"tools":[{"function":{"\ud800":1}}],"model":"m","tools":[{"function":{"a":1}},2]}"#,
+            r#"{"tools":[{"type":"function"}],"x":[1,2}"#,
+            r#"{"tools":{"a":[]},"tools":[],"tools":"[x"}"#,
         ] {
             same(t);
         }
