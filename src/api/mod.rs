@@ -122,18 +122,17 @@ pub struct NoDescription<'a> {
 enum Top<'a> {
     /// A bare array of tools (an MCP `tools/list` result written as an array).
     Array(raw::RawArray<'a>),
-    /// An object, and its `tools` lists as read in the same scan.
-    Object(raw::RawObject<'a>, raw::ToolLists<'a>),
+    Object(raw::RawObject<'a>),
 }
 
-/// The top level; with `lists`, the `tools` lists split into tools in the same scan (for a body whose
-/// schemas are all read: without a rewrite cache). With a cache, most requests are answered from
+/// The top level; with `lists`, also its `tools` lists split into tools in the same scan (for a body
+/// whose schemas are all read: without a rewrite cache). With a cache, most requests are answered from
 /// their members whole, and splitting the lists first would only cost (a third of the warm path).
-fn top(text: &str, lists: bool) -> Option<Top<'_>> {
+fn top(text: &str, lists: bool) -> (Option<Top<'_>>, raw::ToolLists<'_>) {
     match raw::array(text) {
-        Some(a) => Some(Top::Array(a)),
-        None if lists => raw::object_and_tools(text).map(|(o, lists)| Top::Object(o, lists)),
-        None => raw::object(text).map(|o| Top::Object(o, Vec::new())),
+        Some(a) => (Some(Top::Array(a)), Vec::new()),
+        None if lists => raw::object_and_tools(text).map_or((None, Vec::new()), |(o, lists)| (Some(Top::Object(o)), lists)),
+        None => (raw::object(text).map(Top::Object), Vec::new()),
     }
 }
 
@@ -155,18 +154,20 @@ pub use format::gemini::model_in_path;
 pub fn locate_tools(text: &str, format: Format) -> Vec<Site<'_>> {
     let Some(mut o) = raw::object(text) else { return Vec::new() };
     o.0.retain(|(k, _)| k == "tools");
-    let mut sites = locate_in(&Top::Object(o, Vec::new()), format, &mut Vec::new()).unwrap_or_default();
+    let mut sites = locate_in(&Top::Object(o), &[], format, &mut Vec::new()).unwrap_or_default();
     sites.retain(|s| s.context == Context::Tool);
     sites
 }
 
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
-    locate_in(&top(text, true)?, format, &mut Vec::new())
+    let (top, lists) = top(text, true);
+    locate_in(&top?, &lists, format, &mut Vec::new())
 }
 
-/// [`locate`], also listing in `undescribed` the function tools without a description.
-fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescription<'a>>) -> Option<Vec<Site<'a>>> {
+/// [`locate`], from the top level and its `tools` lists as read with it (a list not there is read here),
+/// also listing in `undescribed` the function tools without a description.
+fn locate_in<'a>(top: &Top<'a>, lists: &[(&'a str, Vec<raw::RawTool<'a>>)], format: Format, undescribed: &mut Vec<NoDescription<'a>>) -> Option<Vec<Site<'a>>> {
     let mut sites = Vec::new();
     let top = match top {
         Top::Array(arr) => {
@@ -178,9 +179,8 @@ fn locate_in<'a>(top: &Top<'a>, format: Format, undescribed: &mut Vec<NoDescript
             }
             return Some(sites);
         }
-        Top::Object(o, lists) => (o, lists),
+        Top::Object(o) => o,
     };
-    let (top, lists) = top;
     const KNOWN: &[&str] = &[
         "tools",
         "response_format",
@@ -346,10 +346,10 @@ fn rewrite_schemas(
 ) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = skim::text(body).ok_or(Skip::NotJson)?;
-    let parsed = top(text, cache.is_none());
+    let (parsed, lists) = top(text, cache.is_none());
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
-        Some(Top::Object(o, _)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
+        Some(Top::Object(o)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
         _ => Vec::new(),
     };
     if let (Some(c), false) = (cache.as_deref_mut(), members.is_empty()) {
@@ -358,9 +358,11 @@ fn rewrite_schemas(
         }
     }
     let mut undescribed = Vec::new();
-    let Some(sites) = parsed.as_ref().and_then(|t| locate_in(t, format, &mut undescribed)) else {
+    let Some(sites) = parsed.as_ref().and_then(|t| locate_in(t, &lists, format, &mut undescribed)) else {
         return Err(if serde_json::from_str::<serde::de::IgnoredAny>(text).is_ok() { Skip::UnknownShape } else { Skip::NotJson });
     };
+    // the sites point into the text: the split lists are not held while the schemas are rewritten
+    drop(lists);
     let mut policy = StrictPolicy { profile, opts, spent: Spent::default(), scopes: Scopes::default() };
     let mut results: Vec<SiteResult> = Vec::with_capacity(sites.len());
     for site in &sites {
@@ -371,7 +373,7 @@ fn rewrite_schemas(
     if profile.target.shared_defs {
         defs::share(text, &mut results);
     }
-    if let (Some(limits), Some(Top::Object(o, _))) = (profile.target.strict_tools, parsed.as_ref()) {
+    if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
         results.extend(strict_tools(text, o, &limits, &results));
     }
     if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
@@ -389,7 +391,7 @@ fn rewrite_schemas(
 fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'t>>, profile: &Profile, cached: bool) -> Vec<(&'p str, &'p str)> {
     match parsed {
         _ if !cached || profile.target.strict_tools.is_some() => Vec::new(),
-        Some(Top::Object(o, _)) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
+        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
         Some(Top::Array(_)) => vec![("", text)],
         None => Vec::new(),
     }

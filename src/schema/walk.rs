@@ -198,9 +198,16 @@ impl<'a> Seg<'a> {
 
 impl std::fmt::Display for Seg<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut s = String::new();
-        self.push_to(&mut s);
-        f.write_str(&s)
+        match *self {
+            Seg::Map(key, name) if needs_escape(name.as_bytes()) => {
+                let mut escaped = String::new();
+                push_escaped(&mut escaped, name);
+                write!(f, "/{key}/{escaped}")
+            }
+            Seg::Map(key, name) => write!(f, "/{key}/{name}"),
+            Seg::Array(key, i) => write!(f, "/{key}/{i}"),
+            Seg::Single(key) => write!(f, "/{key}"),
+        }
     }
 }
 
@@ -507,6 +514,16 @@ mod tests {
         fn needs_escape_finds_every_tilde_and_slash(s in "[a-z._ -]{0,30}[~/]?[a-z._ -]{0,30}") {
             prop_assert_eq!(needs_escape(s.as_bytes()), s.contains(['~', '/']));
         }
+    }
+
+    #[test]
+    fn a_segment_displays_as_it_is_pushed() {
+        for seg in [Seg::Map("properties", "a"), Seg::Map("properties", "a/b~c"), Seg::Map("$defs", ""), Seg::Array("anyOf", 12), Seg::Single("items")] {
+            let mut pushed = String::new();
+            seg.push_to(&mut pushed);
+            assert_eq!(seg.to_string(), pushed);
+        }
+        assert_eq!(Seg::Map("properties", "a/b~c").to_string(), "/properties/a~1b~0c");
     }
 
     #[test]

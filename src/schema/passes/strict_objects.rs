@@ -12,7 +12,7 @@ use crate::schema::definitions::{is_recursive_ref, root_defs};
 use crate::schema::lookup::Lookup;
 use crate::schema::merge::is_never;
 use crate::schema::types::Types;
-use crate::schema::walk::{children, post_order_cx, Path, HARD_DEPTH};
+use crate::schema::walk::{children, post_order_cx, Path, Seg, HARD_DEPTH};
 use crate::schema::{compact, removed_text, Context, Cx, Kind, Strict, Target};
 use serde_json::{json, Map, Value};
 
@@ -180,15 +180,15 @@ impl Scan<'_> {
         }
         self.properties += m.at("properties").and_then(Value::as_object).map_or(0, Map::len);
         self.enums += m.at("enum").and_then(Value::as_array).map_or(0, Vec::len);
-        let mut kids: Vec<(String, &Value)> = Vec::new();
-        children(m, |seg, c| kids.push((seg.to_string(), c)));
+        let mut kids: Vec<(Seg, &Value)> = Vec::new();
+        children(m, |seg, c| kids.push((seg, c)));
         for (seg, c) in kids {
-            let key = seg.split('/').nth(1).unwrap_or("");
+            let key = seg.key();
             if self.target.unenforced(key) || self.target.keywords.is_some_and(|k| !k.contains(&key)) {
                 continue;
             }
             let len = path.len();
-            path.push_str(&seg);
+            seg.push_to(path);
             self.node(c, path, depth + 1, objects, false);
             path.truncate(len);
         }
