@@ -15,6 +15,7 @@
 
 use crate::api::cache::SiteCache;
 use crate::filter::config::Config;
+use crate::filter::headers;
 use crate::filter::log::LogLimiter;
 use crate::filter::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
 use crate::filter::response::{Flow, Next, Reply, ResponseHost, Sink};
@@ -183,8 +184,14 @@ struct Http {
 
 impl Context for Http {}
 
+/// A header's value: read as bytes, since the SDK's `get_map_value` unwraps them as UTF-8 and traps
+/// the VM on any other byte a client or upstream may send (see `filter::headers::text`).
+fn map_value(map: MapType, name: &str) -> Option<String> {
+    hostcalls::get_map_value_bytes(map, name).ok().flatten().map(headers::text)
+}
+
 fn header(name: &str) -> Option<String> {
-    hostcalls::get_map_value(MapType::HttpRequestHeaders, name).ok().flatten()
+    map_value(MapType::HttpRequestHeaders, name)
 }
 
 fn property(path: Vec<&str>) -> Option<String> {
@@ -335,7 +342,7 @@ fn action(next: Next) -> Action {
 }
 
 fn response_header(name: &str) -> Option<String> {
-    hostcalls::get_map_value(MapType::HttpResponseHeaders, name).ok().flatten()
+    map_value(MapType::HttpResponseHeaders, name)
 }
 
 #[cfg(feature = "test-trap")]

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use toolfit::api::cache::SiteCache;
 use toolfit::filter::config::Config;
+use toolfit::filter::headers;
 use toolfit::filter::log::LogLimiter;
 use toolfit::filter::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
 use toolfit::filter::response::{Flow, Next, Reply, ResponseHost, Sink};
@@ -409,7 +410,7 @@ fn header(map: Option<&HeaderMap>, name: &str) -> Option<String> {
     if h.raw_value.is_empty() {
         Some(h.value.clone())
     } else {
-        String::from_utf8(h.raw_value.clone()).ok()
+        Some(headers::text(h.raw_value.clone()))
     }
 }
 

@@ -78,6 +78,58 @@ def client_abort(e, rec):
     check("Envoy and the filter keep serving after the aborts", status == 200 and last(rec).get("body") == cli(body))
 
 
+def header_bytes(e, rec):
+    """Header values with bytes that are not UTF-8 (HTTP allows 0x80-0xFF, Envoy passes them on): the
+    request is handled as any other and the filter stays in the path. proxy-wasm's string getter
+    unwraps such a value as UTF-8: the VM trapped and, failing open, every later request of the worker
+    went by unread (requests_seen stopped)."""
+    body = chat_body(NEEDS_FIX)
+    seen = metric(e.prom(), "toolfit_requests_seen", "chat")
+    for name, value in [(b"accept-encoding", b"gzip, br\xff"), (b"x-note", b"caf\xe9 \xff\xfe"), (b"content-type", b"application/json; x=\xff")]:
+        extra = b"" if name == b"content-type" else b"content-type: application/json\r\n"
+        head = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n" + extra + name + b": " + value + b"\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n"
+        status = raw_request(e.port, head, [body])
+        check(f"request header {name.decode()} with bytes that are not UTF-8: answered and rewritten", status and " 200 " in status and last(rec).get("body") == cli(body), status)
+    status, _, _ = e.request("POST", "/v1/chat/completions", body)
+    check("...and the filter still reads every request after them", status == 200 and metric(e.prom(), "toolfit_requests_seen", "chat") == seen + 4, metric(e.prom(), "toolfit_requests_seen", "chat") - seen)
+
+
+def upstream_header_bytes(kind):
+    """An upstream answering with header values that are not UTF-8 (content type, coding, its own)."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    answer = b'{"choices":[{"message":{"role":"assistant","content":"ok"}}]}'
+
+    def serve():
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += c.recv(65536) or b"\r\n\r\n"
+            head, _, got = data.partition(b"\r\n\r\n")
+            n = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
+            while len(got) < n:
+                got += c.recv(65536) or b"x" * n
+            c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\xff\r\nx-served-by: caf\xe9\xff\r\ncontent-encoding: identity\xfe\r\n"
+                      b"content-length: " + str(len(answer)).encode() + b"\r\n\r\n" + answer)
+            c.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, srv.getsockname()[1])
+    try:
+        got = [e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX)) for _ in range(3)]
+        check("upstream headers with bytes that are not UTF-8: every answer reaches the client as sent",
+              all(s == 200 and b == answer for s, b, _ in got), [(s, b[:60]) for s, b, _ in got])
+        check("...and the filter read all three requests", metric(e.prom(), "toolfit_requests_rewritten", "chat") == 3, metric(e.prom(), "toolfit_requests_rewritten", "chat"))
+    finally:
+        e.stop()
+        srv.close()
+
+
 def upstream_faults(kind):
     # upstream down: Envoy's own 503; the filter had rewritten the body, nothing else changed
     dead = e2e.free_port()
@@ -221,10 +273,12 @@ def main():
             check("toolfit and envoy start", e.ready, e.logs()[-1500:])
             bodies(e, rec)
             client_abort(e, rec)
+            header_bytes(e, rec)
             check("no internal errors through all of it", metric(e.prom(), "toolfit_internal_errors", "chat") == 0)
         finally:
             e.stop()
         upstream_faults(kind)
+        upstream_header_bytes(kind)
     e2e.LABEL = ""
     reload_under_load()
 
