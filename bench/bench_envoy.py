@@ -199,7 +199,8 @@ def main():
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
     ports = [free_port() for _ in range(14)]
-    # the floor: the same filter built to buffer and forward without reading (scripts/wasm.sh --floor)
+    # the floor: a Wasm filter that holds the request and copies its body into the VM once, deciding
+    # and reading nothing (scripts/wasm.sh --floor)
     subprocess.run([os.path.join(ROOT, "scripts", "wasm.sh"), "--floor"], check=True, capture_output=True)
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
@@ -265,7 +266,7 @@ def main():
             if u:
                 warm, buf, floor = med(u[3], 0), med(u[1], 0), med(u[6], 0)
                 print(f"\n{case} request, toolfit (warm) vs Envoy buffering only: p50 {warm:.3f} vs {buf:.3f} ms ({(warm / buf - 1) * 100:+.0f}%)  [within 10%]")
-                print(f"  the floor, the same Wasm filter buffering and forwarding without reading (dist/toolfit-floor.wasm): {floor:.3f} ms "
+                print(f"  the floor, a Wasm filter holding the request and copying its body into the VM once (dist/toolfit-floor.wasm): {floor:.3f} ms "
                       f"({(floor / buf - 1) * 100:+.0f}% over the buffer filter); toolfit's own work: {(warm - floor) * 1000:.0f} us")
         print("\next_proc (toolfit-extproc, envoy/extproc.yaml's filter, BUFFERED) beside the Wasm filter, added p50 in ms:")
         print(f"{'case':10} | {'wasm cold':>9} {'ext cold':>9} {'ratio':>6} | {'wasm warm':>9} {'ext warm':>9} {'ratio':>6} | {'p99 ext warm':>12}")

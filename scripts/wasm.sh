@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds dist/toolfit.wasm: the filter for wasm32-wasip1, size-tuned (profile `wasm`), then wasm-opt -Oz.
 # Installs what it needs: the Rust target (rustup) and binaryen's wasm-opt (Debian package).
-# --floor: dist/toolfit-floor.wasm, the buffering-only floor `make bench-envoy` measures.
+# --floor: dist/toolfit-floor.wasm, the floor `make bench-envoy` measures (hold, one copy into the VM).
 # --test: dist/toolfit-test.wasm instead, with the test-trap feature (the e2e test of Envoy's failure
 # policy; its own target dir, so neither build undoes the other).
 set -euo pipefail
@@ -10,7 +10,8 @@ out=dist/toolfit.wasm features=() tdir=target
 if [[ ${1:-} == --test ]]; then
   out=dist/toolfit-test.wasm features=(--features test-trap) tdir=target/test-trap
 elif [[ ${1:-} == --floor ]]; then
-  # make bench-envoy's floor: a filter that buffers and forwards without reading (Cargo.toml)
+  # make bench-envoy's floor: a filter that holds the request, copies its body into the VM once and
+  # forwards it, reading nothing (Cargo.toml)
   out=dist/toolfit-floor.wasm features=(--features bench-floor) tdir=target/bench-floor
 fi
 if ! rustup target list --installed 2>/dev/null | grep -qx wasm32-wasip1; then
