@@ -282,6 +282,7 @@ fn skipping_gated_passes_changes_nothing() {
             defaults: p.defaults,
             modes: None,
             json_fields: None,
+            plans: Default::default(),
         };
         for (name, opts) in option_sets() {
             let name = format!("{} {name}", p.name);

@@ -223,12 +223,10 @@ const MAX_ROUNDS: usize = 4;
 /// Rewrites `schema` in place with the profile's passes. Never panics on any input.
 pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
     let mut report = Report::default();
-    let tracked = lookup::KeySet::new(profile.tracked(context));
     let passes = profile.passes_for(context);
-    // the passes with a node test, each test's bit its place here
-    let probe = passes::Probe::new(&profile.target, opts);
-    let tested: Vec<usize> = passes.iter().enumerate().filter(|(_, p)| p.acts.is_some()).map(|(i, _)| i).collect();
-    let tests: Vec<passes::Acts> = passes.iter().filter_map(|p| p.acts).collect();
+    let plan = profile.plan(context);
+    let (tracked, tested, tests) = (&plan.tracked, &plan.tested, &plan.tests);
+    let probe = passes::Probe { target: &profile.target, opts, unenforced: &plan.unenforced };
     let test = |i: usize, node: &Map<String, Value>, place: &walk::Place| tests.get(i).is_some_and(|acts| acts(node, &probe, place));
     // the last pass of the previous round that changed what no pass may react to (`None`: this is the
     // first round)
@@ -246,7 +244,7 @@ pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context:
                 break;
             }
             if !pass.wants.is_empty() || pass.acts.is_some() {
-                let s = survey.get_or_insert_with(|| walk::survey(schema, &tracked, tests.len(), &test));
+                let s = survey.get_or_insert_with(|| walk::survey(schema, tracked, tests.len(), &test));
                 let skip = match tested.iter().position(|t| *t == i) {
                     Some(bit) => bit < 64 && s.acting & (1 << bit) == 0,
                     None => !pass.wants.iter().any(|w| s.found.contains(w)),

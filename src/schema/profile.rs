@@ -1,7 +1,9 @@
 //! Profiles: an ordered list of passes per target backend, plus the options they run with.
 
+use super::lookup::KeySet;
 use super::passes::*;
 use super::{Context, Options, Target};
+use std::sync::OnceLock;
 
 pub struct Profile {
     pub name: &'static str,
@@ -21,6 +23,26 @@ pub struct Profile {
     /// The profile for an API's JSON Schema fields (Gemini's `parametersJsonSchema`,
     /// `responseJsonSchema`), where this one is for its other schema fields.
     pub json_fields: Option<&'static Profile>,
+    /// Its [`Plan`] for each context, made on the first schema that needs it.
+    pub plans: [OnceLock<Plan>; 2],
+}
+
+/// What [`crate::schema::normalize`] reads from a profile's pass list and target for one context. It is
+/// the same for every schema, so it is made once per profile and context and kept beside them.
+pub struct Plan {
+    /// Every keyword some pass is gated on, each once: what the census looks for.
+    pub tracked: KeySet,
+    /// The place in the pass list of each pass with a node test: a test's bit in the survey is its
+    /// place here, and `tests` holds the tests in the same order.
+    pub tested: Vec<usize>,
+    pub tests: Vec<Acts>,
+    /// The keywords the target does not enforce ([`Target::unenforced_keywords`]), for the node tests.
+    pub unenforced: KeySet,
+}
+
+/// A profile's [`Profile::plans`] before any is made.
+const fn unplanned() -> [OnceLock<Plan>; 2] {
+    [OnceLock::new(), OnceLock::new()]
 }
 
 /// A strict mode and its fallback (see [`Profile::modes`]).
@@ -95,6 +117,7 @@ pub static LLAMA_CPP: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: &[
         tested!(bounds),
         gated!(unevaluated),
@@ -133,6 +156,7 @@ pub static OLLAMA: Profile = Profile {
     tool_passes: Some(plain_then![pass!(fixed_fields), tested!(bounds)]),
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     // `format` is compiled by the llama.cpp it vendors (`llama_cpp_since` names the release)
     passes: LLAMA_CPP.passes,
 };
@@ -146,6 +170,7 @@ pub static MCP: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: &[tested!(bounds), tested!(dialect)],
 };
 
@@ -180,6 +205,7 @@ pub static VLLM_XGRAMMAR: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: grammar_passes!(),
 };
 
@@ -192,6 +218,7 @@ pub static VLLM_GUIDANCE: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: grammar_passes!(),
 };
 
@@ -204,6 +231,7 @@ pub static VLLM_OUTLINES: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: grammar_passes!(),
 };
 
@@ -216,6 +244,7 @@ pub static VLLM: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: grammar_passes!(),
 };
 
@@ -259,6 +288,7 @@ pub static OPENAI: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: false }),
     json_fields: None,
+    plans: unplanned(),
     passes: &[tested!(bounds), pass!(tool_root), pass!(structure)],
 };
 
@@ -271,6 +301,7 @@ pub static OPENAI_STRICT: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: true }),
     json_fields: None,
+    plans: unplanned(),
     // `structure` for what strict mode leaves as it was: an object it declined to close
     passes: strict_passes![pass!(structure)],
 };
@@ -284,6 +315,7 @@ pub static ANTHROPIC: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: false }),
     json_fields: None,
+    plans: unplanned(),
     passes: &[tested!(bounds), pass!(root_union), pass!(tool_root)],
 };
 
@@ -296,6 +328,7 @@ pub static ANTHROPIC_STRICT: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: true }),
     json_fields: None,
+    plans: unplanned(),
     passes: strict_passes!(),
 };
 
@@ -308,6 +341,7 @@ pub static GEMINI: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: Some(&GEMINI_JSON),
+    plans: unplanned(),
     passes: hosted_then![
         pass!(unroll),
         pass!(openapi),
@@ -330,6 +364,7 @@ pub static GEMINI_JSON: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: Some(&GEMINI_JSON),
+    plans: unplanned(),
     passes: hosted_then![pass!(unroll), tested!(unsupported), tested!(never), pass!(keywords), tested!(bounds)],
 };
 
@@ -342,6 +377,7 @@ pub static COHERE: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    plans: unplanned(),
     passes: hosted_then![pass!(unroll), tested!(unsupported), pass!(structure), tested!(never), pass!(keywords), tested!(bounds),],
 };
 
@@ -380,15 +416,28 @@ impl Profile {
         self.passes.iter().chain(self.tool_passes.unwrap_or(&[]))
     }
 
-    /// Every keyword some pass for `context` is gated on, each once: what the census looks for.
-    pub fn tracked(&self, context: Context) -> Vec<&'static str> {
-        let mut t: Vec<&'static str> = Vec::new();
-        for w in self.passes_for(context).iter().flat_map(|p| p.wants) {
-            if !t.contains(w) {
-                t.push(w);
+    /// The profile's [`Plan`] for `context`, made the first time it is asked for.
+    pub fn plan(&self, context: Context) -> &Plan {
+        let [tool, output] = &self.plans;
+        let slot = match context {
+            Context::Tool => tool,
+            Context::Output => output,
+        };
+        slot.get_or_init(|| {
+            let passes = self.passes_for(context);
+            let mut tracked: Vec<&'static str> = Vec::new();
+            for w in passes.iter().flat_map(|p| p.wants) {
+                if !tracked.contains(w) {
+                    tracked.push(w);
+                }
             }
-        }
-        t
+            Plan {
+                tracked: KeySet::new(tracked),
+                tested: passes.iter().enumerate().filter(|(_, p)| p.acts.is_some()).map(|(i, _)| i).collect(),
+                tests: passes.iter().filter_map(|p| p.acts).collect(),
+                unenforced: KeySet::new(self.target.unenforced_keywords()),
+            }
+        })
     }
 
     /// The options a profile runs with unless the plugin or a route overrides them.

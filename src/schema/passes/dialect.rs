@@ -9,6 +9,7 @@ use crate::schema::types::Types;
 use crate::schema::walk::{children_mut, is_annotation, pre_order_cx, Path, MAP};
 use crate::schema::{Cx, Kind};
 use serde_json::{Map, Value};
+use std::sync::LazyLock;
 
 /// Passes that must run before this one in a profile's list: nothing: it makes the 2020-12 spelling the others read.
 pub const AFTER: &[&str] = &[];
@@ -16,6 +17,9 @@ pub const AFTER: &[&str] = &[];
 /// The keys the per-node steps but `fix_type` and `malformed` act on (`additionalItems` becomes `items`
 /// only where one of these was there).
 const OLDER: &[&str] = &["$id", "$schema", "items", "additionalItems", "exclusiveMinimum", "exclusiveMaximum", "dependencies", "nullable"];
+
+/// [`OLDER`] as a [`KeySet`]: the node test asks it of every key of every node.
+static OLDER_KEYS: LazyLock<KeySet> = LazyLock::new(|| KeySet::new(OLDER.iter().copied()));
 
 /// Whether the pass may change `node` ([`super::Pass::acts`]): a key of [`OLDER`] (but the root's
 /// `$schema`, which stays), a `type` not spelled as one known name, keywords beside `$ref` (a draft
@@ -25,7 +29,7 @@ pub fn acts(node: &Map<String, Value>, _: &super::Probe, place: &crate::schema::
     crate::schema::walk::children(node, |_, child| bad = bad || bad_child(child));
     bad || (node.has("$ref") && node.len() > 1)
         || node.at("type").is_some_and(|t| t.as_str().is_none_or(|s| Types::from_name(s).is_none()))
-        || node.iter().any(|(k, v)| (OLDER.contains(&k.as_str()) && !(place.root && k == "$schema")) || bad_member(k, v))
+        || node.iter().any(|(k, v)| (OLDER_KEYS.contains(k) && !(place.root && k == "$schema")) || bad_member(k, v))
 }
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
@@ -33,7 +37,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
-    let older = KeySet::new(OLDER.iter().copied());
+    let older = &*OLDER_KEYS;
     pre_order_cx(root, cx, &mut |node, path, cx| {
         let mut changes: Vec<String> = Vec::new();
         let mut lossy: Vec<(String, Value)> = Vec::new();

@@ -60,14 +60,9 @@ pub type Acts = fn(&Map<String, Value>, &Probe, &Place) -> bool;
 pub struct Probe<'a> {
     pub target: &'a Target,
     pub opts: &'a Options,
-    /// The keywords the target does not enforce ([`Target::unenforced_keywords`]).
-    pub unenforced: KeySet,
-}
-
-impl<'a> Probe<'a> {
-    pub fn new(target: &'a Target, opts: &'a Options) -> Self {
-        Probe { target, opts, unenforced: KeySet::new(target.unenforced_keywords()) }
-    }
+    /// The keywords the target does not enforce ([`Target::unenforced_keywords`]), from the profile's
+    /// [`crate::schema::profile::Plan`].
+    pub unenforced: &'a KeySet,
 }
 
 /// Whether a node's values are given by something other than its own `type` (a ref, a union, an
