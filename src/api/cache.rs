@@ -108,7 +108,6 @@ impl SiteCache {
     }
 }
 
-/// A cache scope for a profile and its options: entries made under other options never match.
 /// Whether two byte strings are equal, sixteen bytes a step: a hit compares the whole stored input (a
 /// catalog can be megabytes), and the wasm target's `memcmp` (wasi-libc's) goes a byte at a time.
 fn same(a: &[u8], b: &[u8]) -> bool {
@@ -120,8 +119,14 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     tails && x.zip(y).all(|(p, q)| u128::from_ne_bytes(p.try_into().unwrap_or_default()) == u128::from_ne_bytes(q.try_into().unwrap_or_default()))
 }
 
+/// A cache scope for a profile and its options: entries made under other options never match.
 pub fn scope(profile: &str, opts: &crate::schema::Options) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(format!("{profile}|{opts:?}").as_bytes())
+    use std::hash::{Hash, Hasher};
+    // hashed field by field (the derived `Hash`), not through its `Debug` text: once per body
+    let mut h = Xxh3::new();
+    profile.hash(&mut h);
+    opts.hash(&mut h);
+    h.finish()
 }
 
 #[cfg(test)]
@@ -141,6 +146,31 @@ mod tests {
         assert!(c.get(1, "u", Context::Tool, "{\"a\":1}").is_none());
         assert!(c.get(1, "t", Context::Output, "{\"a\":1}").is_none());
         assert!(c.get(2, "t", Context::Tool, "{\"a\":1}").is_none());
+    }
+
+    #[test]
+    fn scope_follows_the_profile_and_every_option() {
+        use crate::schema::{LlamaCpp, Options};
+        let base = Options::default();
+        let s = scope("llama-cpp", &base);
+        assert_eq!(s, scope("llama-cpp", &base.clone()));
+        assert_ne!(s, scope("vllm", &base));
+        let changed: Vec<fn(&mut Options)> = vec![
+            |o| o.promote_to_description = !o.promote_to_description,
+            |o| o.open_objects = !o.open_objects,
+            |o| o.llama_cpp = LlamaCpp::V2026_10,
+            |o| o.limits.max_depth += 1,
+            |o| o.limits.max_nodes += 1,
+            |o| o.limits.inline_budget += 1,
+            |o| o.limits.max_branches += 1,
+            |o| o.limits.max_repetition += 1,
+            |o| o.limits.max_open_properties += 1,
+        ];
+        for (i, change) in changed.iter().enumerate() {
+            let mut o = base.clone();
+            change(&mut o);
+            assert_ne!(s, scope("llama-cpp", &o), "option {i} left the scope unchanged");
+        }
     }
 
     #[test]

@@ -34,7 +34,7 @@ pub enum Context {
 }
 
 /// Bounds on the work one schema may cause (MCP SEP-2106 defaults for depth and nodes).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Limits {
     /// Deepest nesting of JSON containers kept (arrays count; schema maps such as `properties` do not).
     pub max_depth: usize,
@@ -57,8 +57,9 @@ impl Default for Limits {
     }
 }
 
-/// Engine options, set per profile and overridable per filter route.
-#[derive(Clone, Debug, PartialEq)]
+/// Engine options, set per profile and overridable per filter route. `Hash`: every field is part of
+/// the rewrite cache's scope ([`crate::api::cache::scope`]).
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub struct Options {
     pub limits: Limits,
     /// Write each removed constraint into the node's `description`, so the model still reads it.
