@@ -27,6 +27,7 @@ fn ungated() -> &'static [Profile] {
                 defaults: p.defaults,
                 modes: None,
                 json_fields: None,
+                plans: Default::default(),
             })
             .collect()
     })
