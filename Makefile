@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm lint load fuzz digest test test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: build extproc wasm lint load fuzz digest test check test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the CLI (target/release/toolfit) and the external processor (target/release/toolfit-extproc)
 build:
@@ -34,23 +34,16 @@ demo: build wasm
 # the gateway overlays' filter chains before an Endpoint Picker stand-in (tests/envoy/placement.py);
 # the Envoy suites through both deliveries (the Wasm filter, and toolfit-extproc behind Envoy's ext_proc
 # filter) and the processor's own faults; each fuzz target for 20 s (make fuzz runs them longer).
+# scripts/suites.py runs the suites (--list test names them), each to its end, and closes with one
+# line, "total: N passed, M failed"; a suite that fails, stops early or runs no check counts as failed.
 test: build wasm lint
-	cargo test --release --workspace
-	python3 tests/judges/llama_judges.py
-	python3 tests/judges/vllm_judges.py
-	python3 tests/judges/ollama_judges.py
-	python3 tests/judges/hosted_judges.py
-	python3 tests/envoy/e2e.py
-	python3 tests/envoy/responses.py
-	python3 tests/envoy/clients.py
-	python3 tests/envoy/faults.py
-	python3 tests/envoy/extproc.py
-	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py
-	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py
-	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
-	cargo build --release --workspace --example epp_standin
-	$$(scripts/venv.sh)/bin/python tests/envoy/placement.py
-	scripts/fuzz.sh 20
+	python3 scripts/suites.py test
+
+# The developers' fast tier (about 5 minutes from warm caches): lints, unit and property tests, the suite
+# runner's own controls, one judge per family (llama.cpp 2026-10 on 2020-12, the hosted SDKs), and the
+# e2e suite through the Wasm filter. Closes with the same total line; make test stays what CI runs.
+check: build wasm lint
+	python3 scripts/suites.py check
 
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
 # formatting and clippy, natively and for the wasm target the filter ships as. Every native cargo
@@ -76,6 +69,7 @@ test-e2e: build wasm
 	python3 tests/envoy/e2e.py
 	python3 tests/envoy/responses.py
 	python3 tests/envoy/clients.py
+	python3 tests/envoy/faults.py
 	python3 tests/envoy/extproc.py
 
 # A real llama-server (2026-10 and 2025-08, built from the llama-cpp-python sdists and cached in

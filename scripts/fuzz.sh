@@ -47,12 +47,38 @@ for i, line in enumerate(open("tests/corpus/jsts-2020-12.jsonl")):
     open(f"{root}/engine/jsts.{i}.json", "w").write(json.dumps(json.loads(line)["schema"]))
 PY
 rm -rf fuzz/artifacts
-for t in engine body response extproc; do
+targets=(engine body response extproc)
+# Every target is built first, its exit status checked: fuzz/ is a workspace of its own, so neither
+# cargo test nor clippy compiles it, and a target that no longer builds must fail here, not pass.
+for t in "${targets[@]}"; do
+  cargo fuzz build --release "$t" >&2 || { echo "fuzz: target $t does not build" >&2; exit 1; }
+done
+logs=$(mktemp -d)
+summary=()
+for t in "${targets[@]}"; do
   echo "fuzzing $t for ${secs}s" >&2
-  cargo fuzz run --release "$t" -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 2>&1 | grep -E "^(#[0-9]+ +DONE|Done|==|SUMMARY|.*panicked|.*Test unit written)" >&2 || true
+  status=0
+  cargo fuzz run --release "$t" -- -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 >"$logs/$t" 2>&1 || status=$?
+  grep -E "^(Done|==|SUMMARY|.*panicked|.*Test unit written)" "$logs/$t" >&2 || true
   if [ -n "$(find "fuzz/artifacts/$t" -type f 2>/dev/null)" ]; then
     echo "fuzz target $t found failures: fuzz/artifacts/$t" >&2
     exit 1
   fi
+  if [ "$status" -ne 0 ]; then
+    tail -n 20 "$logs/$t" >&2
+    echo "fuzz target $t exited $status" >&2
+    exit 1
+  fi
+  # libFuzzer's own last word: "Done N runs in S second(s)", with N > 0, or the target did not run
+  read -r runs took < <(sed -nE 's/^Done ([0-9]+) runs in ([0-9]+) second.*/\1 \2/p' "$logs/$t" | tail -n 1) || true
+  if [ -z "${runs:-}" ] || [ "$runs" -eq 0 ]; then
+    tail -n 20 "$logs/$t" >&2
+    echo "fuzz target $t ran no input (no 'Done N runs' line with N > 0)" >&2
+    exit 1
+  fi
+  summary+=("$t $runs runs, $(( runs / (took > 0 ? took : 1) )) exec/s")
+  runs=
 done
-echo "fuzz: engine, body, response and extproc ran ${secs}s each, no failures" >&2
+rm -rf "$logs"
+printf 'fuzz: %s\n' "${summary[@]}" >&2
+echo "fuzz: ${#summary[@]} passed, 0 failed (${secs}s each, no failures)"

@@ -4,6 +4,7 @@
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::Path;
+use toolfit::schema::report::order_free;
 use toolfit::schema::{normalize, profile, Context, Kind, Options};
 
 fn corpus() -> Vec<(String, Value, Context)> {
@@ -148,12 +149,37 @@ proptest! {
             let (once, _) = run(&v, ctx);
             let (again, _) = run(&v, ctx);
             prop_assert_eq!(&once, &again);
-            // the output is a JSON document again and the engine runs on it without panicking
-            prop_assert!(serde_json::to_string(&once).is_ok());
+            // every change is reported: a run that records nothing leaves the schema as it was
+            let (_, first) = run(&v, ctx);
+            if first.records.is_empty() && first.counters.is_empty() {
+                prop_assert_eq!(order_free(&once), order_free(&v), "changed without a record");
+            }
             let (twice, rep) = run(&once, ctx);
             prop_assert_eq!(&twice, &once, "not idempotent; second run: {:?}", rep.records.first());
         }
     }
+}
+
+/// Every change is reported: over the corpus, each profile, a schema whose run records nothing comes out
+/// as it went in (the filter forwards such a body byte for byte, and the counters say nothing moved).
+#[test]
+fn a_schema_without_a_record_is_unchanged() {
+    let (mut silent, mut changed, mut bad) = (0, 0, Vec::new());
+    for (name, schema, ctx) in corpus() {
+        for p in profile::ALL {
+            let (out, rep) = run_in(p, &schema, ctx, &Options::default());
+            if rep.records.is_empty() && rep.counters.is_empty() {
+                silent += 1;
+                if order_free(&out) != order_free(&schema) {
+                    bad.push(format!("{name} ({}): {schema} -> {out}", p.name));
+                }
+            } else {
+                changed += 1;
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{} changed without a record:\n{}", bad.len(), bad.iter().take(20).map(|b| b.chars().take(400).collect::<String>()).collect::<Vec<_>>().join("\n"));
+    assert!(silent > 100 && changed > 100, "{silent} schemas without a record, {changed} with");
 }
 
 #[test]

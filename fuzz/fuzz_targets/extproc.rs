@@ -50,7 +50,14 @@ const STATUS: [&str; 4] = ["200", "200", "500", "204"];
 /// (the rewrite cache and the counters fill up).
 fn shared(i: usize) -> Option<Arc<Shared>> {
     static ALL: OnceLock<Vec<Arc<Shared>>> = OnceLock::new();
-    let all = ALL.get_or_init(|| CONFIGS.iter().filter_map(|c| toolfit::filter::config::Config::parse(c.as_bytes()).ok()).map(|c| Arc::new(Shared::new(c))).collect());
+    // every configuration must parse: one dropped here would leave its programs fuzzing nothing
+    let all = ALL.get_or_init(|| {
+        CONFIGS
+            .iter()
+            .map(|c| toolfit::filter::config::Config::parse(c.as_bytes()).unwrap_or_else(|e| panic!("fuzz config {c}: {e:?}")))
+            .map(|c| Arc::new(Shared::new(c)))
+            .collect()
+    });
     all.get(i).cloned()
 }
 

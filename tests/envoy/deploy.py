@@ -11,7 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
 import e2e  # noqa: E402  (Envoy runner, recording upstream, check())
-from e2e import check, results  # noqa: E402
+from e2e import check, close, results  # noqa: E402
 import npm_cache  # noqa: E402
 
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -483,9 +483,13 @@ def main():
         egress(rendered["egress"], upstream_port, rec)
 
     # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/envoy/e2e.py saved them)
-    seen_file = os.path.join(ROOT, "target", "e2e-metric-names.txt")
-    seen = set(open(seen_file).read().split()) if os.path.exists(seen_file) else set()
-    check("metric names from the e2e run are available", len(seen) > 50, "run tests/envoy/e2e.py first")
+    seen, why = e2e.read_metric_names()
+    check("metric names from this module's e2e run are available", seen is not None and len(seen) > 50, why or f"{len(seen or ())} names")
+    seen = seen or set()
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as stale:  # the control: another module's file
+        stale.write("# module 0000 run -\n" + "\n".join(sorted(seen)) + "\n")
+    check("a metric names file from another module is refused", e2e.read_metric_names(stale.name)[0] is None)
+    os.unlink(stale.name)
     kinds = {l.split("`")[1] for l in subprocess.run([TOOLFIT, "kinds"], capture_output=True, text=True).stdout.splitlines()[2:]}
     dash = open(os.path.join(DEPLOY, "monitoring", "toolfit-dashboard.json")).read()
     exprs = [t["expr"] for p in json.loads(dash)["panels"] for t in p["targets"]]
@@ -521,6 +525,4 @@ def main():
 
 if __name__ == "__main__":
     main()
-    passed = sum(results)
-    print(f"deploy: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    close("deploy", results)

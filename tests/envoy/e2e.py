@@ -7,6 +7,8 @@ import gzip, http.client, json, os, re, socket, subprocess, sys, tempfile, time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "envoy"))
 import echo_upstream  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tests/: the harness package
+from harness.verdict import close  # noqa: E402
 
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
 WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
@@ -22,9 +24,7 @@ if __name__ == "__main__":
 
 def summary(what):
     """Prints 'what: N passed, M failed' and exits non-zero on any failure."""
-    passed = sum(results)
-    print(f"{what}: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    close(what, results)
 
 
 def check(name, ok, detail=""):
@@ -201,7 +201,8 @@ def main():
         if not os.path.exists(f):
             sys.exit(f"missing {f}: run make wasm build")
     names = {}
-    for kind in delivery.DELIVERIES:
+    kinds = [a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--delivery=")] or list(delivery.DELIVERIES)
+    for kind in kinds:
         LABEL = delivery.label(kind)
         up_port = free_port()
         _, rec = echo_upstream.serve(up_port)
@@ -218,17 +219,45 @@ def main():
     LABEL = ""
     # the deploy/ dashboards and alerts read these names: the processor must export every one
     ours = lambda kind: {n for n in names.get(kind, ()) if n.startswith("toolfit_") and not n.startswith("toolfit_extproc_")}
-    check("ext_proc exports the Wasm filter's metric names, no more, no fewer", ours("wasm") and ours("wasm") == ours("ext_proc"),
-          f"only wasm: {sorted(ours('wasm') - ours('ext_proc'))[:8]}, only ext_proc: {sorted(ours('ext_proc') - ours('wasm'))[:8]}")
+    if len(kinds) > 1:
+        check("ext_proc exports the Wasm filter's metric names, no more, no fewer", ours("wasm") and ours("wasm") == ours("ext_proc"),
+              f"only wasm: {sorted(ours('wasm') - ours('ext_proc'))[:8]}, only ext_proc: {sorted(ours('ext_proc') - ours('wasm'))[:8]}")
     if "wasm" in names:
-        # the deploy/ tests check the dashboard and alerts against them
-        open(os.path.join(ROOT, "target", "e2e-metric-names.txt"), "w").write("\n".join(sorted(names["wasm"])) + "\n")
+        # the deploy/ tests check the dashboard and alerts against them: the file says which module and run
+        write_metric_names(sorted(names["wasm"]))
     # the Wasm filter's own: framing without allow_on_headers_stop_iteration, its VM trap policy
     chunked_mode()
     trap_policy()
     bad_config()
     validate_configs()
     demo()
+
+
+METRIC_NAMES = os.path.join(ROOT, "target", "e2e-metric-names.txt")
+
+
+def module_digest():
+    import hashlib
+    return hashlib.sha256(open(WASM, "rb").read()).hexdigest()
+
+
+def write_metric_names(names):
+    """The metric names the Wasm filter exported in this run, headed by the module's SHA-256 and the run
+    (TOOLFIT_RUN_ID, set by scripts/suites.py for one `make test`)."""
+    head = f"# module {module_digest()} run {os.environ.get('TOOLFIT_RUN_ID', '-')}\n"
+    open(METRIC_NAMES, "w").write(head + "\n".join(names) + "\n")
+
+
+def read_metric_names(path=METRIC_NAMES):
+    """The names `write_metric_names` saved, or (None, why) when the file is missing or is not from this
+    module and this run: a names file another module exported proves nothing about this one."""
+    if not os.path.exists(path):
+        return None, f"{path} missing: run tests/envoy/e2e.py first"
+    head, _, rest = open(path).read().partition("\n")
+    want = f"# module {module_digest()} run {os.environ.get('TOOLFIT_RUN_ID', '-')}"
+    if head != want:
+        return None, f"{path} is from another module or run ({head!r}, want {want!r}): run tests/envoy/e2e.py again"
+    return set(rest.split()), ""
 
 
 def validate_configs():

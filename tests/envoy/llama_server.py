@@ -748,9 +748,7 @@ def main():
         deliveries_agree()
     demo()
     print_table(table)
-    passed = sum(results)
-    print(f"llama-server: {passed} passed, {len(results) - passed} failed in {time.time() - started:.0f} s")
-    sys.exit(0 if passed == len(results) else 1)
+    close("llama-server", results, f" in {time.time() - started:.0f} s")
 
 
 if __name__ == "__main__":

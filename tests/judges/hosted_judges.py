@@ -32,7 +32,7 @@ Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any
 import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import TOOLFIT, by_file, check, corpus_tools, results, venv  # noqa: E402
+from llama_judges import TOOLFIT, close, by_file, check, corpus_tools, results, venv  # noqa: E402
 
 PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker.py")
@@ -161,9 +161,7 @@ def main():
 
 
 def finish():
-    passed = sum(results)
-    print(f"hosted judges: {passed} passed, {len(results) - passed} failed")
-    return 0 if passed == len(results) else 1
+    close("hosted judges", results)
 
 
 if __name__ == "__main__":

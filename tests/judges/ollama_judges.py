@@ -16,7 +16,7 @@ Prints a closing 'N passed, M failed' line; exit 1 on any failure.
 import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import TOOLFIT, by_file, check, corpus_tools, results, toolfit, venv  # noqa: E402
+from llama_judges import TOOLFIT, close, by_file, check, corpus_tools, results, toolfit, venv  # noqa: E402
 
 PINS = ["ollama==0.6.3", "pydantic==2.14.3"]
 # the client's model, round trip: what the client (and Ollama's server) keeps of a tool
@@ -110,9 +110,7 @@ def main():
     check("format is rewritten as llama.cpp's converter needs it", outputs and not differ,
           f"{len(outputs)} output schemas" if not differ else f"{len(differ)} differ: {differ[:2]}")
 
-    passed = sum(results)
-    print(f"ollama judges: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    close("ollama judges", results)
 
 
 if __name__ == "__main__":

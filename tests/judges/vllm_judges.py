@@ -20,7 +20,7 @@ and a closing 'N passed, M failed' line; exit 1 on any failure.
 import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import ROOT, TOOLFIT, by_file, cache_dir, check, corpus_schemas, corpus_tools, jsts_groups, results, spellings, venv  # noqa: E402
+from llama_judges import ROOT, TOOLFIT, close, by_file, cache_dir, check, corpus_schemas, corpus_tools, jsts_groups, results, spellings, venv  # noqa: E402
 from llama_judges import toolfit as toolfit_body  # noqa: E402
 
 WORKER = os.path.join(ROOT, "tests", "judges", "vllm_worker.py")
@@ -264,9 +264,7 @@ def main():
                 print(f"    valid instances refused ({len(valid_refused)}): " + "; ".join(valid_refused[:12]))
     finally:
         judge.close()
-    passed = sum(results)
-    print(f"vllm judges: {passed} passed, {len(results) - passed} failed")
-    sys.exit(0 if passed == len(results) else 1)
+    close("vllm judges", results)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""Runs the test suites of a tier (`test`: what `make test` and CI run; `check`: the developers' fast tier)
+one after another, each to its end even when an earlier one failed, and closes with a table of every
+suite and one total line, `total: N passed, M failed`.
+
+A suite's count is read from its own closing line (`what: N passed, M failed`; for cargo, the sum of
+its `test result:` lines). A suite fails when it exits non-zero, and also when it exits 0 having said
+nothing: no closing line, or a closing line that counts no check. Either way it adds one failure to the
+total, so a suite that stopped early or ran nothing shows in the total.
+
+    scripts/suites.py test|check        the tier's suites
+    scripts/suites.py --list test       their names and commands
+    scripts/suites.py --self-test       the verdicts on suites made to pass, fail and say nothing
+"""
+import os, re, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLOSING = re.compile(r"^(?:[\w .:-]*: )?(\d+) passed, (\d+) failed\b")
+CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed;")
+
+
+def venv_python():
+    out = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout
+    return os.path.join(out.strip(), "bin", "python")
+
+
+def tiers():
+    """name -> [(suite, command)], in the order they run. `make test` runs `test`; `make check` runs `check`."""
+    py = venv_python()
+    fast = [
+        ("suite runner", [sys.executable, "scripts/suites.py", "--self-test"]),
+        ("unit", ["cargo", "test", "--release", "--workspace"]),
+    ]
+    return {
+        "test": fast + [
+            ("llama judges", ["python3", "tests/judges/llama_judges.py"]),
+            ("vllm judges", ["python3", "tests/judges/vllm_judges.py"]),
+            ("ollama judges", ["python3", "tests/judges/ollama_judges.py"]),
+            ("hosted judges", ["python3", "tests/judges/hosted_judges.py"]),
+            ("e2e", ["python3", "tests/envoy/e2e.py"]),
+            ("responses", ["python3", "tests/envoy/responses.py"]),
+            ("clients", ["python3", "tests/envoy/clients.py"]),
+            ("faults", ["python3", "tests/envoy/faults.py"]),
+            ("extproc", ["python3", "tests/envoy/extproc.py"]),
+            ("llama-server", [py, "tests/envoy/llama_server.py"]),
+            ("agents", [py, "tests/envoy/mcp_agents.py"]),
+            ("deploy", [py, "tests/envoy/deploy.py"]),
+            ("placement", ["sh", "-c", f"cargo build --release --workspace --example epp_standin && exec {py} tests/envoy/placement.py"]),
+            ("fuzz", ["scripts/fuzz.sh", "20"]),
+        ],
+        "check": fast + [
+            ("llama judges (2026-10)", ["python3", "tests/judges/llama_judges.py", "--quick"]),
+            ("hosted judges", ["python3", "tests/judges/hosted_judges.py"]),
+            ("e2e (wasm)", ["python3", "tests/envoy/e2e.py", "--delivery=wasm"]),
+        ],
+    }
+
+
+def run(name, cmd, echo=True):
+    """Runs one suite, its output passed through as it comes (with `echo`); returns (passed, failed, verdict)."""
+    if echo:
+        print(f"\n=== {name}: {' '.join(cmd)}", flush=True)
+    cargo = [0, 0, False]
+    closing = None
+    started = time.time()
+    try:
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as e:
+        return 0, 1, f"did not start: {e}"
+    for line in p.stdout:
+        if echo:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+        if m := CARGO.match(line):
+            cargo = [cargo[0] + int(m[1]), cargo[1] + int(m[2]), True]
+        elif m := CLOSING.match(line.strip()):
+            closing = (int(m[1]), int(m[2]))
+    code = p.wait()
+    took = f"{time.time() - started:.0f} s"
+    passed, failed = (cargo[0], cargo[1]) if cargo[2] else closing or (0, 0)
+    if code != 0:
+        return passed, failed + 1 if failed == 0 else failed, f"exit {code}, {took}"
+    if not cargo[2] and closing is None:
+        return passed, 1, f"exit 0 without a closing 'N passed, M failed' line, {took}"
+    if passed + failed == 0:
+        return 0, 1, f"ran no check, {took}"
+    if failed:
+        return passed, failed, f"exit 0 yet {failed} failed, {took}"
+    return passed, 0, f"ok, {took}"
+
+
+def report(rows):
+    """The table and the total line; returns the exit status."""
+    print("\n=== suites")
+    for name, passed, failed, verdict in rows:
+        print(f"{name:24} {passed:6} passed {failed:4} failed   {verdict}")
+    print(f"total: {sum(r[1] for r in rows)} passed, {sum(r[2] for r in rows)} failed", flush=True)
+    return status(rows)
+
+
+def status(rows):
+    """0 when suites ran and none failed."""
+    return 0 if rows and sum(r[2] for r in rows) == 0 else 1
+
+
+def self_test():
+    """The runner's own controls: each way a suite can say nothing or fail must count as a failure."""
+    cases = [  # (script, exit status, expected (passed, failed))
+        ("print('x: 3 passed, 0 failed')", 0, (3, 0)),
+        ("print('x: 0 passed, 0 failed')", 0, (0, 1)),            # ran nothing
+        ("print('no closing line')", 0, (0, 1)),                  # said nothing
+        ("print('x: 2 passed, 1 failed'); raise SystemExit(1)", 1, (2, 1)),
+        ("print('x: 5 passed, 0 failed'); raise SystemExit(3)", 3, (5, 1)),   # stopped after its line
+        ("print('test result: ok. 4 passed; 0 failed; 0 ignored;')\nprint('test result: ok. 0 passed; 0 failed; 0 ignored;')", 0, (4, 0)),
+        ("print('test result: ok. 0 passed; 0 failed; 0 ignored;')", 0, (0, 1)),
+    ]
+    results = []
+    with tempfile.TemporaryDirectory() as d:
+        for i, (script, _, want) in enumerate(cases):
+            f = os.path.join(d, f"s{i}.py")
+            open(f, "w").write(script + "\n")
+            got = run(f"case {i}", [sys.executable, f], echo=False)[:2]
+            ok = got == want
+            results.append(ok)
+            print(("ok    " if ok else "FAIL  ") + f"runner case {i}: {script[:50]!r} counted {got}, want {want}")
+        ok = status([]) == 1 and status([("a", 3, 0, "ok"), ("b", 0, 1, "ran no check")]) == 1
+        results.append(ok)
+        print(("ok    " if ok else "FAIL  ") + "a tier with no suite, or with one that ran nothing, fails")
+    print(f"suite runner: {sum(results)} passed, {len(results) - sum(results)} failed")
+    return 0 if all(results) else 1
+
+
+def main(argv):
+    if argv[1:] == ["--self-test"]:
+        return self_test()
+    listing = argv[1:2] == ["--list"]
+    tier = argv[2] if listing and len(argv) > 2 else argv[1] if len(argv) > 1 else ""
+    suites = tiers().get(tier)
+    if suites is None:
+        sys.exit(f"usage: {argv[0]} [--list] test|check | --self-test")
+    if listing:
+        for name, cmd in suites:
+            print(f"{name:24} {' '.join(cmd)}")
+        return 0
+    # one run's mark: a suite reading what an earlier suite wrote (the e2e run's metric names) checks it
+    os.environ["TOOLFIT_RUN_ID"] = f"{int(time.time())}-{os.getpid()}"
+    return report([(name, *run(name, cmd)) for name, cmd in suites])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,1 @@
+"""What the Python suites share: how a suite closes (harness.verdict)."""
