@@ -5,7 +5,7 @@ recording upstream, delivered as the Wasm filter (envoy/envoy.yaml) or as toolfi
 ones equal to the engine's output for that input, by sha256), counts non-2xx, and samples the RSS of
 Envoy (and of the processor) after warm-up and at the end. Prints the figures; exit 1 on any failure.
   python3 bench/load.py [REQUESTS] [CONCURRENCY] [--delivery wasm|ext_proc]"""
-import hashlib, http.client, json, os, random, subprocess, sys, threading, time
+import hashlib, http.client, json, os, random, subprocess, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
@@ -27,6 +27,32 @@ def anthropic(tools):
     return json.dumps({"model": "m", "max_tokens": 10, "messages": [{"role": "user", "content": "hi"}], "tools": [{"name": t["name"], "input_schema": t["inputSchema"]} for t in tools]}).encode()
 
 
+# every request not answered 200, as Envoy saw it: its response flags and details say whose the failure is
+# (UF/UC/URX: the upstream's connection; an ext_proc detail: the processor's stream; a local reply: Envoy's)
+NON_200 = """          access_log:
+          - name: toolfit_load_non_200
+            filter: {status_code_filter: {comparison: {op: GE, value: {default_value: 201, runtime_key: load_non_200}}}}
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
+              path: PATH
+              log_format:
+                json_format: {code: "%RESPONSE_CODE%", flags: "%RESPONSE_FLAGS%", details: "%RESPONSE_CODE_DETAILS%",
+                              upstream_failure: "%UPSTREAM_TRANSPORT_FAILURE_REASON%", upstream_host: "%UPSTREAM_HOST%",
+                              path: "%REQ(:PATH)%", start: "%START_TIME%", duration_ms: "%DURATION%",
+                              bytes_received: "%BYTES_RECEIVED%", connection_termination: "%CONNECTION_TERMINATION_DETAILS%"}
+"""
+
+
+def with_non_200_log(path):
+    """An Envoy config edit: the access log above beside the listener's own."""
+    def edit(text):
+        block = NON_200.replace("PATH", path)
+        if "          access_log:\n" in text:  # envoy/envoy.yaml has one: add ours to its list
+            return text.replace("          access_log:\n", block, 1)
+        return text.replace("          stat_prefix: inference\n", "          stat_prefix: inference\n" + block, 1)
+    return edit
+
+
 def rss_kb(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -41,6 +67,8 @@ def main():
     total = int(args[0]) if args else 20000
     conc = int(args[1]) if len(args) > 1 else 32
     e2e.use_venv_envoy()
+    non_200 = os.path.join(tempfile.mkdtemp(prefix="toolfit-load-"), "non-200.jsonl")
+    e2e.CONFIG_EDITS.append(with_non_200_log(non_200))
     up = e2e.free_port()
     _, rec = e2e.echo_upstream.serve(up, digest_only=True)
     e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, up)
@@ -114,7 +142,15 @@ def main():
     for n in pids:
         print(f"{n} RSS after 2,000 requests: {rss_warm.get(n, 0) / 1024:.1f} MiB, at the end: {rss_end[n] / 1024:.1f} MiB")
         flat = flat and rss_end[n] <= rss_warm.get(n, 0) * 1.25 + 16 * 1024
-    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and flat
+    # what Envoy, the processor and the upstream saw of each request not answered 200
+    logged = [json.loads(l) for l in open(non_200)] if os.path.exists(non_200) else []
+    for entry in logged[:20]:
+        print(f"not 200: {json.dumps(entry)}")
+    if logged and kind == "ext_proc":
+        said = [l for l in e.processor.messages().splitlines() if "[warning]" in l or "[error]" in l]
+        print(f"processor warnings and errors ({len(said)}):" + "".join(f"\n  {l[:300]}" for l in said[:20]))
+    print(f"upstream: {len(rec)} requests received for {total} sent; Envoy logged {len(logged)} not answered 200")
+    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and flat and not logged
     print(f"load ({kind}): ok" if ok else f"load ({kind}): FAILED")
     sys.exit(0 if ok else 1)
 

@@ -49,7 +49,7 @@ fn every_target_matches_its_golden_file() {
         if std::env::var_os("TOOLFIT_BLESS").is_some() {
             std::fs::write(&file, &got).unwrap();
         }
-        let want = std::fs::read_to_string(&file).unwrap_or_default();
+        let want = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{file}: {e} (TOOLFIT_BLESS=1 writes it)"));
         assert_eq!(got, want, "{file} differs (TOOLFIT_BLESS=1 to accept)");
         // no tool dropped, none renamed but where the API refuses the name (then under the name the
         // report says), in order

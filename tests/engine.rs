@@ -178,7 +178,12 @@ fn a_schema_without_a_record_is_unchanged() {
             }
         }
     }
-    assert!(bad.is_empty(), "{} changed without a record:\n{}", bad.len(), bad.iter().take(20).map(|b| b.chars().take(400).collect::<String>()).collect::<Vec<_>>().join("\n"));
+    assert!(
+        bad.is_empty(),
+        "{} changed without a record:\n{}",
+        bad.len(),
+        bad.iter().take(20).map(|b| b.chars().take(400).collect::<String>()).collect::<Vec<_>>().join("\n")
+    );
     assert!(silent > 100 && changed > 100, "{silent} schemas without a record, {changed} with");
 }
 

@@ -7,6 +7,8 @@
 //! - an invalid instance is judged invalid, except in the groups of `UNKNOWN`: the keywords the validator
 //!   does not check, each with its reason, in this one place. An entry that excuses nothing fails too
 //!   (the validator learned the keyword, or the suite moved: the list must say so).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)] // tests may fail loudly
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use toolfit::schema::validate::validate;
@@ -24,30 +26,34 @@ const UNKNOWN: &[(&str, &[&str], &str)] = &[
     ("optional/cross-draft.json", &[], REMOTE),
     ("defs.json", &["validate definition against metaschema"], REMOTE),
     ("definitions.json", &["validate definition against metaschema"], REMOTE),
-    ("ref.json", &[
-        "$id must be resolved against nearest parent, not just immediate parent",
-        "$ref prevents a sibling $id from changing the base uri",
-        "$ref with $recursiveAnchor",
-        "Location-independent identifier with base URI change in subschema",
-        "Location-independent identifier",
-        "Recursive references between schemas",
-        "Reference an anchor with a non-relative URI",
-        "URN base URI with URN and JSON pointer ref",
-        "URN base URI with URN and anchor ref",
-        "URN ref with nested pointer ref",
-        "order of evaluation: $id and $anchor and $ref",
-        "order of evaluation: $id and $ref on nested schema",
-        "order of evaluation: $id and $ref",
-        "ref creates new scope when adjacent to keywords",
-        "ref to else",
-        "ref to if",
-        "ref to then",
-        "ref with absolute-path-reference",
-        "refs with relative uris and defs",
-        "relative refs with absolute uris and defs",
-        "remote ref, containing refs itself",
-        "simple URN base URI with $ref via the URN",
-    ], IDS),
+    (
+        "ref.json",
+        &[
+            "$id must be resolved against nearest parent, not just immediate parent",
+            "$ref prevents a sibling $id from changing the base uri",
+            "$ref with $recursiveAnchor",
+            "Location-independent identifier with base URI change in subschema",
+            "Location-independent identifier",
+            "Recursive references between schemas",
+            "Reference an anchor with a non-relative URI",
+            "URN base URI with URN and JSON pointer ref",
+            "URN base URI with URN and anchor ref",
+            "URN ref with nested pointer ref",
+            "order of evaluation: $id and $anchor and $ref",
+            "order of evaluation: $id and $ref on nested schema",
+            "order of evaluation: $id and $ref",
+            "ref creates new scope when adjacent to keywords",
+            "ref to else",
+            "ref to if",
+            "ref to then",
+            "ref with absolute-path-reference",
+            "refs with relative uris and defs",
+            "relative refs with absolute uris and defs",
+            "remote ref, containing refs itself",
+            "simple URN base URI with $ref via the URN",
+        ],
+        IDS,
+    ),
     ("anchor.json", &[], IDS),
     ("optional/anchor.json", &[], IDS),
     ("optional/id.json", &[], IDS),
@@ -55,18 +61,23 @@ const UNKNOWN: &[(&str, &[&str], &str)] = &[
     ("vocabulary.json", &[], METASCHEMA),
     ("optional/format-assertion.json", &[], METASCHEMA),
     ("pattern.json", &["pattern with Unicode property escape requires unicode mode"], REGEX),
-    ("optional/ecmascript-regex.json", &[
-        "ECMA 262 regex escapes control codes with \\c and lower letter",
-        "ECMA 262 regex escapes control codes with \\c and upper letter",
-        "pattern with non-ASCII digits",
-        "patternProperties with non-ASCII digits",
-        "patterns always use unicode semantics with pattern",
-        "patterns always use unicode semantics with patternProperties",
-    ], REGEX),
+    (
+        "optional/ecmascript-regex.json",
+        &[
+            "ECMA 262 regex escapes control codes with \\c and lower letter",
+            "ECMA 262 regex escapes control codes with \\c and upper letter",
+            "pattern with non-ASCII digits",
+            "patternProperties with non-ASCII digits",
+            "patterns always use unicode semantics with pattern",
+            "patterns always use unicode semantics with patternProperties",
+        ],
+        REGEX,
+    ),
     ("optional/format/*", &[], FORMAT),
     ("optional/content.json", &[], CONTENT),
 ];
-const UNEVALUATED: &str = "unevaluatedProperties/unevaluatedItems need every applicator's annotations; the validator does not collect them, so a node with one is unknown";
+const UNEVALUATED: &str =
+    "unevaluatedProperties/unevaluatedItems need every applicator's annotations; the validator does not collect them, so a node with one is unknown";
 const DYNAMIC: &str = "$dynamicRef and $recursiveRef resolve through the dynamic scope, which the validator does not track: unknown";
 const REMOTE: &str = "the schema refers to another document (a remote ref or a metaschema); toolfit never fetches: unknown";
 const IDS: &str = "refs are resolved as JSON pointers into the document; by `$id` base URIs and `$anchor` names they are unknown";

@@ -551,9 +551,9 @@ mod tests {
             "filter/response/stream.rs",
             "filter/response/tally.rs",
         ]
-            .iter()
-            .flat_map(|f| fields_read(&source(f), &fields))
-            .collect();
+        .iter()
+        .flat_map(|f| fields_read(&source(f), &fields))
+        .collect();
         let pass_reads = |name: &str| fields_read(&source(&format!("schema/passes/{name}.rs")), &fields);
         for p in ALL {
             for f in p.target.settings() {

@@ -470,7 +470,10 @@ impl<'a> Run<'a> {
             ("exclusiveMinimum", get("exclusiveMinimum").is_some_and(|m| x <= m)),
             ("exclusiveMaximum", get("exclusiveMaximum").is_some_and(|m| x >= m)),
             // a quotient past f64 (1e308 / 0.5) is judged by the exact remainder instead
-            ("multipleOf", get("multipleOf").is_some_and(|m| m > 0.0 && if (x / m).is_finite() { ((x / m) - (x / m).round()).abs() > 1e-9 } else { x % m != 0.0 })),
+            (
+                "multipleOf",
+                get("multipleOf").is_some_and(|m| m > 0.0 && if (x / m).is_finite() { ((x / m) - (x / m).round()).abs() > 1e-9 } else { x % m != 0.0 }),
+            ),
         ];
         let (key, _) = checks.iter().find(|(_, bad)| *bad)?;
         self.fail(ip, sp, key, format!("{} is outside {key}", crate::schema::number_text(x)))

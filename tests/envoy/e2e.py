@@ -85,6 +85,11 @@ def use_venv_envoy():
     ENVOY = os.path.join(venv, "bin", "envoy")
 
 
+# functions a harness applies to every Envoy configuration text before Envoy starts (bench/load.py adds
+# an access log of the requests not answered 200)
+CONFIG_EDITS = []
+
+
 class Envoy(Process):
     def __init__(self, plugin, upstream_port, allow_stop=True, test_routes=True, policy=None, root_id=None, routes=None, wasm=None):
         self.port, self.admin = free_port(), free_port()
@@ -104,7 +109,9 @@ class Envoy(Process):
         self.start(text, ["--component-log-level", "wasm:info"])
 
     def start(self, text, flags=()):
-        """Runs Envoy on config `text` (its ports self.port and self.admin)."""
+        """Runs Envoy on config `text` (its ports self.port and self.admin), after CONFIG_EDITS."""
+        for edit in CONFIG_EDITS:
+            text = edit(text)
         self.dir = tempfile.mkdtemp(prefix="toolfit-e2e-")
         self.cfg = os.path.join(self.dir, "envoy.yaml")
         self.log = open(os.path.join(self.dir, "envoy.log"), "w+")
@@ -162,8 +169,13 @@ class Envoy(Process):
 
 
 def cli(body, fmt="auto", profile="llama-cpp"):
-    """What the engine makes of a body: the bytes the upstream must receive."""
+    """What the engine makes of a body: the bytes the upstream must receive. These suites compare the
+    deliveries with the CLI (the same engine); the judges (tests/judges/) judge the engine's output
+    itself. A CLI that fails has no answer to compare with: that fails the suite, never passes a check
+    by two empty outputs."""
     p = subprocess.run([TOOLFIT, "normalize", "--profile", profile, "--format", fmt], input=body, capture_output=True)
+    if p.returncode != 0 or not p.stdout:
+        raise RuntimeError(f"toolfit normalize --profile {profile} --format {fmt} exited {p.returncode}: {p.stderr.decode()[:300]}")
     return p.stdout
 
 

@@ -47,6 +47,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import e2e  # noqa: E402  (the Envoy harness: envoy/envoy.yaml with the built wasm)
 import tiny_model  # noqa: E402
+from harness import excuse  # noqa: E402
 
 CACHE = os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit"))
 VERSIONS = {"0.3.36": "2026-10", "0.3.16": "2025-08"}
@@ -336,14 +337,14 @@ PLAIN = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8
 
 
 def lossy_paths(version, body):
-    """{tool name: [paths of lossy records]} in toolfit's report for a body, as the filter would rewrite it."""
+    """{tool name: [lossy records]} in toolfit's report for a body, as the filter would rewrite it."""
     p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", VERSIONS[version], "--report", "-"],
                        input=json.dumps(body).encode(), capture_output=True)
     out = {}
     for r in json.loads(p.stderr.decode().strip().split("\n")[-1])["records"]:
         out.setdefault(r["tool"], [])
         if r["lossy"]:
-            out[r["tool"]].append(r["path"])
+            out[r["tool"]].append(r)
     return out
 
 
@@ -400,10 +401,6 @@ def violation(validator, schema, args):
     return pointer(e.absolute_schema_path)
 
 
-def explained(where, paths):
-    return any(p == "" or where == p or where.startswith(p + "/") for p in paths)
-
-
 class Tally:
     OUTCOMES = ("call", "unparsed", "truncated", "refused", "failed", "crashed")
 
@@ -417,16 +414,17 @@ class Tally:
         if outcome in ("failed", "crashed") and len(self.details[side]) < 10:
             self.details[side].append(f"{outcome}: {detail}")
 
-    def judge(self, side, outcome, value, validator, schema, paths, label):
+    def judge(self, side, outcome, value, validator, schema, records, label):
         """Validates a call's arguments (or a structured output) against the original schema; through
-        toolfit an invalid one must fall where the report has a lossy record."""
+        toolfit an invalid one must be explained by a lossy record at the keyword and place it violates
+        (harness.excuse), not by a record elsewhere."""
         if outcome not in ("call", "unparsed"):
             return
         where = violation(validator, schema, value)
         if where is not None:
             self.n[side]["invalid"] += 1
             self.invalid[side].append(f"{label} at {where}")
-            if side == "toolfit" and not explained(where, paths):
+            if side == "toolfit" and excuse.excused(records, schema, value) is None:
                 self.unexplained.append(f"{label} at {where}")
 
     def line(self, what, side):

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import e2e  # noqa: E402
 import llama_server as ls  # noqa: E402  (the llama-server builds, the tiny models, Server)
 from llama_judges import cache_dir, venv  # noqa: E402
+from harness import excuse  # noqa: E402
 
 PINS = ["openai-agents==0.24.0", "pydantic-ai-slim[openai,mcp]==2.68.0", "mcp-server-time==2026.10.19", "httpx==0.28.1"]
 NPM = ["@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31"]
@@ -48,15 +49,61 @@ def npm_servers():
     return os.path.join(d, "node_modules", ".bin")
 
 
+def refusal_probe(cmd, timeout=60):
+    """A call the server must refuse for its arguments, sent over stdio as any MCP client would: the first
+    listed tool with a required property, called with no arguments. Returns (tool, what the server
+    answered as text): the REFUSED pattern must recognise it, or a changed wording would empty the
+    refusal column instead of failing."""
+    import select
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    def send(m):
+        p.stdin.write((json.dumps(m) + "\n").encode())
+        p.stdin.flush()
+    def answer(i):
+        end = time.time() + timeout
+        while time.time() < end:
+            if not select.select([p.stdout], [], [], max(0.0, end - time.time()))[0]:
+                break
+            line = p.stdout.readline()
+            if not line:
+                break
+            try:
+                m = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(m, dict) and m.get("id") == i:
+                return m
+        return {}
+    try:
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+              "clientInfo": {"name": "toolfit-probe", "version": "0"}}})
+        answer(1)
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        tools = (answer(2).get("result") or {}).get("tools", [])
+        tool = next((t["name"] for t in tools if (t.get("inputSchema") or {}).get("required")), None)
+        if tool is None:
+            return None, "no tool with a required property"
+        send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": tool, "arguments": {}}})
+        m = answer(3)
+        res = m.get("result") or {}
+        text = next((c.get("text", "") for c in res.get("content", []) if isinstance(c, dict)), "")
+        return tool, json.dumps(m.get("error")) + (text or "") if (m.get("error") or res.get("isError")) else ""
+    finally:
+        p.kill()
+        p.wait()
+
+
 def lossy_tools(listed, since):
-    """The tools toolfit's rewrite (llama-cpp, this release) changes lossily: where a refusal may be ours."""
+    """{tool: its lossy records} in toolfit's rewrite (llama-cpp, this release): where a refusal may be ours."""
     body = {"model": "tiny", "messages": [], "tools": [{"type": "function", "function": {"name": t["name"], "parameters": t["inputSchema"]}} for t in listed]}
     p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", since, "--report", "-"], input=json.dumps(body).encode(), capture_output=True)
-    try:
-        report = json.loads(p.stderr.decode().strip().split("\n")[-1])
-    except (ValueError, IndexError):
-        return set()
-    return {r["tool"] for r in report.get("records", []) if r.get("lossy")}
+    report = json.loads(p.stderr.decode().strip().split("\n")[-1])  # no report fails the suite
+    out = {}
+    for r in report.get("records", []):
+        if r.get("lossy"):
+            out.setdefault(r["tool"], []).append(r)
+    return out
 
 
 def main():
@@ -76,6 +123,11 @@ def main():
         "server-filesystem": ["node", os.path.join(bin_dir, "mcp-server-filesystem"), files],
         "mcp-server-time": [py, "-m", "mcp_server_time"],
     }
+    # the refusal column's control: one call each server must refuse, recognised as a refusal
+    for name, cmd in servers.items():
+        tool, said = refusal_probe(cmd)
+        e2e.check(f"{name}: a call without its required arguments is refused and recognised as refused ({tool})",
+                  tool is not None and bool(REFUSED.search(said)), said[:300] or "the server did not refuse it")
     rows = []
     started = time.time()
     only = ls.flag("--only", None)
@@ -102,17 +154,23 @@ def main():
                     calls = [r for r in recs if "call" in r]
                     refused = [c for c in calls if (c["error"] or c["isError"]) and REFUSED.search(json.dumps(c["error"]) + c["text"])]
                     outside = [c for c in refused if c["call"] not in lossy]
-                    invalid = []
+                    invalid, unexplained = [], []
                     for c in calls:
                         s = schemas.get(c["call"])
+                        args = c["arguments"] if c["arguments"] is not None else {}
                         v = jsonschema.validators.validator_for(s or {}, default=jsonschema.Draft202012Validator)
-                        if s is not None and not v(s).is_valid(c["arguments"] if c["arguments"] is not None else {}):
+                        if s is not None and not v(s).is_valid(args):
                             invalid.append(c)
+                            # invalid against the server's own schema: only where toolfit recorded that loss
+                            if excuse.excused(lossy.get(c["call"], []), s, args) is None:
+                                unexplained.append(c)
                     tag = f"{fw} + {name}, llama-server {since}"
                     e2e.check(f"{tag}: the agent listed the tools and ran ({len(calls)} calls, {len(listed)} tools)",
                               listed and out["requests"] == RUNS and not [x for x in out["errors"] if PARSER not in x and not x.startswith("ToolError")], (out, p.stderr[-400:]))
                     e2e.check(f"{tag}: no call refused by the MCP server for its arguments outside lossy records ({len(refused)} refused, {len(lossy)} lossy tools)",
                               not outside, [(c["call"], c["arguments"], c["text"][:120]) for c in outside[:2]])
+                    e2e.check(f"{tag}: calls invalid against the server's inputSchema only where a lossy record explains them ({len(invalid)} invalid)",
+                              not unexplained, [(c["call"], c["arguments"]) for c in unexplained[:2]])
                     failed = [f for f in out["failed"] if PARSER not in f[1]]
                     parser = len(out["failed"]) - len(failed)
                     e2e.check(f"{tag}: no model request failed through toolfit ({out['requests']} requests, {parser} refused by the server's own parser)",

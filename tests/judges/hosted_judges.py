@@ -32,7 +32,7 @@ Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any
 import json, os, subprocess, sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import TOOLFIT, close, by_file, check, corpus_tools, results, venv  # noqa: E402
+from llama_judges import ROOT, TOOLFIT, close, by_file, check, corpus_tools, results, venv  # noqa: E402
 
 PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker.py")
@@ -93,6 +93,91 @@ GEMINI_SHAPES = [
 ]
 
 
+# What judges each row: the SDK's own types or transforms that can refuse a schema, plus the documented
+# rules (hosted_worker.py, by section of docs/backend-rules.md); "rules" where the SDK types the schema
+# as any object, so only the written rules can say no.
+JUDGED_BY = {
+    "openai": "rules (the SDK types parameters as any object)",
+    "openai-strict": "SDK (openai-agents ensure_strict_json_schema) + rules",
+    "openai-responses": "SDK (openai FunctionTool) + rules",
+    "anthropic": "rules (the SDK types input_schema as any object)",
+    "anthropic-strict": "SDK (anthropic transform_schema) + rules",
+    "gemini": "SDK (google-genai FunctionDeclaration, Schema) + rules",
+    "gemini-json": "rules (google-genai types parametersJsonSchema as Any)",
+    "cohere": "rules (cohere ToolV2Function types parameters as any object)",
+    "openai-output": "SDK (openai-agents ensure_strict_json_schema) + rules",
+    "openai-responses-output": "SDK (openai ResponseFormatTextJSONSchemaConfig) + rules",
+    "gemini-output": "SDK (google-genai Schema) + rules",
+    "gemini-json-output": "rules (google-genai types responseJsonSchema as Any)",
+}
+
+# Each judged row's negative control: a request its judge must refuse, with the words of the refusal.
+# Where the row has an SDK judge, the control is one the SDK itself refuses (its words); else a rule's.
+NOT_OBJECT = {"type": "array", "items": {"type": "string"}}
+OPEN = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+REF_SIBLINGS = {"type": "object", "properties": {"a": {"$ref": "#/$defs/A", "minLength": 1}}, "$defs": {"A": {"type": "string"}}}
+NEGATIVES = [
+    ("openai", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "parameters": NOT_OBJECT}}]},
+     "root is not type: object"),
+    ("openai-strict", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "strict": True, "parameters": OPEN}}]},
+     "ensure_strict_json_schema changes it"),
+    ("openai-responses", {"model": "m", "input": "x", "tools": [{"type": "function", "name": "f", "parameters": "not a schema"}]},
+     "FunctionTool refuses it"),
+    ("anthropic", {"model": "m", "messages": [], "tools": [{"name": "f", "input_schema": NOT_OBJECT}]}, "input_schema root is not type: object"),
+    ("anthropic-strict", {"model": "m", "messages": [], "tools": [{"name": "f", "strict": True, "input_schema": {**OPEN, "additionalProperties": False,
+                                                                   "properties": {"a": {"type": "string", "minLength": 2}}}}]},
+     "transform_schema changes it"),
+    ("gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": "f", "parameters": {"type": "OBJECT", "properties": {"a": {"type": "STRING", "bogus": 1}}}}]}]},
+     "FunctionDeclaration refuses parameters"),
+    ("gemini-json", {"contents": [], "tools": [{"functionDeclarations": [{"name": "f", "parametersJsonSchema": REF_SIBLINGS}]}]},
+     "$ref set alongside unsupported fields"),
+    ("cohere", {"model": "m", "messages": [], "strict_tools": True, "tools": [{"type": "function", "function": {"name": "f", "description": "d",
+                "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}}]}, "strict_tools needs a required parameter"),
+    ("openai-output", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "strict": True, "schema": OPEN}}},
+     "ensure_strict_json_schema changes it"),
+    ("openai-responses-output", {"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "out", "strict": True, "schema": "not a schema"}}},
+     "ResponseFormatTextJSONSchemaConfig refuses"),
+    ("gemini-output", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseSchema": {"type": "OBJECT", "bogus": 1}}},
+     "Schema refuses responseSchema"),
+    ("gemini-json-output", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": REF_SIBLINGS}},
+     "$ref set alongside unsupported fields"),
+]
+
+
+def negatives(py):
+    """Every judged row's control: its judge refuses the control request, for the reason given."""
+    jobs = [{"api": api, "body": body} for api, body, _ in NEGATIVES]
+    p = subprocess.run([py, WORKER], input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
+    verdicts = [json.loads(x) for x in p.stdout.splitlines()]
+    check("one verdict per control request", len(verdicts) == len(jobs), p.stderr[-500:])
+    for (api, _, words), v in zip(NEGATIVES, verdicts):
+        check(f"{api} ({JUDGED_BY[api]}): its negative control is refused ({words})", any(words in e for e in v["errors"]), "; ".join(v["errors"][:3]))
+    check("every judged row has a negative control", set(JUDGED_BY) == {api for api, _, _ in NEGATIVES})
+
+
+GOLDEN = os.path.join(ROOT, "tests", "golden", "convert")
+# `toolfit convert`'s golden files (tests/convert.rs holds the CLI to them) and the API judge each is for
+GOLDEN_API = {"openai": "openai", "openai-strict": "openai-strict", "openai-responses": "openai-responses",
+              "openai-responses-strict": "openai-responses", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
+              "gemini": "gemini", "gemini-json": "gemini-json", "cohere": "cohere"}
+
+
+def golden(py):
+    """Every golden file of `toolfit convert` as the request its API receives, judged like the corpus:
+    a file blessed with a schema the API refuses fails here."""
+    jobs = []
+    for name, api in GOLDEN_API.items():
+        tools = json.load(open(os.path.join(GOLDEN, f"{name}.json")))["tools"]
+        body = {"contents": [], "tools": tools} if api.startswith("gemini") else {"model": "m", "input": "x", "tools": tools} \
+            if api == "openai-responses" else {"model": "m", "messages": [], "tools": tools}
+        jobs.append({"api": api, "body": body})
+    p = subprocess.run([py, WORKER], input="".join(json.dumps(j) + "\n" for j in jobs), capture_output=True, text=True)
+    verdicts = [json.loads(x) for x in p.stdout.splitlines()]
+    check("one verdict per golden file", len(verdicts) == len(jobs), p.stderr[-500:])
+    for (name, api), v in zip(GOLDEN_API.items(), verdicts):
+        check(f"toolfit convert's golden {name}.json is accepted by the {api} judge", not v["errors"], "; ".join(v["errors"][:3]))
+
+
 def shapes(py):
     """The judge refuses each shape raw, with its reason; after the gemini profile it accepts each, as
     `parameters` and as `responseSchema`."""
@@ -114,6 +199,8 @@ def shapes(py):
 
 def main():
     py = venv("hosted", PINS)
+    negatives(py)
+    golden(py)
     shapes(py)
     files = by_file(corpus_tools())
     jobs, meta = [], []
@@ -149,9 +236,9 @@ def main():
         t["records"] += sum(report["counters"].values())
         t["lossy"] += sum(1 for r in report["records"] if r["lossy"])
         check(f"{api}: {label} accepted after toolfit", not v["errors"], "; ".join(v["errors"][:3]))
-    print(f"{'api':18} {'files':>5} {'raw refused':>11} {'toolfit refused':>15} {'strict tools':>12} {'declined':>8} {'records':>8} {'lossy':>6}")
+    print(f"{'api':24} {'files':>5} {'raw refused':>11} {'toolfit refused':>15} {'strict tools':>12} {'declined':>8} {'records':>8} {'lossy':>6}  judged by")
     for api, t in table.items():
-        print(f"{api:18} {t['files']:5} {t['raw_refused']:11} {t['toolfit_refused']:15} {t['strict']:12} {t['declined']:8} {t['records']:8} {t['lossy']:6}")
+        print(f"{api:24} {t['files']:5} {t['raw_refused']:11} {t['toolfit_refused']:15} {t['strict']:12} {t['declined']:8} {t['records']:8} {t['lossy']:6}  {JUDGED_BY[api]}")
     check("openai-strict sends some tools strict", table["openai-strict"]["strict"] > 0)
     check("anthropic-strict sends some tools strict", table["anthropic-strict"]["strict"] > 0)
     check("raw corpus is refused somewhere (the judges can fail)", all(table[a]["raw_refused"] > 0 for a in ("openai-strict", "gemini", "gemini-output")))

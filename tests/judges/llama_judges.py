@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CORPUS = os.path.join(ROOT, "tests", "corpus")
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tests/: the harness package
 from harness.verdict import close  # noqa: E402
+from harness import excuse  # noqa: E402
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
 VERSIONS = ["0.3.36", "0.3.16", "0.3.9", "0.3.4", "0.2.90"]  # llama.cpp 2026-10, 2025-08, 2025-05, 2024-12, 2024-08
 CURRENT = VERSIONS[0]
@@ -188,16 +189,21 @@ def spellings(inst, schema, root):
     return combos
 
 
+# what stands for mcp-schema-normalize's one "lossy" flag: a loss anywhere (it says no more)
+MSN_LOSSY = [{"kind": "schema_replaced", "path": "", "lossy": True, "detail": "mcp-schema-normalize: lossy"}]
+
+
 def msn(schemas):
-    """Each schema through mcp-schema-normalize: [(schema, lossy)]."""
+    """Each schema through mcp-schema-normalize: [(schema, records)]."""
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
     p = subprocess.run([os.path.join(venv, "bin", "python"), os.path.join(ROOT, "tests", "support", "msn.py"), "normalize"],
                        input="".join(json.dumps(x) + "\n" for x in schemas), capture_output=True, text=True, check=True)
-    return [(o["schema"], o["lossy"]) for o in (json.loads(x) for x in p.stdout.split("\n") if x.strip())]
+    return [(o["schema"], MSN_LOSSY if o["lossy"] else []) for o in (json.loads(x) for x in p.stdout.split("\n") if x.strip())]
 
 
 def jsts_matrix(binary, groups, rewritten):
-    """rewritten: [(schema, lossy)] per group, from the tool under test (or the raw schema, not lossy)."""
+    """rewritten: [(schema, records)] per group, from the tool under test (or the raw schema, no record).
+    A group is silent when it accepts an invalid instance that no record explains (harness.excuse)."""
     items, lossy, counts = [], [], []
     for g, (s, l) in zip(groups, rewritten):
         lossy.append(l)
@@ -210,18 +216,19 @@ def jsts_matrix(binary, groups, rewritten):
         if not r["ok"]:
             m["crashed" if r["stage"] == "crash" else "rejected"] += 1
             continue
-        invalid_accepted = False
+        unexplained = []
         accepts, i = [], 0
         for n in c:  # a test is accepted when any of its spellings is
             accepts.append(any(r["accepts"][i:i + n]))
             i += n
         for t, a in zip(g["tests"], accepts):
             m[("valid" if t["valid"] else "invalid") + ("_accepted" if a else "_rejected")] += 1
-            invalid_accepted |= (not t["valid"]) and a
+            if not t["valid"] and a and excuse.excused(l, g["schema"], t["data"]) is None:
+                unexplained.append(json.dumps(t["data"])[:40])
             if t["valid"] and not a:
                 valid_refused.append((g["file"], g["description"], json.dumps(t["data"], separators=(",", ":"))))
-        if invalid_accepted and not l:
-            silent.append(f"{g['file']}: {g['description']}")
+        if unexplained:
+            silent.append(f"{g['file']}: {g['description']}: {'; '.join(unexplained[:2])}")
     m["silent_groups"] = len(silent)
     return m, silent, valid_refused
 
@@ -304,10 +311,10 @@ def deep_schema(levels):
 
 
 def rewrite_all(groups, extra):
-    """Each group's schema through toolfit: [(schema, lossy)], in parallel."""
+    """Each group's schema through toolfit: [(schema, records)], in parallel."""
     def one(g):
         s, rep = toolfit(g["schema"], schema_mode=True, extra=extra)
-        return s, any(r["lossy"] for r in rep["records"])
+        return s, rep["records"]
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
         return list(ex.map(one, groups))
 
@@ -318,6 +325,8 @@ def main():
         sys.exit("build first: cargo build --release")
     if "--quick" in sys.argv[1:]:  # make check: the current release, 2020-12 only
         VERSIONS, DRAFTS = [CURRENT], {"draft2020-12": DRAFTS["draft2020-12"]}
+    for name, ok in excuse.self_test():  # the excuse rules' own controls
+        check(f"excuse rule: {name}", ok)
     judges = {v: judge(v) for v in VERSIONS}
     schemas = corpus_schemas()
     print(f"corpus: {len(schemas)} rewritten schemas")
@@ -327,6 +336,8 @@ def main():
         check(f"llama.cpp via llama-cpp-python {v}: corpus converts and parses", not bad, f"{len(bad)} refused: {bad[:3]}" if bad else f"{len(schemas)} schemas")
 
     own = llama_cpp_test_schemas()
+    # llama.cpp's test file held 90-odd schemas in 2024-2026: fewer means the extraction broke
+    check("llama.cpp's own converter test schemas extracted", len(own) >= 60, f"{len(own)} schemas")
     rewritten = [toolfit(s, schema_mode=True)[0] for s in own]
     for v in VERSIONS:
         raw = run_judge(judges[v], [{"schema": s} for s in own])
@@ -341,19 +352,23 @@ def main():
           next((r["detail"] for r in rep["records"] if r["kind"] == "bounds_exceeded"), "no bounds_exceeded record"))
     for v in VERSIONS:
         raw = subprocess.run([judges[v]], input=('{"schema":' + deep + "}\n").encode(), capture_output=True)
+        crashed = raw.returncode < 0 or raw.returncode > 128
+        # the control: raw, the same schema crashes the converter (a stack overflow), so the cut matters
+        check(f"{v}: the 10,000-deep schema crashes llama.cpp raw", crashed, f"exit {raw.returncode}")
         ours = run_judge(judges[v], [{"schema": cut}])[0]
-        check(f"{v}: the 10,000-deep schema cut compiles (raw: {'crash' if raw.returncode < 0 or raw.returncode > 128 else 'exit ' + str(raw.returncode)})", ours["ok"], str(ours)[:160])
+        check(f"{v}: the 10,000-deep schema cut compiles", ours["ok"], str(ours)[:160])
 
     for draft in DRAFTS:
         groups = jsts_groups(draft)
         print(f"JSON-Schema-Test-Suite {draft}: {len(groups)} groups outside optional/")
         variants = {
-            "raw llama.cpp": [(g["schema"], False) for g in groups],
+            "raw llama.cpp": [(g["schema"], []) for g in groups],
             "toolfit": rewrite_all(groups, ()),
             "toolfit, open objects": rewrite_all(groups, ("--open-objects",)),
         }
         if draft == "draft2020-12":
             variants["mcp-schema-normalize"] = msn([g["schema"] for g in groups])
+        closed_schemas = {(g["file"], g["description"]): s for g, (s, _) in zip(groups, variants["toolfit"])}
         for v in VERSIONS:
             runs = {name: jsts_matrix(judges[v], groups, rw) for name, rw in variants.items()}
             for name, (m, _, _) in runs.items():
@@ -366,7 +381,9 @@ def main():
             check(f"{draft} {v}: no silent loss (both object settings)", not silent_c and not silent_o, "; ".join((silent_c + silent_o)[:10]))
             ok_refused = listed(v)
             unexpected_o = [r for r in refused_o if r not in ok_refused]
-            undeclared = [r for r in refused_c if r not in ok_refused and r not in refused_o]
+            # refused with objects closed only: excused where the instance has a key its schema does not declare
+            undeclared = [r for r in refused_c if r not in ok_refused and r not in refused_o
+                          and excuse.undeclared_key(closed_schemas[r[:2]], json.loads(r[2]))]
             unexpected_c = [r for r in refused_c if r not in ok_refused and r not in undeclared]
             n_listed = len([r for r in refused_c if r in ok_refused])
             check(f"{draft} {v}: valid instances refused only where listed", not unexpected_o and not unexpected_c,
