@@ -34,19 +34,29 @@ NON_200 = """          access_log:
             filter: {status_code_filter: {comparison: {op: GE, value: {default_value: 201, runtime_key: load_non_200}}}}
             typed_config:
               "@type": type.googleapis.com/envoy.extensions.access_loggers.file.v3.FileAccessLog
-              path: PATH
+              path: LOG_FILE
               log_format:
-                json_format: {code: "%RESPONSE_CODE%", flags: "%RESPONSE_FLAGS%", details: "%RESPONSE_CODE_DETAILS%",
-                              upstream_failure: "%UPSTREAM_TRANSPORT_FAILURE_REASON%", upstream_host: "%UPSTREAM_HOST%",
-                              path: "%REQ(:PATH)%", start: "%START_TIME%", duration_ms: "%DURATION%",
-                              bytes_received: "%BYTES_RECEIVED%", connection_termination: "%CONNECTION_TERMINATION_DETAILS%"}
+                json_format:
+                  code: "%RESPONSE_CODE%"
+                  flags: "%RESPONSE_FLAGS%"
+                  details: "%RESPONSE_CODE_DETAILS%"
+                  upstream_failure: "%UPSTREAM_TRANSPORT_FAILURE_REASON%"
+                  upstream_host: "%UPSTREAM_HOST%"
+                  path: "%REQ(:PATH)%"
+                  start: "%START_TIME%"
+                  duration_ms: "%DURATION%"
+                  bytes_received: "%BYTES_RECEIVED%"
+                  connection_termination: "%CONNECTION_TERMINATION_DETAILS%"
 """
+
+
+CONTROL = "/status/404"
 
 
 def with_non_200_log(path):
     """An Envoy config edit: the access log above beside the listener's own."""
     def edit(text):
-        block = NON_200.replace("PATH", path)
+        block = NON_200.replace("LOG_FILE", path)
         if "          access_log:\n" in text:  # envoy/envoy.yaml has one: add ours to its list
             return text.replace("          access_log:\n", block, 1)
         return text.replace("          stat_prefix: inference\n", "          stat_prefix: inference\n" + block, 1)
@@ -73,7 +83,12 @@ def main():
     _, rec = e2e.echo_upstream.serve(up, digest_only=True)
     e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, up)
     if not e.ready:
-        sys.exit(e.logs()[-2000:])
+        logs = e.logs()[-2000:]
+        e.stop()
+        sys.exit(logs)
+    # the log's control: a request the upstream answers 404 must appear in it
+    control = e.request("GET", CONTROL, None)[0]
+    del rec[:]  # the upstream's count starts with the load
     # the processes whose memory must stay flat: Envoy, and the processor beside it
     pids = {"Envoy": e.proc.pid, **({"toolfit-extproc": e.processor.proc.pid} if kind == "ext_proc" else {})}
     mixes = [  # (weight, route, format, body)
@@ -91,6 +106,7 @@ def main():
     statuses, lock, idx = {}, threading.Lock(), [0]
     sent = []
     rss_warm = {}
+    series = []  # (requests sent, {process: RSS in KiB}) every 2,000 requests
 
     def worker():
         conn = http.client.HTTPConnection("127.0.0.1", e.port, timeout=120)
@@ -100,6 +116,8 @@ def main():
                 idx[0] += 1
                 if i == 2000:
                     rss_warm.update({n: rss_kb(p) for n, p in pids.items()})
+                if i % 2000 == 0:
+                    series.append((i, {n: rss_kb(p) for n, p in pids.items()}))
             if i >= total:
                 break
             _, path, _, body = mixes[plan[i]]
@@ -140,17 +158,21 @@ def main():
     print(f"upstream bodies checked: {len(rec)}, not as expected: {mismatched}; toolfit internal errors: {errors}; cache hits: {hits}")
     flat = True
     for n in pids:
-        print(f"{n} RSS after 2,000 requests: {rss_warm.get(n, 0) / 1024:.1f} MiB, at the end: {rss_end[n] / 1024:.1f} MiB")
+        print(f"{n} RSS after 2,000 requests: {rss_warm.get(n, 0) / 1024:.1f} MiB, at the end: {rss_end[n] / 1024:.1f} MiB; "
+              "every 2,000: " + " ".join(f"{r[n] / 1024:.0f}" for _, r in series))
         flat = flat and rss_end[n] <= rss_warm.get(n, 0) * 1.25 + 16 * 1024
     # what Envoy, the processor and the upstream saw of each request not answered 200
     logged = [json.loads(l) for l in open(non_200)] if os.path.exists(non_200) else []
+    seen_control = [x for x in logged if x.get("path") == CONTROL]
+    logged = [x for x in logged if x not in seen_control]
+    print(f"the non-200 log's control (GET {CONTROL}, answered {control}): logged {len(seen_control)} time(s)")
     for entry in logged[:20]:
         print(f"not 200: {json.dumps(entry)}")
     if logged and kind == "ext_proc":
         said = [l for l in e.processor.messages().splitlines() if "[warning]" in l or "[error]" in l]
         print(f"processor warnings and errors ({len(said)}):" + "".join(f"\n  {l[:300]}" for l in said[:20]))
     print(f"upstream: {len(rec)} requests received for {total} sent; Envoy logged {len(logged)} not answered 200")
-    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and flat and not logged
+    ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and flat and not logged and len(seen_control) == 1
     print(f"load ({kind}): ok" if ok else f"load ({kind}): FAILED")
     sys.exit(0 if ok else 1)
 

@@ -41,6 +41,8 @@ class Recorder(BaseHTTPRequestHandler):
             type(self).records.append(rec)
         if self.command == "POST" and framing != "content-length" and type(self).strict_cl:
             return self.reply(411, {"error": "length required"})
+        if self.path.startswith("/status/") and self.path[8:].isdigit():  # a test's non-200 on demand
+            return self.reply(int(self.path[8:]), {"status": int(self.path[8:])})
         try:
             parsed = json.loads(body) if body else None
         except ValueError:

@@ -25,7 +25,8 @@ def venv_python():
 
 
 def tiers():
-    """name -> [(suite, command)], in the order they run. `make test` runs `test`; `make check` runs `check`."""
+    """name -> [(suite, command)], in the order they run. `make test` runs `test`; `make check` runs `check`.
+    The judges run in the project's venv: their reference validator (`jsonschema`) is pinned there."""
     py = venv_python()
     fast = [
         ("suite runner", [sys.executable, "scripts/suites.py", "--self-test"]),
@@ -33,10 +34,10 @@ def tiers():
     ]
     return {
         "test": fast + [
-            ("llama judges", ["python3", "tests/judges/llama_judges.py"]),
-            ("vllm judges", ["python3", "tests/judges/vllm_judges.py"]),
-            ("ollama judges", ["python3", "tests/judges/ollama_judges.py"]),
-            ("hosted judges", ["python3", "tests/judges/hosted_judges.py"]),
+            ("llama judges", [py, "tests/judges/llama_judges.py"]),
+            ("vllm judges", [py, "tests/judges/vllm_judges.py"]),
+            ("ollama judges", [py, "tests/judges/ollama_judges.py"]),
+            ("hosted judges", [py, "tests/judges/hosted_judges.py"]),
             ("e2e", ["python3", "tests/envoy/e2e.py"]),
             ("responses", ["python3", "tests/envoy/responses.py"]),
             ("clients", ["python3", "tests/envoy/clients.py"]),
@@ -49,8 +50,8 @@ def tiers():
             ("fuzz", ["scripts/fuzz.sh", "20"]),
         ],
         "check": fast + [
-            ("llama judges (2026-10)", ["python3", "tests/judges/llama_judges.py", "--quick"]),
-            ("hosted judges", ["python3", "tests/judges/hosted_judges.py"]),
+            ("llama judges (2026-10)", [py, "tests/judges/llama_judges.py", "--quick"]),
+            ("hosted judges", [py, "tests/judges/hosted_judges.py"]),
             ("e2e (wasm)", ["python3", "tests/envoy/e2e.py", "--delivery=wasm"]),
         ],
     }

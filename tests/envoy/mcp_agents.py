@@ -88,7 +88,8 @@ def refusal_probe(cmd, timeout=60):
         m = answer(3)
         res = m.get("result") or {}
         text = next((c.get("text", "") for c in res.get("content", []) if isinstance(c, dict)), "")
-        return tool, json.dumps(m.get("error")) + (text or "") if (m.get("error") or res.get("isError")) else ""
+        said = (json.dumps(m["error"]) if m.get("error") else "") + (text or "")
+        return tool, said if (m.get("error") or res.get("isError")) else ""
     finally:
         p.kill()
         p.wait()

@@ -217,30 +217,31 @@ def zero_fraction(instance):
     return False
 
 
-def number_data(schema):
-    """Whether `schema` has a const or enum number written with a zero fraction (-2.0): a grammar spells it
-    that one way, so the same number written otherwise (-2) cannot match."""
+def _data_holds(schema, test):
+    """Whether some const or enum of `schema` holds data that passes `test`."""
     found = []
     def see(x):
-        if isinstance(x, dict) and any(zero_fraction(x.get(k)) for k in ("const", "enum")):
+        if isinstance(x, dict) and any(test(x.get(k)) for k in ("const", "enum")):
             found.append(x)
         return x
     _subschemas(schema, see)
     return bool(found)
 
 
+def number_data(schema):
+    """Whether `schema` has a const or enum number written with a zero fraction (-2.0): a grammar spells it
+    that one way, so the same number written otherwise (-2) cannot match."""
+    return _data_holds(schema, zero_fraction)
+
+
+def _has_object(v):
+    return isinstance(v, dict) or (isinstance(v, list) and any(_has_object(x) for x in v))
+
+
 def object_data(schema, instance):
     """Whether `schema` has a const or enum holding an object and `instance` holds one: a grammar spells
     such a value with its members in the schema's order, so another order cannot be written."""
-    def has_object(v):
-        return isinstance(v, dict) or (isinstance(v, list) and any(has_object(x) for x in v))
-    found = []
-    def see(x):
-        if isinstance(x, dict) and any(has_object(x.get(k)) for k in ("const", "enum")):
-            found.append(x)
-        return x
-    _subschemas(schema, see)
-    return bool(found) and has_object(instance)
+    return _has_object(instance) and _data_holds(schema, _has_object)
 
 
 def self_test():
