@@ -184,7 +184,24 @@ async fn send_all(tx: &mpsc::Sender<Result<ProcessingResponse, Status>>, answers
     Ok(())
 }
 
+/// glibc gives threads that allocate at once arenas of their own (up to eight per core), and what the
+/// tokio workers free stays in theirs: under `make load` the processor's RSS crept from 44 to 78 MiB over
+/// 60,000 requests, rising and falling with no leak behind it. Two arenas held it at 18-30 MiB on the same
+/// load (2026-11-26). `MALLOC_ARENA_MAX` in the environment, where an operator set one, wins.
+fn cap_malloc_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt takes two integers and changes a malloc tunable; called once, before the
+        // runtime's threads exist
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::mallopt(libc::M_ARENA_MAX, 2);
+        }
+    }
+}
+
 fn main() {
+    cap_malloc_arenas();
     let _ = log::set_logger(&LOG).map(|()| log::set_max_level(log::LevelFilter::Info));
     let args = match parse_args() {
         Ok(a) => a,
