@@ -48,6 +48,7 @@ sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import e2e  # noqa: E402  (the Envoy harness: envoy/envoy.yaml with the built wasm)
 import tiny_model  # noqa: E402
 from harness import excuse  # noqa: E402
+from harness.verdict import close  # noqa: E402
 
 CACHE = os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit"))
 VERSIONS = {"0.3.36": "2026-10", "0.3.16": "2025-08"}

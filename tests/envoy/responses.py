@@ -302,7 +302,8 @@ def ollama_and_untouched(e):
 
 
 def patterns_and_formats(e):
-    """Calls that break a pattern or a format are counted invalid against the client's schema."""
+    """A call that breaks a pattern is counted invalid against the client's schema; one whose date is
+    malformed is not (`format` is an annotation in 2020-12: the validator never calls it a violation)."""
     schema = {"type": "object", "properties": {"key": {"type": "string", "pattern": "^[A-Z]+-\\d+$"}, "day": {"type": "string", "format": "date"}}}
     req = {"model": "qwen", "stream": False, "messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function", "function": {"name": "jira", "description": "d", "parameters": schema}}]}
     before = counter(stats(e), "tool_calls_invalid", "ollama", "ollama")
@@ -311,8 +312,8 @@ def patterns_and_formats(e):
         post(e, "/api/chat", req)
     p = stats(e)
     logs = e.logs()
-    check("a call that breaks a pattern and one that breaks a date format are counted invalid; the valid one is not",
-          counter(p, "tool_calls_invalid", "ollama", "ollama") - before == 2 and "does not match" in logs and "is not a valid date" in logs,
+    check("a call that breaks a pattern is counted invalid; a malformed date (format, an annotation) and the valid call are not",
+          counter(p, "tool_calls_invalid", "ollama", "ollama") - before == 1 and "does not match" in logs and "is not a valid date" not in logs,
           (counter(p, "tool_calls_invalid", "ollama", "ollama") - before, logs[-600:]))
 
 
@@ -432,10 +433,9 @@ def main():
                 run_parts(e, PARTS, label)
                 if kind == "wasm":
                     # the per-tool metric names join what e2e.py saved for the deploy/ tests' dashboard check
-                    f = os.path.join(ROOT, "target", "e2e-metric-names.txt")
-                    names = set(open(f).read().split()) if os.path.exists(f) else set()
+                    names = e2e.read_metric_names()[0] or set()
                     names |= set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
-                    open(f, "w").write("\n".join(sorted(names)) + "\n")
+                    e2e.write_metric_names(sorted(names))
             finally:
                 e.stop()
     finally:
