@@ -113,13 +113,13 @@ bench-engine:
 	python3 bench/bench_engine.py
 	python3 bench/bench_litellm.py
 
-# Response-path throughput: reading a stream for the validity counters and repairing it, beside
-# serde_json parsing every event (prints a table; no assertions).
 # The untouched request's scan natively and as wasm in Node's V8, with and without simd128 (seconds
 # once built; prints figures, no assertions).
 bench-scan:
 	python3 bench/bench_scan.py
 
+# Response-path throughput: reading a stream for the validity counters and repairing it, beside
+# serde_json parsing every event (prints a table; no assertions).
 bench-response:
 	cargo bench --bench response
 
@@ -134,14 +134,11 @@ load: build wasm
 
 # Mutation testing (cargo-mutants from crates.io, installed if missing) of the modules whose mistakes
 # users feel first: the response path's validator and repairs, patterns, name mapping, body decoding,
-# and the passes that rewrite the most. Not in make test (hours on 2 cores): MUTANTS_FILES narrows it.
-# Each mutant runs the crate's unit tests and its integration tests; results in mutants.out/
-# (caught.txt, missed.txt, unviable.txt). Survivors get a test, or a line in tests/README.md.
-MUTANTS_FILES ?= src/schema/validate.rs src/schema/pattern.rs src/filter/response/*.rs src/api/names.rs \
-	src/filter/encoding.rs src/schema/passes/unsupported.rs src/schema/passes/explicit_types.rs src/schema/passes/refs.rs
+# and the passes that rewrite the most. Not in make test (about 3 hours on 2 cores): MUTANTS_FILES
+# narrows it. One module at a time (scripts/mutants.sh); results in mutants.out/<module>/, and
+# `scripts/mutants.sh --table` tallies them. Survivors get a test, or a line in tests/README.md.
 mutants:
-	command -v cargo-mutants >/dev/null || cargo install --locked cargo-mutants
-	cargo mutants --package toolfit --no-shuffle --timeout 600 $(foreach f,$(MUTANTS_FILES),--file $(f)) -- --release
+	scripts/mutants.sh $(MUTANTS_FILES)
 
 # The fuzz targets for SECONDS each (make fuzz SECONDS=3600 for the long run).
 fuzz:

@@ -74,8 +74,10 @@ fn main() {
                         d.add(&key, report.to_json().to_string().as_bytes());
                         // the tool list as a request body, read as each format and as `auto`
                         let body = [b"{\"tools\":".as_slice(), &out, b"}"].concat();
-                        for f in ["openai-chat", "openai-responses", "anthropic", "gemini", "cohere", "ollama", "auto"] {
-                            let Some(format) = Format::by_name(f) else { continue };
+                        // every format and `auto`, from the code's one list
+                        let formats = toolfit::api::format::ALL.iter().map(|d| d.format).chain([Format::Auto]);
+                        for format in formats {
+                            let f = format.name();
                             let key = format!("body {to} as {f}");
                             for p in [&profile::LLAMA_CPP, &profile::OPENAI_STRICT, &profile::GEMINI] {
                                 match rewrite_body(&body, format, p, &p.default_options()) {

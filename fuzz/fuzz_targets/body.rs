@@ -15,7 +15,10 @@ use toolfit::api::raw;
 use toolfit::api::{rewrite_body, rewrite_body_cached, Format};
 use toolfit::schema::{profile, Options};
 
-const FORMATS: &[&str] = &["auto", "openai-chat", "openai-responses", "anthropic", "ollama", "llama-completion", "gemini", "cohere", "mcp-tools"];
+/// Every format and `auto`, from the code's one list.
+fn formats() -> impl Iterator<Item = Format> {
+    std::iter::once(Format::Auto).chain(toolfit::api::format::ALL.iter().map(|d| d.format))
+}
 
 static CACHE: Mutex<Option<SiteCache>> = Mutex::new(None);
 
@@ -45,8 +48,8 @@ fuzz_target!(|data: &[u8]| {
     }
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(|| SiteCache::new(8 << 20));
-    for f in FORMATS {
-        let Some(format) = Format::by_name(f) else { continue };
+    for format in formats() {
+        let f = format.name();
         for p in profile::ALL {
             let plain = rewrite_body(data, format, p, &Options::default());
             let cached = rewrite_body_cached(data, format, p, &Options::default(), Some(cache));

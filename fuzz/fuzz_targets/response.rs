@@ -12,7 +12,10 @@ use toolfit::filter::encoding::Coding;
 use toolfit::filter::config::OnInvalid;
 use toolfit::filter::response::{Events, Reply, Stream, Tally, Tool};
 
-const FORMATS: &[Format] = &[Format::OpenAiChat, Format::OpenAiResponses, Format::Anthropic, Format::Gemini, Format::Cohere, Format::Ollama];
+/// Every format whose responses carry calls, from the code's one list.
+fn formats() -> impl Iterator<Item = Format> {
+    toolfit::api::format::ALL.iter().filter(|d| !d.calls.is_empty()).map(|d| d.format)
+}
 
 fn reply(format: Format, repairs: bool) -> Reply {
     let schema = r##"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer"]},"o":{"$ref":"#"}},"required":["q"]}"##;
@@ -24,9 +27,9 @@ fn reply(format: Format, repairs: bool) -> Reply {
 fuzz_target!(|data: &[u8]| {
     let Some((&first, body)) = data.split_first() else { return };
     let cut = usize::from(first) * body.len() / 256;
-    for format in FORMATS {
+    for format in formats() {
         for repairs in [false, true] {
-            let r = reply(*format, repairs);
+            let r = reply(format, repairs);
             let mut t = Tally::default();
             if let Some(new) = r.repair_json(body, &mut t) {
                 assert!(repairs || t.names_restored == 0);

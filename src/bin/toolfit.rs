@@ -6,6 +6,16 @@ use std::process::ExitCode;
 use toolfit::api::{self, Format, Skip};
 use toolfit::schema::{self, Context, Kind, Profile, Report};
 
+/// Every profile's name, from the code's one list.
+fn profile_names() -> Vec<&'static str> {
+    schema::profile::ALL.iter().map(|p| p.name).collect()
+}
+
+/// Every body format's name, `auto` first, from the code's one list.
+fn format_names() -> Vec<&'static str> {
+    std::iter::once(Format::Auto.name()).chain(api::format::ALL.iter().map(|d| d.name)).collect()
+}
+
 fn cli() -> Command {
     Command::new("toolfit")
         .about("Rewrites tool and structured-output JSON Schemas into what a model server compiles")
@@ -14,11 +24,11 @@ fn cli() -> Command {
         .subcommand(
             Command::new("normalize")
                 .about("Rewrite a request body, an MCP tools/list result, or one schema (--schema)")
-                .arg(Arg::new("profile").long("profile").required(true).help("target profile (see `toolfit profiles`): llama-cpp, ollama, vllm, vllm-xgrammar, vllm-guidance, vllm-outlines, mcp"))
+                .arg(Arg::new("profile").long("profile").required(true).value_parser(profile_names()).help("target profile (`toolfit profiles` lists their passes)"))
                 .arg(Arg::new("schema").long("schema").action(ArgAction::SetTrue).help("INPUT is one bare JSON Schema (structured-output context)"))
                 .arg(Arg::new("strict").long("strict").action(ArgAction::SetTrue).help("refuse (exit 1) instead of making a lossy change"))
                 .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
-                .arg(Arg::new("format").long("format").default_value("auto").help("body format: auto, openai-chat, openai-responses, anthropic, ollama, llama-completion, gemini, cohere, mcp-tools"))
+                .arg(Arg::new("format").long("format").default_value("auto").value_parser(format_names()).help("body format (auto: recognised by its members)"))
                 .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
                 .arg(Arg::new("open-objects").long("open-objects").action(ArgAction::SetTrue).conflicts_with("closed-objects").help("allow undeclared properties where JSON Schema does (objects without additionalProperties); llama.cpp closes them, and so does toolfit by default"))
                 .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).hide(true).help("the default: leave objects without additionalProperties closed"))
@@ -146,11 +156,11 @@ fn main() -> ExitCode {
 fn normalize(a: &clap::ArgMatches) -> ExitCode {
     let pname = a.get_one::<String>("profile").map(String::as_str).unwrap_or("");
     let Some(profile) = Profile::by_name(pname) else {
-        return fail(2, &format!("unknown profile {pname:?} (known: llama-cpp, mcp)"));
+        return fail(2, &format!("unknown profile {pname:?} (known: {})", profile_names().join(", ")));
     };
     let fname = a.get_one::<String>("format").map(String::as_str).unwrap_or("auto");
     let Some(format) = Format::by_name(fname) else {
-        return fail(2, &format!("unknown format {fname:?}"));
+        return fail(2, &format!("unknown format {fname:?} (known: {})", format_names().join(", ")));
     };
     let mut opts = profile.default_options();
     opts.promote_to_description = !a.get_flag("no-promote");

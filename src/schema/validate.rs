@@ -81,10 +81,12 @@ fn dialect(root: &Value) -> Option<bool> {
     }
 }
 
-/// A count keyword's value: a non-negative integer, also spelled with a zero fraction (`2.0`).
+/// A count keyword's value: a non-negative integer, also spelled with a zero fraction (`2.0`); one past
+/// `u64` (`1e300`) is `u64::MAX` (no instance reaches either). Anything else is no count: not judged.
 fn count(o: &Map<String, Value>, key: &str) -> Option<u64> {
     let v = o.get(key)?;
-    v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1.8e19).map(|f| f as u64))
+    // (`as` saturates: a float past u64::MAX becomes u64::MAX)
+    v.as_u64().or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
 }
 
 /// ECMA-262's `\s`: white space and line terminators (Unicode's, not ASCII's, which is regex-lite's).
@@ -205,9 +207,9 @@ impl<'a> Run<'a> {
             return None;
         }
         let o = match s {
-            Value::Bool(true) => return None,
             Value::Bool(false) => return self.fail(ip, sp, "false", "no value is allowed here".into()),
             Value::Object(o) => o,
+            // `true`, and anything that is not a schema, allows every value
             _ => return None,
         };
         // what this validator does not judge leaves the answer unknown wherever it stands
@@ -422,7 +424,12 @@ impl<'a> Run<'a> {
                 if a.iter().skip(x + 1).any(|w| num_eq(v, w)) {
                     return self.fail(ip, sp, "uniqueItems", format!("{} appears twice", short(v)));
                 }
+                // pairs are n²: past the budget the rest are not compared (unknown)
                 self.steps += a.len();
+                if self.steps > STEPS {
+                    self.spent = true;
+                    return None;
+                }
             }
         }
         if let Some(c) = o.get("contains") {
@@ -715,5 +722,181 @@ mod tests {
         let mut i = json!({"a": null, "b": null, "c": null, "d": {"e": null}, "l": [{"k": null}, {"k": 1}]});
         assert_eq!(strip_injected_nulls(&s, &mut i), 3);
         assert_eq!(i, json!({"b": null, "c": null, "d": {}, "l": [{}, {"k": 1}]}));
+    }
+
+    /// `levels` wraps of `wrap` around `inner`, each wrap one level deeper.
+    fn nest(levels: usize, inner: Value, wrap: &dyn Fn(Value) -> Value) -> Value {
+        (0..levels).fold(inner, |s, _| wrap(s))
+    }
+
+    #[test]
+    fn depth_is_bounded_at_every_keyword_that_descends() {
+        // a violation DEPTH levels down is found; one level further the budget is spent (unknown, valid).
+        // Each keyword that descends counts one level: dropping its count lets the 129th level be judged.
+        type Wrap = fn(Value) -> Value;
+        let same: Wrap = |i| i;
+        let sites: [(&str, Wrap, Wrap, Value, Value); 12] = [
+            ("allOf", |s| json!({"allOf": [s]}), same, json!({"type": "integer"}), json!("x")),
+            ("anyOf", |s| json!({"anyOf": [s]}), same, json!({"type": "integer"}), json!("x")),
+            ("oneOf", |s| json!({"oneOf": [s]}), same, json!({"type": "integer"}), json!("x")),
+            ("not", |s| json!({"not": s}), same, json!({"type": "integer"}), json!("x")),
+            ("if", |s| json!({"if": s, "then": true, "else": false}), same, json!({"type": "integer"}), json!("x")),
+            ("then", |s| json!({"if": true, "then": s}), same, json!({"type": "integer"}), json!("x")),
+            ("properties", |s| json!({"properties": {"a": s}}), |i| json!({"a": i}), json!({"type": "integer"}), json!("x")),
+            ("patternProperties", |s| json!({"patternProperties": {"^a$": s}}), |i| json!({"a": i}), json!({"type": "integer"}), json!("x")),
+            ("additionalProperties", |s| json!({"additionalProperties": s}), |i| json!({"a": i}), json!({"type": "integer"}), json!("x")),
+            ("dependentSchemas", |s| json!({"dependentSchemas": {"a": s}}), same, json!({"maxProperties": 0}), json!({"a": 1})),
+            ("items", |s| json!({"items": s}), |i| json!([i]), json!({"type": "integer"}), json!("x")),
+            ("contains", |s| json!({"contains": s}), |i| json!([i]), json!({"type": "integer"}), json!("x")),
+        ];
+        for (name, wrap, place, inner, bad) in sites {
+            // (DEPTH is even: `not` DEPTH times over keeps the innermost answer, a violation)
+            let levels = |n: usize| (nest(n, inner.clone(), &wrap), nest(n, bad.clone(), &place));
+            let (s, i) = levels(DEPTH);
+            assert!(validate(&s, &i).is_err(), "{name}: a violation {DEPTH} levels down is found");
+            let (s, i) = levels(DEPTH + 1);
+            assert!(validate(&s, &i).is_ok(), "{name}: {} levels down is past the budget", DEPTH + 1);
+        }
+        // `not` an odd number of times over a string is a violation when judged: past the budget it is not
+        let nots = nest(DEPTH + 1, json!({"type": "string"}), &|s| json!({"not": s}));
+        assert!(validate(&nots, &json!("x")).is_ok());
+        assert!(validate(&nest(DEPTH - 1, json!({"type": "string"}), &|s| json!({"not": s})), &json!("x")).is_err());
+        // propertyNames descends into the name: one level, then allOf's
+        let names = |n: usize| json!({"propertyNames": nest(n, json!({"maxLength": 0}), &|s| json!({"allOf": [s]}))});
+        assert!(validate(&names(DEPTH - 1), &json!({"a": 1})).is_err());
+        assert!(validate(&names(DEPTH), &json!({"a": 1})).is_ok());
+    }
+
+    #[test]
+    fn steps_are_bounded_and_a_spent_budget_is_no_verdict() {
+        // one step a node: the root and 199,999 items are 200,000 steps, and the last item is judged
+        let s = json!({"type": "array", "items": {"type": "integer"}});
+        let items = |n: usize| Value::Array((0..n).map(|k| if k + 1 == n { json!("x") } else { json!(k) }).collect());
+        assert_eq!(err(s.clone(), items(STEPS - 1)).instance, format!("/{}", STEPS - 2));
+        assert!(validate(&s, &items(STEPS)).is_ok(), "past the budget: unknown");
+        // a searched text costs a step per 64 bytes: 100 KB is judged, 13 MB spends the budget
+        assert_eq!(err(json!({"pattern": "^a+$"}), json!(format!("{}b", "a".repeat(100_000)))).schema, "/pattern");
+        let texts = json!(["a".repeat(100_000), "a".repeat(100_000), "b"]);
+        assert_eq!(err(json!({"items": {"pattern": "^a+$"}}), texts).instance, "/2", "3,000 steps of searching: judged");
+        let long = json!(["a".repeat(64 * (STEPS + 1)), "b"]);
+        assert!(validate(&json!({"items": {"pattern": "a"}}), &long).is_ok(), "the first item spent the budget");
+        // uniqueItems compares pairs within the budget: 1,000 items are a million pairs
+        let mut many: Vec<Value> = (0..1000).map(|k| json!(k)).collect();
+        many.push(json!(999));
+        assert!(validate(&json!({"uniqueItems": true}), &Value::Array(many.clone())).is_ok());
+        many.truncate(100);
+        many.push(json!(99));
+        assert_eq!(err(json!({"uniqueItems": true}), Value::Array(many)).schema, "/uniqueItems");
+        // a violation found after the budget ran out elsewhere is no verdict either
+        let deep = nest(DEPTH + 1, json!({"type": "integer"}), &|s| json!({"allOf": [s]}));
+        assert!(validate(&json!({"properties": {"a": deep}, "minProperties": 2}), &json!({"a": "x"})).is_ok());
+    }
+
+    #[test]
+    fn patterns_are_bounded_in_length_and_number() {
+        // at most PATTERN_CHARS characters: a longer pattern is not compiled (unknown)
+        let long = |n: usize| json!({"pattern": format!("^{}$", "a".repeat(n - 2))});
+        assert_eq!(err(long(PATTERN_CHARS), json!("b")).schema, "/pattern");
+        assert!(validate(&long(PATTERN_CHARS + 1), &json!("b")).is_ok());
+        // a pattern whose program is a few KB compiles (the limit is REGEX_BYTES, not its name's digits)
+        assert_eq!(err(json!({"pattern": "^[a-z]{200}$"}), json!("a".repeat(199))).schema, "/pattern");
+        // at most PATTERNS distinct patterns a validation: the 65th is unknown
+        let many = |n: usize| {
+            let mut all: Vec<Value> = (0..n - 1).map(|k| json!({"pattern": format!("a|z{k}")})).collect();
+            all.push(json!({"pattern": "^b$"}));
+            json!({"allOf": all})
+        };
+        assert_eq!(err(many(PATTERNS), json!("a")).schema, format!("/allOf/{}/pattern", PATTERNS - 1));
+        assert!(validate(&many(PATTERNS + 1), &json!("a")).is_ok());
+    }
+
+    #[test]
+    fn ecma_spelling() {
+        let space = |neg: &str| format!("[{neg}{ECMA_SPACE}]");
+        assert_eq!(ecma("\\s"), Some(space("")));
+        assert_eq!(ecma("\\S"), Some(space("^")));
+        assert_eq!(ecma("[\\s]"), Some(space("")), "inside a class, the members alone");
+        assert_eq!(ecma("[a[]"), Some("[a\\[]".into()), "`[` in a class is a literal");
+        assert_eq!(ecma("[.]"), Some("[.]".into()), "`.` in a class is a dot");
+        assert_eq!(ecma("[a]\\s"), Some(format!("[a]{}", space(""))), "a class ends at `]`");
+        assert_eq!(ecma("a&b~"), Some("a&b~".into()), "`&` and `~` are escaped in classes only");
+        assert_eq!(ecma("[a&&b]"), Some("[a\\&\\&b]".into()));
+        assert_eq!(ecma("[a--b]"), None, "`--` in a class is a set operation in regex-lite");
+        assert_eq!(ecma("[a-b]"), Some("[a-b]".into()));
+        assert_eq!(ecma("[]a]"), None, "`]` first: an empty class in ECMA");
+        assert_eq!(ecma("[^]a]"), None);
+        assert_eq!(ecma("a\\"), Some("a\\".into()));
+    }
+
+    #[test]
+    fn what_is_not_judged() {
+        // counts that are no counts (a fraction, a negative) are not judged; one past u64 is u64::MAX
+        assert!(validate(&json!({"maxLength": 2.5}), &json!("abc")).is_ok());
+        assert!(validate(&json!({"maxLength": -1.0}), &json!("a")).is_ok());
+        assert_eq!(err(json!({"minLength": 1e300}), json!("a")).schema, "/minLength");
+        assert!(validate(&json!({"multipleOf": 0}), &json!(3)).is_ok(), "multipleOf 0 is no rule");
+        // an unresolvable ref is unknown, also under `not`
+        assert!(validate(&json!({"not": {"$ref": "#/nope"}}), &json!(1)).is_ok());
+        // unknown answers under contains count as hits, so too many is not concluded from them
+        assert!(validate(&json!({"contains": {"pattern": "\\p{L}"}, "maxContains": 0}), &json!(["a"])).is_ok());
+        assert_eq!(err(json!({"contains": {"type": "string"}, "maxContains": 0}), json!(["a"])).schema, "/contains");
+        // equal numbers are equal in objects too (1 and 1.0)
+        assert!(validate(&json!({"const": {"a": 1}}), &json!({"a": 1.0})).is_ok());
+        assert!(validate(&json!({"const": {"a": 1}}), &json!({"a": 2})).is_err());
+    }
+
+    #[test]
+    fn draft_4_exclusive_bounds_and_reasons() {
+        let min = json!({"minimum": 1, "exclusiveMinimum": true});
+        assert_eq!(err(min.clone(), json!(1)).schema, "/minimum");
+        assert!(validate(&min, &json!(2)).is_ok());
+        let max = json!({"maximum": 1, "exclusiveMaximum": true});
+        assert_eq!(err(max.clone(), json!(1)).schema, "/maximum");
+        assert!(validate(&max, &json!(0)).is_ok());
+        // the reasons a log line carries
+        assert_eq!(err(json!({"type": "integer"}), json!("x")).reason, "expected \"integer\", got string");
+        assert_eq!(err(json!({"type": "string"}), json!([])).reason, "expected \"string\", got array");
+        let v = err(json!({"pattern": "^b"}), json!("a".repeat(50)));
+        assert_eq!(v.reason, format!("\"{}... does not match \"^b\"", "a".repeat(39)));
+    }
+
+    /// Object schemas `levels` deep (through `$ref`s, `allOf` or `anyOf`) before the one declaring `k`.
+    fn declared_through(levels: usize, how: &str) -> Value {
+        let holder = json!({"type": "object", "properties": {"k": {"type": "string"}}});
+        match how {
+            "$ref" => {
+                let mut defs = Map::new();
+                defs.insert(format!("d{levels}"), holder);
+                for n in (0..levels).rev() {
+                    defs.insert(format!("d{n}"), json!({"$ref": format!("#/$defs/d{}", n + 1)}));
+                }
+                json!({"$ref": "#/$defs/d1", "$defs": defs})
+            }
+            key => nest(levels, holder, &|s| json!({key: [s]})),
+        }
+    }
+
+    #[test]
+    fn nulls_are_stripped_within_bounds() {
+        // the properties a schema states are looked for 16 levels deep, through refs and combinators
+        for how in ["$ref", "allOf", "anyOf"] {
+            let mut i = json!({"k": null});
+            assert_eq!(strip_injected_nulls(&declared_through(16, how), &mut i), 1, "{how}: 16 levels");
+            let mut i = json!({"k": null});
+            assert_eq!(strip_injected_nulls(&declared_through(17, how), &mut i), 0, "{how}: 17 levels");
+        }
+        // an instance DEPTH levels deep is stripped, one level deeper not (objects and arrays alike)
+        let tree = json!({"type": "object", "properties": {"k": {"type": "string"}, "c": {"$ref": "#"}}});
+        for (levels, removed) in [(DEPTH, 1), (DEPTH + 1, 0)] {
+            let mut i = nest(levels, json!({"k": null}), &|i| json!({"c": i}));
+            assert_eq!(strip_injected_nulls(&tree, &mut i), removed, "objects {levels} deep");
+            let list = nest(levels, json!({"properties": {"k": {"type": "string"}}}), &|s| json!({"items": s}));
+            let mut i = nest(levels, json!({"k": null}), &|i| json!([i]));
+            assert_eq!(strip_injected_nulls(&list, &mut i), removed, "arrays {levels} deep");
+        }
+        // at most STEPS nodes: the array and STEPS - 1 of its items
+        let s = json!({"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string"}}}});
+        let mut i = Value::Array((0..STEPS + 10).map(|_| json!({"k": null})).collect());
+        assert_eq!(strip_injected_nulls(&s, &mut i), STEPS - 1);
     }
 }

@@ -295,3 +295,50 @@ impl Reply {
 pub fn decode_limit(reply: &Reply) -> usize {
     reply.max_bytes.max(1 << 20)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_come_back_at_any_depth_and_are_counted() {
+        let keys = [("a_b".to_string(), "a.b".to_string())];
+        let mut v = json!({"a_b": 1, "x": [{"a_b": 2}, {"y": {"a_b": 3}}], "z": 0});
+        assert_eq!(restore_keys(&mut v, &keys), 3);
+        assert_eq!(v, json!({"a.b": 1, "x": [{"a.b": 2}, {"y": {"a.b": 3}}], "z": 0}));
+        let mut list = json!([{"a_b": 1}, {"a_b": 2}]);
+        assert_eq!(restore_keys(&mut list, &keys), 2, "the items of a top-level array");
+        let mut none = json!({"c": [1]});
+        assert_eq!(restore_keys(&mut none, &keys), 0);
+    }
+
+    #[test]
+    fn a_path_is_under_a_lossy_place_at_or_below_it() {
+        let lossy = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(under("/properties/a", &lossy(&[""])), "the root");
+        assert!(under("/properties/a", &lossy(&["/"])), "the root, spelled /");
+        assert!(under("/properties/a", &lossy(&["/x", "/properties/a"])));
+        assert!(under("/properties/a/items", &lossy(&["/properties/a"])));
+        assert!(!under("/properties/ab", &lossy(&["/properties/a"])), "a sibling with a longer name");
+        assert!(!under("/properties/a", &lossy(&["/properties/a/items"])));
+        assert!(!under("/properties/a", &lossy(&[])));
+    }
+
+    #[test]
+    fn a_chunk_may_decode_to_the_body_limit_and_at_least_a_mebibyte() {
+        let r = |max| Reply::with_tools(Format::OpenAiChat, Vec::new(), true, OnInvalid::Count, max);
+        assert_eq!(decode_limit(&r(1000)), 1 << 20);
+        assert_eq!(decode_limit(&r(8 << 20)), 8 << 20);
+    }
+
+    #[test]
+    fn rejections_take_the_format_error_shape() {
+        let call = Call { tool: "t".into(), violation: None, lossy: false };
+        let of = |f| serde_json::from_slice::<Value>(&Reply::with_tools(f, Vec::new(), true, OnInvalid::Reject, 1).rejection(&call)).ok();
+        let typed = of(Format::Anthropic).unwrap_or_default();
+        assert_eq!((typed["type"].as_str(), typed["error"]["type"].as_str()), (Some("error"), Some("toolfit_invalid_tool_call")));
+        let plain = of(Format::OpenAiChat).unwrap_or_default();
+        assert_eq!((plain.get("type"), plain["error"]["tool"].as_str()), (None, Some("t")));
+    }
+}

@@ -101,7 +101,7 @@ impl Stream {
 
     /// Bytes kept for later: held events and an incomplete one.
     pub fn kept(&self) -> usize {
-        self.held.len() + self.pending.len()
+        self.held_bytes()
     }
 
     /// Whether events are held (or an event is incomplete) that the body's end has not let out.
@@ -236,10 +236,8 @@ impl Stream {
         if self.whole_calls() || summary.is_some() {
             // whole calls in one event: repaired (and, but for a closing summary, counted) here
             let count = self.whole_calls();
-            let paths: &[CallPath] = match summary {
-                Some(p) if !count => p,
-                _ => self.reply.calls(),
-            };
+            // (a summary comes only in formats that stream calls in parts, never with whole calls)
+            let paths: &[CallPath] = summary.unwrap_or(self.reply.calls());
             if !count {
                 self.close(None);
             }
@@ -369,5 +367,22 @@ impl Stream {
                 out.extend_from_slice(api::splice(&h.text, edits).as_bytes());
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_ends_at_its_blank_line() {
+        let sse = |b: &[u8], from| event_end(b, from, Events::Sse);
+        assert_eq!(sse(b"data: a\ndata: b\n\nnext", 0), Some(17), "two lines, one event");
+        assert_eq!(sse(b"data: a\r\n\r\nnext", 0), Some(11), "CRLF");
+        assert_eq!(sse(b"data: a\r\ndata: b\r\n\r\n", 0), Some(20));
+        assert_eq!(sse(b"data: a\n", 0), None, "not complete");
+        assert_eq!(sse(b"data: a\r\n", 0), None);
+        assert_eq!(sse(b"data: a\n\n", 8), Some(9), "the blank line's first byte looked at before");
+        assert_eq!(event_end(b"{}\n{}", 0, Events::Lines), Some(3));
     }
 }

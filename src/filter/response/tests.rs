@@ -416,3 +416,206 @@ fn a_header_the_host_cannot_change_leaves_the_response_as_it_came() {
     assert!(sent.contains("gh.search"), "{sent}");
     assert_eq!(m.0.get(&metric_name("r", "p", "responses_unrepaired")), Some(&1));
 }
+
+#[test]
+fn reply_takes_nulls_keys_and_lossy_places_from_the_report() {
+    use crate::schema::{Kind, Record};
+    let lists = br#"{"tools":[{"type":"function","function":{"name":"t","parameters":{"type":"object"}}},{"type":"function","function":{"name":"u","parameters":{"type":"object"}}}]}"#;
+    let rec = |tool: &str, path: &str, kind: Kind, detail: &str| Record { tool: tool.into(), path: path.into(), kind, detail: detail.into() };
+    assert!(Kind::PatternRemoved.lossy() && Kind::OptionalNullable.lossy() && !Kind::PropertyMapped.lossy());
+    let mut report = Report::default();
+    report.push(rec("t", "/properties/a", Kind::OptionalNullable, "optional: required and nullable"));
+    report.push(rec("t", "/properties/b/pattern", Kind::PatternRemoved, "lookahead"));
+    report.push(rec("u", "/properties/c.d", Kind::PropertyMapped, r#"property "c.d" sent as "c_d""#));
+    let of = |report: &Report| {
+        let r = Reply::of(lists.to_vec(), Format::OpenAiChat, NameMap::default(), report, false, OnInvalid::Count, 100);
+        let tools = r.tools().to_vec();
+        (r, tools)
+    };
+    let (r, tools) = of(&report);
+    assert!(r.repairs() && r.wanted(), "nulls and keys to repair");
+    let (t, u) = (&tools[0], &tools[1]);
+    assert_eq!((t.nulls, u.nulls), (true, false), "only the tool a record names was made nullable");
+    assert_eq!((t.lossy.clone(), u.lossy.clone()), (vec!["/properties/a".to_string(), "/properties/b/pattern".to_string()], vec![]));
+    assert_eq!((t.keys.clone(), u.keys.clone()), (vec![], vec![("c_d".to_string(), "c.d".to_string())]));
+    // records past the cap may have named more tools: then every tool is taken as made nullable
+    let mut capped = report.clone();
+    capped.dropped_records = 1;
+    assert!(of(&capped).1.iter().all(|t| t.nulls));
+    // ... but only when the rewrite made any nullable at all
+    let mut none = Report::default();
+    none.push(rec("u", "/properties/c.d", Kind::PropertyMapped, r#"property "c.d" sent as "c_d""#));
+    none.dropped_records = 1;
+    assert!(of(&none).1.iter().all(|t| !t.nulls));
+    // nothing to repair and no validation: the response is not worth reading; validation alone is
+    let quiet = Reply::of(lists.to_vec(), Format::OpenAiChat, NameMap::default(), &Report::default(), false, OnInvalid::Count, 100);
+    assert!(!quiet.wanted());
+    let checking = Reply::of(lists.to_vec(), Format::OpenAiChat, NameMap::default(), &Report::default(), true, OnInvalid::Count, 100);
+    assert!(checking.wanted() && !checking.repairs());
+}
+
+#[test]
+fn fix_changes_arguments_only_when_it_changed_something() {
+    let mut tool = reply(Format::OpenAiChat, &[("s", "s")], true).tools()[0].clone();
+    tool.keys = vec![("a_b".into(), "a.b".into())];
+    let r = Reply::with_tools(Format::OpenAiChat, vec![tool], true, OnInvalid::Count, 1 << 20);
+    let mut t = Tally::default();
+    // spelled with spaces: a rewrite would respell it, so no repair must give no new text
+    let same = r.fix("s", r#"{ "q": "x" }"#, true, &mut t);
+    assert_eq!((same.name, same.args), (None, None));
+    let keys = r.fix("s", r#"{"q": "x", "a_b": 1}"#, true, &mut t);
+    assert_eq!(keys.args.as_deref(), Some(r#"{"q":"x","a.b":1}"#));
+    let nulls = r.fix("s", r#"{"q": "x", "n": null}"#, true, &mut t);
+    assert_eq!(nulls.args.as_deref(), Some(r#"{"q":"x"}"#));
+    assert_eq!((t.properties_restored, t.nulls_removed, t.calls.len()), (1, 1, 3));
+    // a call not counted (a stream's call seen again) adds no call, also for an undeclared tool
+    let mut quiet = Tally::default();
+    r.fix("s", "{}", false, &mut quiet);
+    r.fix("nope", "{}", false, &mut quiet);
+    assert!(quiet.calls.is_empty());
+    r.fix("nope", "{}", true, &mut quiet);
+    assert_eq!(quiet.calls.len(), 1);
+}
+
+#[test]
+fn begin_keeps_the_coding_of_a_stream() {
+    let mapped = reply(Format::OpenAiChat, &[("a_b", "a.b")], false);
+    assert_eq!(begin(&mapped, 200, false, Some("text/event-stream"), Some("gzip")), Begin::Stream(Events::Sse, Coding::Gzip));
+    assert_eq!(begin(&mapped, 200, false, Some("application/x-ndjson"), Some("deflate")), Begin::Stream(Events::Lines, Coding::Deflate));
+}
+
+#[test]
+fn a_stream_says_what_it_keeps_and_whether_it_holds() {
+    let body = chat_call_stream();
+    let first_event = body.find("\n\n").map_or(0, |i| i + 2);
+    let (event, partial) = (&body.as_bytes()[..first_event], &b"data: {\"choi"[..]);
+    // repairs to make: the call's first event is held whole, and an incomplete one kept
+    let mut s = Stream::new(reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true), Events::Sse, Coding::Identity);
+    assert!(!s.holding() && s.kept() == 0);
+    assert!(s.feed(event, false).is_empty(), "a call being repaired is held");
+    assert!(s.holding());
+    assert_eq!(s.kept(), event.len(), "its bytes, not a count of events");
+    s.feed(partial, false);
+    assert_eq!(s.kept(), event.len() + partial.len());
+    // nothing to repair: events go as they come; an incomplete one is kept but holds nothing back
+    let mut plain = Stream::new(reply(Format::OpenAiChat, &[("s", "s")], false), Events::Sse, Coding::Identity);
+    plain.feed(partial, false);
+    assert_eq!(plain.kept(), partial.len());
+    assert!(!plain.holding());
+    // a stream cut while holding counts its call as not repaired
+    let mut m = Counts::default();
+    let mut logs = crate::filter::log::LogLimiter::default();
+    let mut warn = |_: &str| {};
+    let mut sink = Sink { metrics: &mut m, logs: &mut logs, now_s: 0, lines_per_second: 10, warn: &mut warn };
+    let mut held_only = Stream::new(reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true), Events::Sse, Coding::Identity);
+    held_only.feed(event, false);
+    assert!(held_only.holding(), "a held event and nothing incomplete");
+    for stream in [s, held_only, plain] {
+        Flow::Stream(Box::new(stream)).done(&mut sink);
+    }
+    assert_eq!(m.0.get(&metric_name("r", "p", "responses_unrepaired")).copied(), Some(2), "{:?}", m.0);
+}
+
+/// `body`'s events up to (not including) the one containing `marker`, fed with the body not ended.
+fn fed_until(r: &Reply, body: &str, marker: &str) -> (String, String, Tally) {
+    let cut = body.find(marker).and_then(|m| body.get(..m)).and_then(|b| b.rfind("\n\n")).map_or(0, |i| i + 2);
+    let (head, tail) = body.split_at(cut);
+    let mut s = Stream::new(r.clone(), Events::Sse, Coding::Identity);
+    let out = String::from_utf8(s.feed(head.as_bytes(), false)).unwrap();
+    assert!(!tail.is_empty(), "{marker} not in the body");
+    (out, head.to_string(), std::mem::take(&mut s.tally))
+}
+
+#[test]
+fn a_call_is_released_when_it_closes_not_at_the_end() {
+    // chat: the finish_reason closes every call
+    let r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    let (out, head, t) = fed_until(&r, &chat_call_stream(), "[DONE]");
+    assert_eq!(out.matches("\n\n").count(), head.matches("\n\n").count(), "every event released at finish_reason: {out}");
+    assert!(out.contains("gh.search") && !out.contains(r#"\"n\":null"#) && out.ends_with("\"finish_reason\":\"tool_calls\"}]}\n\n"), "{out}");
+    assert_eq!(t.calls.len(), 1);
+    // anthropic: content_block_stop closes its block's call
+    let r = reply(Format::Anthropic, &[("gh_search", "gh.search")], false);
+    let body = concat!(
+        "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"gh_search\",\"input\":{}}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+    let (out, head, _) = fed_until(&r, body, "message_stop");
+    assert_eq!(out, head.replace("gh_search", "gh.search"));
+    // responses: a closing summary closes what is still open
+    let r = reply(Format::OpenAiResponses, &[("gh_search", "gh.search")], false);
+    let body = concat!(
+        "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"gh_search\",\"arguments\":\"\"}}\n\n",
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"function_call\",\"name\":\"gh_search\",\"arguments\":\"{}\"}]}}\n\n",
+        "data: [DONE]\n\n",
+    );
+    let (out, head, t) = fed_until(&r, body, "[DONE]");
+    assert_eq!(out, head.replace("gh_search", "gh.search"), "released at the summary");
+    assert_eq!(t.calls.len(), 1);
+}
+
+#[test]
+fn a_stream_ends_with_its_last_event_even_without_a_blank_line() {
+    let r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    let last = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"bye\"},\"finish_reason\":\"stop\"}]}";
+    let mut s = Stream::new(r, Events::Sse, Coding::Identity);
+    assert_eq!(String::from_utf8(s.feed(last.as_bytes(), true)).unwrap(), last);
+}
+
+#[test]
+fn a_held_call_of_exactly_the_limit_is_still_held_and_bytes_that_are_not_text_release_it() {
+    let body = chat_call_stream();
+    let first = body.find("\n\n").map_or(0, |i| i + 2);
+    let event = &body.as_bytes()[..first];
+    let mut r = reply(Format::OpenAiChat, &[("gh_search", "gh.search")], true);
+    r.max_bytes = event.len();
+    let mut s = Stream::new(r.clone(), Events::Sse, Coding::Identity);
+    assert!(s.feed(event, false).is_empty(), "held: exactly the limit");
+    r.max_bytes = event.len() - 1;
+    let mut over = Stream::new(r, Events::Sse, Coding::Identity);
+    assert_eq!(over.feed(event, false), event, "past the limit: on as it came");
+    // an event that is not UTF-8 while a call is held: everything goes on, counted as not repaired
+    let bad: &[u8] = b"data: \xff\n\n";
+    let out = s.feed(bad, false);
+    assert_eq!(out, [event, bad].concat());
+    assert_eq!(s.tally.unrepaired, 1);
+}
+
+#[test]
+fn a_close_completes_its_own_call_only() {
+    let r = reply(Format::OpenAiResponses, &[("gh_search", "gh.search"), ("s", "s")], false);
+    let added = |i: u32, name: &str| {
+        format!("event: response.output_item.added\ndata: {{\"type\":\"response.output_item.added\",\"output_index\":{i},\"item\":{{\"type\":\"function_call\",\"name\":\"{name}\",\"arguments\":\"\"}}}}\n\n")
+    };
+    let done = "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"gh_search\",\"arguments\":\"{}\"}}\n\n";
+    let mut s = Stream::new(r, Events::Sse, Coding::Identity);
+    s.feed(format!("{}{}{done}", added(0, "gh_search"), added(1, "s")).as_bytes(), false);
+    let tools: Vec<&str> = s.tally.calls.iter().map(|c| c.tool.as_str()).collect();
+    assert_eq!(tools, ["gh.search"], "output_index 0 closed, 1 still open");
+}
+
+#[test]
+fn a_tally_counts_only_what_happened_and_says_it_in_one_line() {
+    let bad = |tool: &str| Call {
+        tool: tool.into(),
+        violation: Some(crate::schema::validate::Violation { instance: "/q".into(), schema: "/type".into(), reason: "expected".into() }),
+        lossy: false,
+    };
+    // nothing happened: no counter is touched and nothing is said
+    let mut m = Counts::default();
+    assert!(Tally::default().count("r", "p", &mut m).is_none());
+    assert!(m.0.is_empty(), "{:?}", m.0);
+    let line = |calls: Vec<Call>, unrepaired: u64| {
+        let mut m = Counts::default();
+        Tally { calls, unrepaired, ..Tally::default() }.count("r", "p", &mut m).map(|l| l.text).unwrap_or_default()
+    };
+    let one = line(vec![bad("a")], 0);
+    assert!(one.contains(r#"tool "a" at /q"#) && !one.contains("more invalid"), "{one}");
+    assert!(line(vec![bad("a"), bad("b")], 0).ends_with(" (+1 more invalid calls)"));
+    assert!(line(vec![bad("a"), bad("b"), bad("c")], 0).ends_with(" (+2 more invalid calls)"));
+    let cut = line(Vec::new(), 1);
+    assert!(cut.starts_with("route=r profile=p response forwarded unrepaired"), "{cut}");
+    assert!(line(vec![bad("a")], 1).contains("expected response forwarded unrepaired"));
+    assert!(!line(vec![bad("a")], 0).contains("unrepaired"));
+}

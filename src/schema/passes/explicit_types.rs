@@ -100,3 +100,34 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         cx.record(path, Kind::TypesExplicit, "keywords that apply to one type each: one branch per type");
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, count};
+    use crate::schema::Target;
+    use serde_json::json;
+
+    #[test]
+    fn an_unconstrained_node_gets_every_type_and_says_so() {
+        let (v, r) = apply(run, json!({"description": "anything"}), &Target::LLAMA_CPP);
+        assert_eq!(v, json!({"description": "anything", "type": Types::ALL.to_json()}));
+        assert_eq!(count(&r, Kind::TypesExplicit), 1);
+        // the record says why: no type at all, not a split by keywords (what a log reader sees)
+        let details: Vec<&str> = r.records.iter().map(|x| x.detail.as_str()).collect();
+        assert_eq!(details, ["no type: every type allowed explicitly"]);
+    }
+
+    #[test]
+    fn a_split_keeps_what_is_not_a_type_keyword_on_the_node() {
+        // `not` and `$defs` are neither annotations nor keywords of one type: they stay beside the branches
+        let (v, r) = apply(run, json!({"minLength": 2, "not": {"const": "ab"}, "$defs": {"a": {"type": "string"}}, "title": "T"}), &Target::LLAMA_CPP);
+        assert_eq!(v["not"], json!({"const": "ab"}), "{v}");
+        assert_eq!(v["$defs"], json!({"a": {"type": "string"}}), "{v}");
+        assert_eq!(v["title"], json!("T"));
+        let branches = v["anyOf"].as_array().map(Vec::as_slice).unwrap_or_default();
+        assert_eq!(branches.first(), Some(&json!({"type": "string", "minLength": 2})), "{v}");
+        assert_eq!(branches.len(), 2, "{v}");
+        assert_eq!(count(&r, Kind::TypesExplicit), 1);
+    }
+}
