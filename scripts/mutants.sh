@@ -20,7 +20,8 @@ src/schema/passes/refs.rs"
 
 slug() { local s=${1#src/}; s=${s%.rs}; echo "${s//\//-}"; }
 
-count() { [ -f "$1" ] && grep -c . "$1" || echo 0; }
+# lines in a result file (0 when absent; grep -c prints 0 itself for an empty one)
+count() { if [ -f "$1" ]; then grep -c . "$1"; else echo 0; fi; }
 
 table() {
     local total_c=0 total_m=0 total_u=0 total_t=0 rows=0

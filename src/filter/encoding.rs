@@ -241,7 +241,7 @@ impl Decoder {
                     self.state.reset(if zlib { DataFormat::Zlib } else { DataFormat::Raw });
                     self.stage = Stage::Body;
                 }
-                Stage::Header if rest.is_empty() => return Ok(at),
+                // (no input yet: `gzip_header` answers "not complete")
                 Stage::Header => match gzip_header(rest)? {
                     Some(n) => {
                         at += n;
@@ -416,5 +416,77 @@ mod tests {
     fn crc32_is_ieee() {
         assert_eq!(crc32(0, b"123456789"), 0xcbf4_3926);
         assert_eq!(crc32(crc32(0, b"12345"), b"6789"), 0xcbf4_3926, "it continues across pieces");
+    }
+
+    #[test]
+    fn gzip_headers_with_every_flag_and_their_bounds() {
+        let body = b"{\"a\":1}";
+        let plain = gz(body);
+        // FHCRC: two bytes of header CRC after the header (not checked, skipped)
+        let mut hcrc = plain.clone();
+        if let Some(f) = hcrc.get_mut(3) {
+            *f |= 2;
+        }
+        hcrc.splice(10..10, [0xab, 0xcd]);
+        assert_eq!(decode_all(Coding::Gzip, &hcrc, 1 << 20).ok().as_deref(), Some(&body[..]));
+        // a name that never ends: waited for up to MAX_HEADER bytes, then corrupt
+        let mut named = plain.get(..10).unwrap_or_default().to_vec();
+        if let Some(f) = named.get_mut(3) {
+            *f |= 8;
+        }
+        named.extend(std::iter::repeat_n(b'n', MAX_HEADER - 10));
+        let mut d = Decoder::new(Coding::Gzip, 1 << 20).unwrap();
+        assert_eq!(d.feed(&named, false), Ok(Vec::new()), "exactly MAX_HEADER bytes: still waiting");
+        assert_eq!(d.feed(b"n", false), Err(DecodeError::Corrupt), "one past: corrupt");
+        // a second member's header cut short at the body's end
+        let mut cut = plain.clone();
+        cut.push(0x1f);
+        assert_eq!(decode_all(Coding::Gzip, &cut, 1 << 20), Err(DecodeError::Corrupt));
+    }
+
+    #[test]
+    fn deflate_is_told_from_zlib_by_both_rules_and_ends_where_it_ends() {
+        // raw deflate whose first byte looks like zlib's (CM = 8) but whose first two bytes are no
+        // multiple of 31: a stored block of one byte, then a final empty stored block
+        let raw = [0x08, 1, 0, 0xfe, 0xff, b'x', 0x01, 0, 0, 0xff, 0xff];
+        assert_ne!((u16::from(raw[0]) * 256 + u16::from(raw[1])) % 31, 0);
+        assert_eq!(decode_all(Coding::Deflate, &raw, 1 << 20).ok().as_deref(), Some(&b"x"[..]));
+        // bytes after the stream's last block are corrupt as soon as they come, not only at the end
+        let mut e = DeflateEncoder::new(Vec::new(), Compression::default());
+        e.write_all(b"abc").unwrap();
+        let mut trailing = e.finish().unwrap();
+        trailing.extend_from_slice(b"junk");
+        let mut d = Decoder::new(Coding::Deflate, 1 << 20).unwrap();
+        assert_eq!(d.feed(&trailing, false), Err(DecodeError::Corrupt));
+    }
+
+    #[test]
+    fn the_decoded_size_limit_is_inclusive() {
+        let body = vec![b'a'; 1000];
+        let z = gz(&body);
+        assert_eq!(decode_all(Coding::Gzip, &z, 1000).map(|v| v.len()), Ok(1000), "exactly the limit");
+        assert_eq!(decode_all(Coding::Gzip, &z, 999), Err(DecodeError::TooLarge));
+        assert_eq!(decode_all(Coding::Gzip, &z, 10), Err(DecodeError::TooLarge), "far past it");
+    }
+
+    #[test]
+    fn a_body_decodes_the_same_in_any_pieces_and_past_one_step() {
+        // a MiB of one byte: few input bytes fill many output steps (input not consumed while output is)
+        let body = vec![b'a'; 1 << 20];
+        let z = gz(&body);
+        assert_eq!(decode_all(Coding::Gzip, &z, 2 << 20).map(|v| v.len()), Ok(1 << 20));
+        // in pieces of 7 bytes: each piece decoded as far as it goes, nothing lost between them
+        let text: Vec<u8> = (0..20_000u32).flat_map(|i| format!("{i},").into_bytes()).collect();
+        let z = gz(&text);
+        let mut d = Decoder::new(Coding::Gzip, 1 << 20).unwrap();
+        let mut out = Vec::new();
+        let pieces: Vec<&[u8]> = z.chunks(7).collect();
+        for (n, piece) in pieces.iter().enumerate() {
+            out.extend(d.feed(piece, n + 1 == pieces.len()).unwrap());
+        }
+        assert_eq!(out, text);
+        // a body that is not compressed is held to the same limit
+        assert_eq!(decode_all(Coding::Identity, &text, text.len()).map(|v| v.len()), Ok(text.len()));
+        assert_eq!(decode_all(Coding::Identity, &text, text.len() - 1), Err(DecodeError::TooLarge));
     }
 }
