@@ -76,7 +76,7 @@ test-e2e: build wasm
 # ~/.cache/toolfit/server) with tiny generated models (Qwen 2.5 and Llama 3.1 templates), raw and behind
 # Envoy with toolfit; tool calls and structured output validated against the original schemas.
 # FULL=1: every catalog, every lossy tool plus a stratified sample (TOOLS=200 in all, SEEDS=1 call each),
-# 30 output schemas, and the README's table; ONLY=0.3.16 runs one release (about an hour each on 2 cores).
+# 30 output schemas, and docs/measured.md's table; ONLY=0.3.16 runs one release (about an hour each on 2 cores).
 test-llama-server: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/llama_server.py $(if $(FULL),--full) $(if $(SEEDS),--seeds $(SEEDS)) $(if $(TOOLS),--tools $(TOOLS)) $(if $(ONLY),--only $(ONLY))
 
@@ -98,7 +98,7 @@ test-deploy: build wasm
 dashboard: build
 	python3 scripts/dashboard.py
 
-# The transformation table in the README is generated from the engine's enum.
+# The transformation table in docs/stats.md is generated from the engine's enum.
 kinds: build
 	./target/release/toolfit kinds
 

@@ -1,6 +1,6 @@
 //! N cold rewrites (no cache) of each request body named on the command line, with the llama-cpp
 //! profile: a fixed amount of work for `valgrind --tool=callgrind`, whose instruction count does not
-//! move with the machine's load the way a timing does. The README's Performance section names the
+//! move with the machine's load the way a timing does. docs/performance.md names the
 //! catalogs and the figures:
 //!
 //! `N=3 valgrind --tool=callgrind target/release/examples/cold_rewrites BODY.json...`

@@ -31,7 +31,7 @@ panel("Skipped (forwarded unchanged)", [(f"sum(rate(toolfit_{s}{{{sel}}}[$__rate
       + [(f"sum(rate(toolfit_internal_errors{{{sel}}}[$__rate_interval]))", "internal errors")],
       desc="Bodies toolfit did not rewrite, by reason. Internal errors should stay at zero.")
 panel("Transformations by kind", [(f'sum by (__name__) (rate({{__name__=~"toolfit_({"|".join(kinds)})", {sel}}}[$__rate_interval]))', "{{__name__}}")],
-      unit="ops", w=24, desc="Every change the engine made, one series per transformation kind (README: Transformations).")
+      unit="ops", w=24, desc="Every change the engine made, one series per transformation kind (docs/stats.md).")
 panel("Lossy changes by route", [(f"sum by (route, profile) (rate(toolfit_lossy_total{{{sel}}}[$__rate_interval]))", "{{route}} / {{profile}}")],
       unit="ops", desc="Changes that alter which values a schema accepts; the proxy log names the tool and JSON path.")
 panel("Rewrite time", [(f"histogram_quantile({q}, sum by (le) (rate(toolfit_rewrite_us_bucket{{{sel}}}[$__rate_interval])))", f"p{int(q * 100)}") for q in (0.5, 0.9, 0.99)],

@@ -1,20 +1,149 @@
-//! The README's tables are generated from the enums: every line `toolfit kinds` and `toolfit stats`
-//! print must be in it, so a new or renamed counter cannot go undocumented.
+//! The README and `docs/` are held to the code: lists of counters, kinds, profiles, formats, default
+//! routes, configuration keys and make targets come from the code (or the Makefile), so a new or renamed
+//! one cannot go undocumented, and a page cannot name a file or link that is gone.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
 
+use std::path::Path;
 use std::process::Command;
 
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// The README and every page of `docs/` (path relative to the root, text).
+fn pages() -> Vec<(String, String)> {
+    let mut out = vec![("README.md".to_string(), read("README.md"))];
+    let mut docs: Vec<String> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    docs.sort();
+    for n in docs {
+        let rel = format!("docs/{n}");
+        let text = read(&rel);
+        out.push((rel, text));
+    }
+    assert!(out.len() > 10, "docs/ holds {} pages", out.len() - 1);
+    out
+}
+
+/// Lines outside fenced code blocks.
+fn prose(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    text.lines()
+        .filter(|l| {
+            let fence = l.trim_start().starts_with("```");
+            fenced ^= fence;
+            !fenced && !fence
+        })
+        .collect()
+}
+
 #[test]
-fn readme_tables_match_the_enums() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+fn stats_page_tables_match_the_enums() {
+    let stats = read("docs/stats.md");
     for cmd in ["kinds", "stats"] {
         let out = Command::new(env!("CARGO_BIN_EXE_toolfit")).arg(cmd).output().unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         assert!(text.lines().count() > 10);
         for line in text.lines() {
-            assert!(readme.contains(line), "README lacks (run `toolfit {cmd}`): {line}");
+            assert!(stats.contains(line), "docs/stats.md lacks (run `toolfit {cmd}`): {line}");
         }
     }
+}
+
+/// The README's profile table is `toolfit profiles`' list: one row per profile, with its `about`.
+#[test]
+fn readme_lists_every_profile_as_the_code_describes_it() {
+    let readme = read("README.md");
+    let rows: Vec<&str> = readme.lines().filter(|l| l.starts_with("| `")).collect();
+    for p in toolfit::schema::profile::ALL {
+        let row = format!("| `{}` | {} |", p.name, p.about);
+        assert!(rows.contains(&row.as_str()), "README's profile table lacks: {row}");
+        assert!(read("docs/profiles.md").contains(&format!("`{}`", p.name)), "docs/profiles.md never names {}", p.name);
+    }
+    // control: a profile the code does not have is not in the table
+    assert!(!rows.iter().any(|r| r.starts_with("| `bedrock` |")));
+}
+
+/// docs/configuration.md names every key the configuration reader accepts, every format by name with
+/// each of its default routes, and the profile a path always gets.
+#[test]
+fn configuration_page_matches_the_reader_and_the_formats() {
+    let page = read("docs/configuration.md");
+    for key in toolfit::filter::config::Config::KEYS {
+        assert!(page.contains(&format!("| `{key}` |")), "docs/configuration.md has no row for `{key}`");
+    }
+    let routes_row = page.lines().find(|l| l.starts_with("| `routes` |")).unwrap();
+    for key in toolfit::filter::config::Route::KEYS {
+        assert!(routes_row.contains(&format!("`{key}`")), "the `routes` row does not name `{key}`: {routes_row}");
+    }
+    let rows: Vec<&str> = page.lines().filter(|l| l.starts_with("| `")).collect();
+    for d in toolfit::api::format::ALL {
+        let row = rows.iter().find(|r| r.starts_with(&format!("| `{}` |", d.name)));
+        let row = row.unwrap_or_else(|| panic!("docs/configuration.md has no row for format {}", d.name));
+        for p in d.routes.paths.iter().chain(d.routes.prefixes) {
+            assert!(row.contains(&format!("`{p}`")), "format {}'s row lacks its route {p}: {row}", d.name);
+        }
+        for end in d.routes.prefix_ends.unwrap_or_default() {
+            assert!(row.contains(&format!("`{end}`")), "format {}'s row lacks {end}: {row}", d.name);
+        }
+        if let Some(p) = d.routes.profile {
+            assert!(row.contains(&format!("| `{}`", p.name)), "format {}'s row does not say its profile {}: {row}", d.name, p.name);
+        }
+    }
+}
+
+/// docs/testing.md has a row for every target the Makefile declares phony.
+#[test]
+fn testing_page_lists_every_make_target() {
+    let makefile = read("Makefile");
+    let phony = makefile.lines().find_map(|l| l.strip_prefix(".PHONY:")).unwrap();
+    let targets: Vec<&str> = phony.split_whitespace().collect();
+    assert!(targets.len() > 20, "{targets:?}");
+    let page = read("docs/testing.md");
+    for t in &targets {
+        assert!(makefile.lines().any(|l| l.starts_with(&format!("{t}:"))), "phony {t} has no rule");
+        assert!(page.contains(&format!("| `make {t}` |")), "docs/testing.md has no row for make {t}");
+    }
+}
+
+/// The README is an entry point: short, and every page of docs/ is reachable from it.
+#[test]
+fn readme_is_short_and_links_every_page() {
+    let readme = read("README.md");
+    let lines = readme.lines().count();
+    assert!(lines < 400, "README.md has {lines} lines; reference belongs in docs/");
+    for (rel, _) in pages().iter().skip(1) {
+        assert!(readme.contains(&format!("]({rel})")), "README.md does not link {rel}");
+    }
+}
+
+/// Every relative link of the README and docs/ points at a file or directory that exists.
+#[test]
+fn links_resolve() {
+    let mut checked = 0;
+    for (rel, text) in pages() {
+        let dir = root().join(&rel).parent().unwrap().to_path_buf();
+        for line in prose(&text) {
+            for (i, _) in line.match_indices("](") {
+                let target = line[i + 2..].split(')').next().unwrap_or_default();
+                let target = target.split('#').next().unwrap_or_default();
+                if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+                    continue;
+                }
+                assert!(dir.join(target).exists(), "{rel} links {target}, which does not exist");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 25, "only {checked} links found");
 }
 
 /// The CLI's lists of profiles and formats are the code's: every profile and format is offered, and a
@@ -35,14 +164,12 @@ fn cli_lists_every_profile_and_format() {
     assert!(profiles.iter().all(|p| err.contains(p)), "the refusal names every profile: {err}");
 }
 
-/// Every file the README names (`name.rs`, `dir/name.py`, ...) exists in the tree: a layout map that
-/// names a removed file fails here.
+/// Every file the README and docs/ name (`name.rs`, `dir/name.py`, ...) exists in the tree: a layout
+/// map that names a removed file fails here.
 #[test]
-fn readme_names_only_files_that_exist() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+fn pages_name_only_files_that_exist() {
     let mut names = std::collections::BTreeSet::new();
-    fn walk(dir: &std::path::Path, out: &mut std::collections::BTreeSet<String>) {
+    fn walk(dir: &Path, out: &mut std::collections::BTreeSet<String>) {
         for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
@@ -55,22 +182,23 @@ fn readme_names_only_files_that_exist() {
             }
         }
     }
-    walk(root, &mut names);
+    walk(root(), &mut names);
     let mut checked = 0;
-    // inline code, line by line, outside fenced blocks (a fence's backticks would shift the pairs)
-    let mut fenced = false;
-    let prose = readme.lines().filter(|l| {
-        fenced ^= l.trim_start().starts_with("```");
-        !fenced && !l.trim_start().starts_with("```")
-    });
-    for quoted in prose.flat_map(|l| l.split('`').skip(1).step_by(2)) {
-        let exts = [".rs", ".py", ".sh", ".yaml", ".md", ".toml"];
-        if quoted.contains(' ') || !exts.iter().any(|e| quoted.ends_with(e)) || quoted.starts_with("~") || quoted.contains('*') {
+    for (rel, text) in pages() {
+        // the notes on the backends quote other projects' files
+        if rel == "docs/backend-rules.md" {
             continue;
         }
-        let want = format!("/{}", quoted.trim_start_matches("./"));
-        assert!(names.iter().any(|n| n.ends_with(&want)), "README names {quoted}, which is not in the tree");
-        checked += 1;
+        // inline code, line by line, outside fenced blocks (a fence's backticks would shift the pairs)
+        for quoted in prose(&text).into_iter().flat_map(|l| l.split('`').skip(1).step_by(2)) {
+            let exts = [".rs", ".py", ".sh", ".yaml", ".md", ".toml", ".mjs"];
+            if quoted.contains(' ') || !exts.iter().any(|e| quoted.ends_with(e)) || quoted.starts_with('~') || quoted.contains('*') {
+                continue;
+            }
+            let want = format!("/{}", quoted.trim_start_matches("./"));
+            assert!(names.iter().any(|n| n.ends_with(&want)), "{rel} names {quoted}, which is not in the tree");
+            checked += 1;
+        }
     }
-    assert!(checked > 30, "only {checked} file names found in the README");
+    assert!(checked > 60, "only {checked} file names found in the pages");
 }

@@ -37,8 +37,7 @@ pub struct Route {
     pub path: Option<String>,
     /// Path prefix, when `path` is not given.
     pub prefix: Option<String>,
-    /// Body format: openai-chat, openai-responses, anthropic, ollama, llama-completion, gemini, cohere,
-    /// mcp-tools, auto.
+    /// Body format: one of [`crate::api::format::ALL`] by name, or `auto` (recognised by its members).
     pub format: Format,
     /// Profile for this route (default: the plugin's `profile`).
     pub profile: Option<&'static Profile>,
@@ -417,7 +416,8 @@ fn on_invalid(v: &Value, at: &str) -> Result<OnInvalid, String> {
 }
 
 impl Route {
-    const KEYS: &'static [&'static str] =
+    /// Every key a route may hold (docs/configuration.md names each).
+    pub const KEYS: &'static [&'static str] =
         &["path", "prefix", "format", "profile", "strict", "llama_cpp_since", "models", "promote_to_description", "open_objects", "on_invalid_tool_call"];
 
     fn read(v: &Value, at: &str) -> Result<Route, String> {
@@ -453,7 +453,8 @@ impl LimitsConfig {
 }
 
 impl Config {
-    const KEYS: &'static [&'static str] = &[
+    /// Every top-level key (docs/configuration.md names each).
+    pub const KEYS: &'static [&'static str] = &[
         "profile",
         "models",
         "routes",

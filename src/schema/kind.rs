@@ -1,12 +1,12 @@
 //! The one list of everything the engine can do to a schema.
 //!
-//! Each kind names its counter (the same name in the CLI report, in Envoy stats and in the README's table),
+//! Each kind names its counter (the same name in the CLI report, in Envoy stats and in docs/stats.md's table),
 //! says whether the change loses meaning (the schema accepts values it did not, or rejects values it
 //! accepted), and documents itself. Nothing else in the crate spells a counter name.
 
 macro_rules! kinds {
     ($( $(#[doc = $doc:literal])* $variant:ident = $name:literal, lossy = $lossy:literal; )*) => {
-        /// A transformation kind: one counter, one row of the README's table.
+        /// A transformation kind: one counter, one row of docs/stats.md's table.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Kind { $( $(#[doc = $doc])* $variant, )* }
 

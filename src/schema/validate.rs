@@ -3,7 +3,7 @@
 //! optionals, which `null`s did the rewrite make the model write?
 //!
 //! Why not a validator crate: the maintained ones (`jsonschema`) bring two regex engines, IDNA and
-//! HTTP resolution, several times this module's size budget (README, "Tool-call validity"). This
+//! HTTP resolution, several times this module's size budget (docs/response-path.md). This
 //! one checks what decides whether an MCP server takes a call: types, `enum`/`const`, objects
 //! (`properties`, `required`, `additionalProperties`, counts, `propertyNames`, `dependentRequired`),
 //! arrays (`items`, `prefixItems`, counts, `uniqueItems`, `contains`), string lengths, number

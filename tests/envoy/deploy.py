@@ -509,7 +509,7 @@ def main():
     check("walkthrough step 1: make wasm gives dist/toolfit.wasm under 1 MiB", "make wasm" in text and os.path.getsize(e2e.WASM) < 1 << 20)
     # The module's size budget: a ConfigMap holds 1 MiB and carries the module base64-encoded (4/3 of
     # it), so about 786 KB is the hard limit; the budget keeps growth in sight well before it (530 KB on
-    # 2026-11-26; the README's Performance table has the figure and what each part costs).
+    # 2026-11-26; docs/performance.md has the figure and what each part costs).
     size = os.path.getsize(e2e.WASM)
     check(f"dist/toolfit.wasm is {size:,} bytes, within its budget of {WASM_BUDGET:,}", size <= WASM_BUDGET)
     for cmd in re.findall(r"^\s*(kubectl -n llm create configmap .*)$", text, re.M):

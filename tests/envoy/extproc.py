@@ -82,7 +82,7 @@ def delivery(mode, rec, up_port):
             # Envoy fails open in this mode only until the first body piece went to the processor
             # (envoyproxy/envoy#41276): when the dead processor is noticed at the headers, the request
             # goes on unchanged; when only after, it fails whole. Which one is Envoy's timing; either
-            # way nothing half-sent or half-rewritten reaches the upstream. The README says to use
+            # way nothing half-sent or half-rewritten reaches the upstream. docs/extproc.md says to use
             # BUFFERED where fail-open matters.
             whole = status == 200 and len(rec) == n + 1 and last(rec).get("body") == body
             check(f"{mode}: processor down: the request goes on unchanged or fails whole (a 5xx, nothing upstream)",

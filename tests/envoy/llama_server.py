@@ -38,7 +38,7 @@ and `call`.
     $(scripts/venv.sh)/bin/python tests/envoy/llama_server.py [--full [--seeds N] [--tools N]] [--only 0.3.16]
 
 The slice (in `make test`) checks every behaviour on a few requests; --full runs every catalog and the
-several-hundred-tool sample and prints the README table. Prints a line per check, 'N passed, M failed'.
+several-hundred-tool sample and prints the table of docs/measured.md. Prints a line per check, 'N passed, M failed'.
 """
 import concurrent.futures, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
@@ -698,7 +698,7 @@ def deliveries_agree(version="0.3.36", template="qwen2.5"):
 
 
 def print_table(table):
-    """The README's table: per release and template, raw | toolfit."""
+    """docs/measured.md's table: per release and template, raw | toolfit."""
     print("\n| llama.cpp | template: requests | requests | failed (raw / toolfit) | server crashes | cut by max_tokens | refused by the server's parser | invalid per 1,000 calls |")
     print("|---|---|---|---|---|---|---|---|")
     for tag, what, n in table:

@@ -141,11 +141,77 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    use crate::schema::passes::testing::{apply, count};
+    use crate::schema::Target;
+
+    #[test]
+    fn always_true_values_are_dropped_quietly_and_the_rest_said() {
+        // (keyword, value, always true): each alone on its node, as a property's schema often is
+        let cases = [
+            ("uniqueItems", json!(false), true),
+            ("uniqueItems", json!(true), false),
+            ("minProperties", json!(0), true),
+            ("minProperties", json!(1), false),
+            // `minContains: 0` changes what `contains` means: never dropped quietly
+            ("minContains", json!(0), false),
+            ("minContains", json!(1), false),
+            ("unevaluatedProperties", json!(true), true),
+            ("unevaluatedItems", json!({}), true),
+            ("unevaluatedProperties", json!(false), false),
+            ("if", json!({}), true),
+            ("then", json!(true), true),
+            ("else", json!({"required": ["a"]}), false),
+            ("propertyNames", json!({}), true),
+            ("propertyNames", json!({"maxLength": 3}), false),
+            ("contentSchema", json!(true), true),
+        ];
+        for (k, value, quiet) in cases {
+            let (v, r) = apply(run, json!({ k: value.clone() }), &Target::LLAMA_CPP);
+            assert!(v.get(k).is_none(), "{k}: {value} stays: {v}");
+            let said = v.get("description").and_then(Value::as_str).unwrap_or_default();
+            if quiet {
+                assert_eq!((count(&r, Kind::KeywordNormalized), count(&r, Kind::KeywordRemoved)), (1, 0), "{k}: {value}");
+                assert_eq!(said, "", "{k}: {value}");
+            } else {
+                assert_eq!((count(&r, Kind::KeywordNormalized), count(&r, Kind::KeywordRemoved)), (0, 1), "{k}: {value}");
+                assert!(said.contains(k), "{k}: {value}: {said:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn additional_properties_goes_only_with_the_pattern_properties_it_stood_beside() {
+        let pp = json!({"^x-": {"type": "string"}});
+        // false would forbid the names the patterns allowed: removed with them
+        let (v, r) = apply(run, json!({"patternProperties": pp, "additionalProperties": false}), &Target::LLAMA_CPP);
+        assert!(v.get("patternProperties").is_none() && v.get("additionalProperties").is_none(), "{v}");
+        assert_eq!(count(&r, Kind::KeywordRemoved), 1);
+        // true forbids nothing: it stays
+        let (v, _) = apply(run, json!({"patternProperties": pp, "additionalProperties": true}), &Target::LLAMA_CPP);
+        assert_eq!(v.get("additionalProperties"), Some(&json!(true)), "{v}");
+        // another keyword removed beside it leaves it alone
+        let (v, _) = apply(run, json!({"minProperties": 2, "additionalProperties": false}), &Target::LLAMA_CPP);
+        assert_eq!(v.get("additionalProperties"), Some(&json!(false)), "{v}");
+    }
+
+    #[test]
+    fn pattern_properties_stay_where_the_target_enforces_them_and_they_are_disjoint() {
+        let disjoint = json!({"patternProperties": {"^a": {}, "^b": {}}, "additionalProperties": false});
+        let (v, r) = apply(run, disjoint.clone(), &Target::GUIDANCE);
+        assert_eq!(v, disjoint);
+        assert_eq!(count(&r, Kind::KeywordRemoved), 0);
+        let (v, r) = apply(run, json!({"patternProperties": {"^a": {}, "^ab": {}}}), &Target::GUIDANCE);
+        assert!(v.get("patternProperties").is_none(), "{v}");
+        assert_eq!(count(&r, Kind::KeywordRemoved), 1);
+    }
+
     #[test]
     fn pattern_properties_are_disjoint_only_when_their_anchored_literals_differ() {
         let d = |v: Value| provably_disjoint(v.as_object().unwrap_or(&serde_json::Map::new()));
         assert!(d(json!({"^a": {}, "^b": {}})));
         assert!(d(json!({"^x-": {}, "^y_": {}})));
+        // `_` and `-` belong to the literal: these differ after the common `a`
+        assert!(d(json!({"^a_b": {}, "^a-c": {}})));
         assert!(d(json!({"anything": {}})), "one pattern never overlaps itself");
         assert!(!d(json!({"a*": {}, "aaa*": {}})), "unanchored");
         assert!(!d(json!({"^ab": {}, "^a": {}})), "one literal starts the other");
