@@ -19,6 +19,17 @@ pub enum OnInvalid {
     Reject,
 }
 
+/// Whether toolfit acts on what it computes (`mode`), for rolling it out in stages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Rewrite requests, refuse in strict mode, repair responses.
+    #[default]
+    Enforce,
+    /// Compute the rewrite and count and log it exactly as `enforce` would, then forward the original
+    /// bytes (`requests_observed`); no strict 400, nothing to repair in responses, calls still checked.
+    Observe,
+}
+
 /// How the rewritten body is framed towards the upstream.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
@@ -43,6 +54,8 @@ pub struct Route {
     pub profile: Option<&'static Profile>,
     /// Strict mode for this route (default: the plugin's `strict`).
     pub strict: Option<bool>,
+    /// `enforce` or `observe` on this route (default: the plugin's `mode`).
+    pub mode: Option<Mode>,
     /// The oldest llama.cpp release behind this route (default: the plugin's `llama_cpp_since`).
     pub llama_cpp_since: Option<LlamaCpp>,
     /// Profiles by the request's `model` for this route (default: the plugin's `models`).
@@ -101,6 +114,7 @@ impl Route {
             format,
             profile: None,
             strict: None,
+            mode: None,
             llama_cpp_since: None,
             models: None,
             promote_to_description: None,
@@ -153,6 +167,8 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Refuse (400) a request whose rewrite would lose meaning, instead of forwarding the rewrite.
     pub strict: bool,
+    /// `enforce` (default), or `observe`: compute, count and log, forward the original bytes.
+    pub mode: Mode,
     pub framing: Framing,
     /// Write removed constraints into descriptions so the model still reads them (default: the
     /// profile's, which is on for every profile).
@@ -191,6 +207,7 @@ impl Default for Config {
             routes: default_routes(),
             max_body_bytes: 16 * 1024 * 1024,
             strict: false,
+            mode: Mode::Enforce,
             framing: Framing::Chunked,
             promote_to_description: None,
             open_objects: None,
@@ -411,14 +428,29 @@ fn one_of<T: Copy>(v: &Value, at: &str, names: &[(&str, T)]) -> Result<T, String
     }
 }
 
+fn mode(v: &Value, at: &str) -> Result<Mode, String> {
+    one_of(v, at, &[("enforce", Mode::Enforce), ("observe", Mode::Observe)])
+}
+
 fn on_invalid(v: &Value, at: &str) -> Result<OnInvalid, String> {
     one_of(v, at, &[("count", OnInvalid::Count), ("reject", OnInvalid::Reject)])
 }
 
 impl Route {
     /// Every key a route may hold (docs/configuration.md names each).
-    pub const KEYS: &'static [&'static str] =
-        &["path", "prefix", "format", "profile", "strict", "llama_cpp_since", "models", "promote_to_description", "open_objects", "on_invalid_tool_call"];
+    pub const KEYS: &'static [&'static str] = &[
+        "path",
+        "prefix",
+        "format",
+        "profile",
+        "strict",
+        "mode",
+        "llama_cpp_since",
+        "models",
+        "promote_to_description",
+        "open_objects",
+        "on_invalid_tool_call",
+    ];
 
     fn read(v: &Value, at: &str) -> Result<Route, String> {
         let m = members(v, at, Route::KEYS)?;
@@ -429,6 +461,7 @@ impl Route {
             format: opt(m, at, "format", format)?.map_or_else(|| fail(at, "missing field `format`"), Ok)?,
             profile: opt(m, at, "profile", profile)?,
             strict: opt(m, at, "strict", boolean)?,
+            mode: opt(m, at, "mode", mode)?,
             llama_cpp_since: opt(m, at, "llama_cpp_since", llama_cpp)?,
             models: opt(m, at, "models", models)?,
             promote_to_description: opt(m, at, "promote_to_description", boolean)?,
@@ -460,6 +493,7 @@ impl Config {
         "routes",
         "max_body_bytes",
         "strict",
+        "mode",
         "framing",
         "promote_to_description",
         "open_objects",
@@ -487,6 +521,7 @@ impl Config {
             routes: opt(m, "", "routes", routes)?.unwrap_or(d.routes),
             max_body_bytes: opt(m, "", "max_body_bytes", whole)?.unwrap_or(d.max_body_bytes),
             strict: opt(m, "", "strict", boolean)?.unwrap_or(d.strict),
+            mode: opt(m, "", "mode", mode)?.unwrap_or(d.mode),
             framing: opt(m, "", "framing", framing)?.unwrap_or(d.framing),
             promote_to_description: opt(m, "", "promote_to_description", boolean)?,
             open_objects: opt(m, "", "open_objects", boolean)?,

@@ -2,8 +2,7 @@
 //! buffering stops, and what happens to the body. The Wasm glue feeds it what Envoy says and carries
 //! out what it returns; tests drive it directly.
 
-use super::config::OnInvalid;
-use super::config::{Config, Framing, Models, Route};
+use super::config::{Config, Framing, Mode, Models, OnInvalid, Route};
 use super::encoding::{narrow_accept, Coding};
 use super::headers::is_json;
 use super::log::Line;
@@ -11,6 +10,7 @@ use super::response::Reply;
 use super::stats::{label, metric_name, Metrics, Stat};
 use super::Next;
 use crate::api::cache::SiteCache;
+use crate::api::names::NameMap;
 use crate::api::{self, Format, Skip};
 use crate::schema::{Kind, LlamaCpp, Profile, Report};
 use std::borrow::Cow;
@@ -42,6 +42,8 @@ pub struct Plan {
     pub format: Format,
     pub profile: &'static Profile,
     pub strict: bool,
+    /// `mode: observe`: count and log what enforce would do, forward the original bytes.
+    pub observe: bool,
     /// Route label for metrics and logs (the Envoy route name, made safe).
     pub route: String,
     /// The oldest llama.cpp release behind the route.
@@ -99,7 +101,10 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
         plan.count(m, Stat::SkippedEncoded, 1);
         return Start::PassThrough;
     }
-    plan.accept_encoding = narrow_accept(h.accept_encoding);
+    // observe changes no byte and no header: a reply in a coding toolfit does not read goes unchecked
+    if !plan.observe {
+        plan.accept_encoding = narrow_accept(h.accept_encoding);
+    }
     Start::Buffer(plan)
 }
 
@@ -115,6 +120,7 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
         format: route.format,
         profile,
         strict: meta.strict.or(route.strict).unwrap_or(cfg.strict),
+        observe: route.mode.unwrap_or(cfg.mode) == Mode::Observe,
         route: label(route_name.unwrap_or("none")),
         llama_cpp: route.llama_cpp_since.unwrap_or(cfg.llama_cpp_since),
         models: route.models.clone().unwrap_or_else(|| cfg.models.clone()),
@@ -157,6 +163,10 @@ pub fn hold_headers(cfg: &Config, plan: &Plan, host: &mut dyn RequestHost, m: &m
         if !host.set_header("accept-encoding", ae) {
             plan.count(m, Stat::InternalErrors, 1);
         }
+    }
+    if plan.observe {
+        // the body goes upstream as it came: its headers too, at once
+        return Some(Next::Continue);
     }
     match cfg.framing {
         Framing::Chunked => {
@@ -269,21 +279,35 @@ pub fn finish<'b>(
         plan.count(m, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
         m.add(&plan.metric(kind.name()), *n);
     }
+    // observe: every counter and line below as enforce would have them, then the original bytes
+    plan.count(m, Stat::RequestsObserved, u64::from(plan.observe));
+    let observed = |mut line: Line| {
+        if plan.observe {
+            line.text.push_str(" (observe: forwarded as it came)");
+        }
+        line
+    };
     if plan.strict {
         if let Some((tool, path, why)) = refusal(&o.report, &o.unparsed) {
             plan.count(m, Stat::RejectedStrict, 1);
-            let body = strict_error(&tool, &path, &why);
             let text = format!("route={} profile={} strict: refused tool {tool:?} at {path:?}: {why}", plan.route, plan.profile.name);
-            return (Verdict::Reject(400, body), Some(Line { warn: true, text }), None);
+            let line = observed(Line { warn: true, text });
+            if plan.observe {
+                return (Verdict::Forward, Some(line), reply(cfg, plan, owned, &o));
+            }
+            return (Verdict::Reject(400, strict_error(&tool, &path, &why)), Some(line), None);
         }
     }
     plan.count(m, Stat::BytesIn, body.len() as u64);
-    let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed);
+    let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed).map(observed);
     let reply = reply(cfg, plan, owned, &o);
     match o.body {
         Some(new) => {
             plan.count(m, Stat::RequestsRewritten, 1);
             plan.count(m, Stat::BytesOut, new.len() as u64);
+            if plan.observe {
+                return (Verdict::Forward, line, reply);
+            }
             (Verdict::Replace(new), line, reply)
         }
         None => {
@@ -300,7 +324,13 @@ fn reply(cfg: &Config, plan: &Plan, body: Cow<'_, [u8]>, o: &api::BodyOutcome) -
     if o.tools == 0 {
         return None;
     }
-    let mut r = Reply::of(o.tool_lists_of(body), plan.format, o.names.clone(), &o.report, cfg.validate_tool_calls, plan.on_invalid, cfg.max_body_bytes);
+    // observe: the upstream got the client's own tools, so there is nothing to give back and no
+    // rewrite to blame; calls are still checked, and counted, never refused
+    let mut r = if plan.observe {
+        Reply::of(o.tool_lists_of(body), plan.format, NameMap::default(), &Report::default(), cfg.validate_tool_calls, OnInvalid::Count, cfg.max_body_bytes)
+    } else {
+        Reply::of(o.tool_lists_of(body), plan.format, o.names.clone(), &o.report, cfg.validate_tool_calls, plan.on_invalid, cfg.max_body_bytes)
+    };
     r.route = plan.route.clone();
     r.profile = plan.profile.name;
     r.wanted().then_some(r)
@@ -561,6 +591,87 @@ mod tests {
         let e = Config::parse(br#"{"routes": [{"path": "/x", "format": "openai-chat", "on_invalid_tool_call": "reject"}]}"#).unwrap_err();
         assert!(e.contains("framing: exact"), "{e}");
         assert!(Config::parse(br#"{"on_invalid_tool_call": "drop"}"#).is_err());
+    }
+
+    /// observe: the counters and lines enforce would give, plus `requests_observed`; the original bytes
+    /// upstream, the client's headers untouched, no 400, no repair in the reply.
+    #[test]
+    fn observe_counts_what_enforce_would_do_and_forwards_the_original() {
+        let run = |extra: &str, body: &[u8]| {
+            let cfg = Config::parse(format!(r#"{{"profile": "openai-strict"{extra}}}"#).as_bytes()).unwrap();
+            let mut m = Counts::default();
+            let h = Headers { accept_encoding: Some("gzip, br"), ..post("/v1/chat/completions") };
+            let Start::Buffer(p) = start(&cfg, &h, Some("chat"), &RouteMeta::default(), &mut m, &mut |_| {}) else { panic!("not buffered") };
+            let (v, line, reply) = finish(&cfg, &p, body, &mut m, &mut || 0, None);
+            (p.accept_encoding, v, line.map(|l| (l.warn, l.text)), reply, m)
+        };
+        let mapped = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string","pattern":"^(?!x)"},"n":{"type":"integer"}},"required":["q"]}}}]}"#;
+        let (enc_e, v_e, line_e, reply_e, m_e) = run("", mapped);
+        let (enc_o, v_o, line_o, reply_o, m_o) = run(r#", "mode": "observe""#, mapped);
+        assert!(matches!(v_e, Verdict::Replace(_)), "{v_e:?}");
+        assert_eq!(v_o, Verdict::Forward);
+        assert_eq!((enc_e.as_deref(), enc_o), (Some("gzip"), None), "observe leaves Accept-Encoding alone");
+        let (we, te) = line_e.unwrap();
+        let (wo, to) = line_o.unwrap();
+        assert_eq!((we, format!("{te} (observe: forwarded as it came)")), (wo, to));
+        // every counter enforce moved, moved the same; observe adds requests_observed alone
+        let mut only_o: Vec<_> = m_o.0.iter().filter(|(k, n)| m_e.0.get(*k) != Some(n)).map(|(k, _)| k.clone()).collect();
+        only_o.sort();
+        assert_eq!(only_o, [metric_name("chat", "openai-strict", "requests_observed")]);
+        assert!(m_e.0.keys().all(|k| m_o.0.contains_key(k)));
+        assert_eq!(m_o.get("chat", "openai-strict", "name_mapped"), 1);
+        assert_eq!(m_e.get("chat", "openai-strict", "requests_observed"), 0);
+        // the reply checks calls against the client's tools, under their own names, and repairs nothing
+        let (re, ro) = (reply_e.unwrap(), reply_o.unwrap());
+        assert!(re.repairs() && !ro.repairs());
+        assert_eq!((ro.tools()[0].sent.as_str(), ro.tools()[0].nulls), ("gh.search", false));
+        // strict: enforce answers 400, observe counts the refusal and forwards
+        let (_, v_e, _, _, m_e) = run(r#", "strict": true, "profile": "llama-cpp""#, mapped);
+        let (_, v_o, line_o, _, m_o) = run(r#", "strict": true, "profile": "llama-cpp", "mode": "observe""#, mapped);
+        assert!(matches!(v_e, Verdict::Reject(400, _)), "{v_e:?}");
+        assert_eq!(v_o, Verdict::Forward);
+        assert!(line_o.is_some_and(|(warn, t)| warn && t.contains("strict: refused") && t.ends_with("(observe: forwarded as it came)")));
+        assert_eq!((m_e.get("chat", "llama-cpp", "rejected_strict"), m_o.get("chat", "llama-cpp", "rejected_strict")), (1, 1));
+        // its headers go on untouched, at once, in either framing
+        #[derive(Default)]
+        struct Calls(Vec<String>);
+        impl RequestHost for Calls {
+            fn set_header(&mut self, name: &str, value: &str) -> bool {
+                self.0.push(format!("set {name}: {value}"));
+                true
+            }
+            fn remove_header(&mut self, name: &str) -> bool {
+                self.0.push(format!("remove {name}"));
+                true
+            }
+            fn set_body(&mut self, _: usize, _: &[u8]) -> bool {
+                true
+            }
+            fn reject(&mut self, _: u16, _: &[u8]) -> bool {
+                true
+            }
+        }
+        for (extra, want) in [("", Some(Next::Continue)), (r#", "framing": "exact""#, Some(Next::Pause))] {
+            for observe in [false, true] {
+                let mode = if observe { r#", "mode": "observe""# } else { "" };
+                let cfg = Config::parse(format!(r#"{{"profile": "llama-cpp"{extra}{mode}}}"#).as_bytes()).unwrap();
+                let h = Headers { accept_encoding: Some("br"), ..post("/v1/chat/completions") };
+                let p = planned(&cfg, &h, &RouteMeta::default(), &mut Counts::default()).unwrap();
+                let mut calls = Calls::default();
+                let next = hold_headers(&cfg, &p, &mut calls, &mut Counts::default());
+                if observe {
+                    assert_eq!((next, calls.0.len()), (Some(Next::Continue), 0), "{extra}: {:?}", calls.0);
+                } else {
+                    assert_eq!(next, want, "{extra}");
+                    assert!(calls.0.contains(&"set accept-encoding: identity".to_string()), "{:?}", calls.0);
+                }
+            }
+        }
+        // a route may observe while the plugin enforces
+        let cfg = Config::parse(br#"{"routes": [{"path": "/v1/chat/completions", "format": "openai-chat", "mode": "observe"}]}"#).unwrap();
+        let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut Counts::default()).unwrap();
+        assert!(p.observe);
+        assert!(Config::parse(br#"{"mode": "audit"}"#).unwrap_err().contains("mode"));
     }
 
     #[test]

@@ -31,6 +31,9 @@ stats! {
     RequestsRewritten = "requests_rewritten";
     /// Requests whose schemas needed no change: forwarded byte for byte, no body rewrite.
     RequestsUnchanged = "requests_unchanged";
+    /// Requests on a route in `mode: observe` whose body toolfit read: every counter above and below
+    /// says what `enforce` would have done, but the original bytes went upstream.
+    RequestsObserved = "requests_observed";
     /// Bodies larger than `max_body_bytes`: forwarded unchanged.
     SkippedTooLarge = "skipped_too_large";
     /// Bodies that are not JSON (or not UTF-8): forwarded unchanged.

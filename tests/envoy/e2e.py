@@ -228,6 +228,7 @@ def main():
                 e.stop()
         model_map(kind)
         strict_upstream(kind)
+        observe_mode(kind)
     LABEL = ""
     # the deploy/ dashboards and alerts read these names: the processor must export every one
     ours = lambda kind: {n for n in names.get(kind, ()) if n.startswith("toolfit_") and not n.startswith("toolfit_extproc_")}
@@ -455,6 +456,64 @@ def model_map(kind="wasm"):
         check("Cohere /v2/chat: the cohere profile, the tool's strict member removed", got == cli(body, "cohere", profile="cohere") and b'"strict"' not in got, got[:200])
     finally:
         e.stop()
+
+
+def series(prom):
+    """toolfit's series in a Prometheus text: {"name{labels}": value}, less what differs between two runs
+    of the same traffic by nature (timings, memory) and the processor's own."""
+    out = {}
+    for line in prom.splitlines():
+        m = re.match(r"^(toolfit_[a-z_]+)(\{[^}]*\})? (\S+)$", line)
+        if not m or m.group(1).startswith(("toolfit_rewrite_us", "toolfit_vm_memory", "toolfit_extproc_")):
+            continue
+        out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+def observe_mode(kind="wasm"):
+    """`mode: observe`: the same traffic through an enforcing and an observing toolfit (chunked framing,
+    the model map, a strict route). Observing, the upstream gets every request as the client sent it,
+    body and headers, and no 400; every counter moves as enforcing, plus `requests_observed`."""
+    import delivery
+    mapped = json.dumps({"model": "gpt-4o", "messages": MESSAGES, "tools": [tool("gh.search", {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]})]}).encode()
+    lossy = chat_body({"type": "object", "properties": {"k": {"type": "string", "pattern": "^(?!x)"}}})
+    traffic = [("needs a fix", chat_body(NEEDS_FIX), {}), ("untouched", chat_body(FINE), {}),
+               ("lossy, on the strict route", lossy, {"x-test-route": "strict"}), ("a name OpenAI refuses, openai-strict by model", mapped, {})]
+    got = {}
+    for mode in ("enforce", "observe"):
+        port = free_port()
+        _, rec = echo_upstream.serve(port)
+        e = delivery.start(kind, {"profile": "llama-cpp", "mode": mode, "models": {"gpt-*": "openai-strict"}}, port)
+        try:
+            check(f"observe: envoy starts ({mode})", e.ready, e.logs()[-1500:])
+            if not e.ready:
+                return
+            seen = []
+            for what, body, h in traffic:
+                n = len(rec)
+                status, _, _ = e.request("POST", "/v1/chat/completions", body, {"accept-encoding": "gzip, br", **h})
+                r = last(rec) if len(rec) > n else {}
+                seen.append((what, status, r.get("body"), r.get("headers", {})))
+            got[mode] = (seen, series(e.prom()), e.logs())
+        finally:
+            e.stop()
+    (enforced, ours_e, _), (observed, ours_o, logs_o) = got.get("enforce", ([], {}, "")), got.get("observe", ([], {}, ""))
+    for (what, st_e, body_e, _), (_, st_o, body_o, h_o), (_, sent, _) in zip(enforced, observed, traffic):
+        check(f"observe: {what}: the upstream gets the request as sent (enforce: {st_e}, {'not sent' if body_e is None else 'changed' if body_e != sent else 'as sent'})",
+              st_o == 200 and body_o == sent and h_o.get("content-length") == str(len(sent)) and h_o.get("accept-encoding") == "gzip, br",
+              f"{st_o} {h_o.get('content-length')} {h_o.get('accept-encoding')}")
+    # the control: enforcing changed these requests, so the two runs' traffic differed upstream
+    check("observe: enforce rewrote, mapped a name and refused on the strict route (the control)",
+          [st for _, st, _, _ in enforced] == [200, 200, 400, 200] and enforced[0][2] != traffic[0][1] and enforced[3][2] != traffic[3][1])
+    obs = {k: v for k, v in ours_o.items() if k.startswith("toolfit_requests_observed")}
+    rest = {k: v for k, v in ours_o.items() if k not in obs}
+    enforced_rest = {k: v for k, v in ours_e.items() if not k.startswith("toolfit_requests_observed")}
+    differ = sorted(k for k in set(rest) | set(enforced_rest) if rest.get(k) != enforced_rest.get(k))
+    moved = [k for k, v in enforced_rest.items() if v and ("rejected_strict" in k or "name_mapped" in k or "requests_rewritten" in k)]
+    check("observe: every counter as enforce moved it (rewritten, rejected_strict, name_mapped among them)", not differ and len(moved) >= 3, f"differ: {differ[:6]} moved: {moved}")
+    check("observe: requests_observed counts every request read", sum(obs.values()) == len(traffic)
+          and not any(v for k, v in ours_e.items() if k.startswith("toolfit_requests_observed")), str(obs))
+    check("observe: log lines say the request went on as it came", "(observe: forwarded as it came)" in logs_o, logs_o[-600:])
 
 
 def chunked_mode():
