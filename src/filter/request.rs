@@ -10,6 +10,7 @@ use super::response::Reply;
 use super::stats::{label, metric_name, Metrics, Stat};
 use super::Next;
 use crate::api::cache::SiteCache;
+use crate::api::format::ErrorShape;
 use crate::api::names::NameMap;
 use crate::api::{self, Format, Skip};
 use crate::schema::{Kind, LlamaCpp, Profile, Report};
@@ -295,7 +296,7 @@ pub fn finish<'b>(
             if plan.observe {
                 return (Verdict::Forward, Some(line), reply(cfg, plan, owned, &o));
             }
-            return (Verdict::Reject(400, strict_error(&tool, &path, &why)), Some(line), None);
+            return (Verdict::Reject(400, strict_error(plan.format, &tool, &path, &why)), Some(line), None);
         }
     }
     plan.count(m, Stat::BytesIn, body.len() as u64);
@@ -343,16 +344,11 @@ fn refusal(r: &Report, unparsed: &[api::Unparsed]) -> Option<(String, String, St
     r.first_lossy().map(|x| (x.tool.clone(), x.path.clone(), format!("{}: {}", x.kind.name(), x.detail)))
 }
 
-/// The 400 body: OpenAI-compatible clients show `error.message`.
-pub fn strict_error(tool: &str, path: &str, why: &str) -> Vec<u8> {
+/// The 400 body, in the shape of the request's API (what its clients show as the error's message).
+pub fn strict_error(format: Format, tool: &str, path: &str, why: &str) -> Vec<u8> {
     let path = if path.is_empty() { "/" } else { path };
-    let v = serde_json::json!({"error": {
-        "type": "toolfit_schema_rejected",
-        "message": format!("tool {tool:?}: schema at {path} cannot be used as it is on this model server: {why}"),
-        "tool": tool,
-        "path": path,
-    }});
-    v.to_string().into_bytes()
+    let message = format!("tool {tool:?}: schema at {path} cannot be used as it is on this model server: {why}");
+    ErrorShape::of(format).body(400, "toolfit_schema_rejected", &message, tool, path)
 }
 
 /// One line per request that changed something: info, or warn with each lossy change's tool and path.

@@ -554,6 +554,118 @@ mod tests {
         assert!(matches!(rewrite("^[b-a]$", 1000), Err(Unsupported::Invalid(_))));
     }
 
+    /// Every construct of the parser and the emitter: what it becomes, or why it is refused (F: a
+    /// feature no grammar has, I: not a valid ECMA-262 pattern).
+    #[test]
+    fn each_construct_becomes_its_spelling_or_its_refusal() {
+        let out = |p: &str| match rewrite(p, 1000) {
+            Ok(r) => r.pattern,
+            Err(Unsupported::Feature(m)) => format!("F: {m}"),
+            Err(Unsupported::Invalid(m)) => format!("I: {m}"),
+        };
+        let cases: &[(&str, &str)] = &[
+            // quantifiers, lazy ones, and braces that are not one (ECMA Annex B: literal)
+            ("^ab?$", "^ab?$"),
+            ("^ab*c+$", "^ab*c+$"),
+            ("^a{2}$", "^a{2}$"),
+            ("^a{12}$", "^a{12}$"),
+            ("^a{2,}$", "^a{2,}$"),
+            ("^a{2,15}$", "^a{2,15}$"),
+            ("^a{2,2}$", "^a{2}$"),
+            ("^a{0,1}$", "^a?$"),
+            ("^a{1,}$", "^a+$"),
+            ("^a{0,}$", "^a*$"),
+            ("^a*?b??c{2}?$", "^a*b?c{2}$"),
+            ("^a{,5}$", "^a\\{,5\\}$"),
+            ("^a{}$", "^a\\{\\}$"),
+            ("^a{x}$", "^a\\{x\\}$"),
+            ("^a{3$", "^a\\{3$"),
+            ("^a{5,2}$", "I: numbers out of order in {} quantifier"),
+            ("^a**$", "I: nothing to repeat"),
+            ("^a?+$", "I: nothing to repeat"),
+            ("^*a$", "I: nothing to repeat"),
+            ("^(a*)*$", "^(a*)*$"),
+            // escapes
+            ("^\\x41\\x7a$", "^Az$"),
+            ("^\\x4g$", "I: bad \\x escape"),
+            ("^\\x4$", "I: bad \\x escape"),
+            ("^\\u0041\\u00e9$", "^Aé$"),
+            ("^\\uD83D\\uDE00$", "^\u{1F600}$"),
+            ("^\\uD800$", "F: lone surrogate"),
+            ("^\\u{41}$", "F: \\u{...} escape"),
+            ("^\\u00G1$", "I: bad \\u escape"),
+            ("^\\n\\t\\r\\f\\v\\0$", "^\\n\\t\\r\\x0C\\x0B\\x00$"),
+            ("^\\cJ$", "^\\n$"),
+            // `\0` before a digit would be a legacy octal escape: not taken
+            ("^\\01$", "I: unknown escape"),
+            ("^\\c1$", "I: bad control escape"),
+            ("^\\-\\/\\.\\\\$", "^-/\\.\\\\$"),
+            ("^\\q$", "I: unknown escape"),
+            ("\\bfoo", "F: word boundary"),
+            ("^(a)\\1$", "F: back-reference"),
+            ("^\\k<x>$", "F: named back-reference"),
+            ("^\\P{L}$", "F: Unicode property class"),
+            ("^a\\", "I: trailing backslash"),
+            // classes
+            ("^[^a-z]$", "^[^a-z]$"),
+            ("^[a\\-z]$", "^[a\\x2Dz]$"),
+            ("^[a-]$", "^[a\\x2D]$"),
+            ("^[\\d_]$", "^[0-9_]$"),
+            ("^[\\x41-\\x43\\b]$", "^[A-C\\x08]$"),
+            ("^[\\]\\^\"\\\\]$", "^[\\]\\x5E\\\"\\\\]$"),
+            ("^[\\D]$", "F: negated shorthand inside a class"),
+            ("^[z-a]$", "I: range out of order in character class"),
+            ("^[a-\\d]$", "I: class range with a shorthand"),
+            ("^[]$", "F: empty character class"),
+            ("^[^]$", "^[\\x00-\u{10FFFF}]$"),
+            ("^[a", "I: unterminated character class"),
+            ("^[a-", "I: unterminated character class"),
+            ("^\\W\\S$", "^[^a-zA-Z0-9_][^ \\x09-\\x0D\u{a0}\u{1680}\u{2000}-\u{200a}\u{2028}-\u{2029}\u{202f}\u{205f}\u{3000}\u{feff}]$"),
+            // groups and anchors
+            ("^(?:a|b)$", "^(a|b)$"),
+            ("^(?<name>a)$", "^(a)$"),
+            ("^(?=a)$", "F: look-around or inline flags"),
+            ("^(?<=a)b$", "F: look-around or inline flags"),
+            ("^(?<!a)b$", "F: look-around or inline flags"),
+            ("^(?i)a$", "F: look-around or inline flags"),
+            ("^(ab", "I: unbalanced parentheses"),
+            ("^(a$", "F: anchor inside a group"),
+            ("^a)$", "I: unbalanced parentheses"),
+            ("^(^a)$", "F: anchor inside a group"),
+            ("^(a$)$", "F: anchor inside a group"),
+            ("^a$b", "F: anchor inside the pattern"),
+            ("^a^b$", "F: anchor inside the pattern"),
+            ("^(a|)$", "F: empty alternative"),
+            ("^a$|^$", "F: empty alternative"),
+            ("^$", "^$"),
+            ("^a.b$", "^a.b$"),
+            ("a|^b$", "^(.*a.*|b)$"),
+            // what the emitter escapes
+            ("^\\{\\}\\*\\+\\?\\|\\(\\)\\[\\]\\^\\$$", "^\\{\\}\\*\\+\\?\\|\\(\\)\\[\\]\\^\\$$"),
+            ("^\u{1}\u{7f}é$", "^\\x01\\x7Fé$"),
+        ];
+        for (p, want) in cases {
+            assert_eq!(out(p), *want, "{p}");
+        }
+        // bounds: nesting and length, each at its limit and one past it
+        let nest = |n: usize| format!("^{}a{}$", "(".repeat(n), ")".repeat(n));
+        assert_eq!(out(&nest(MAX_NESTING)), nest(MAX_NESTING));
+        assert_eq!(out(&nest(MAX_NESTING + 1)), "F: nesting too deep");
+        let long = |n: usize| format!("^{}$", "a".repeat(n - 2));
+        assert_eq!(out(&long(MAX_PATTERN_LEN)), long(MAX_PATTERN_LEN));
+        assert_eq!(out(&long(MAX_PATTERN_LEN + 1)), "F: pattern too long");
+    }
+
+    #[test]
+    fn counts_are_clamped_only_past_the_limit() {
+        let r = |p: &str| rewrite(p, 1000).map(|r| (r.pattern, r.clamped)).unwrap_or_else(|e| panic!("{e:?}"));
+        assert_eq!(r("^a{1000}$"), ("^a{1000}$".into(), false));
+        assert_eq!(r("^a{3,1000}$"), ("^a{3,1000}$".into(), false));
+        assert_eq!(r("^a{1001}$"), ("^a{1000,}$".into(), true));
+        assert_eq!(r("^a{2,2000}$"), ("^a{2,}$".into(), true));
+        assert_eq!(r("^a{99999999999999999999999}$"), ("^a{1000,}$".into(), true), "a count past u64 saturates");
+    }
+
     #[test]
     fn big_counts_are_clamped() {
         let r = rewrite("^x{2001}$", 1000).unwrap_or_else(|e| panic!("{e:?}"));

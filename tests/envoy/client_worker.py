@@ -118,13 +118,34 @@ def ollama_chat(job):
     return {"calls": calls}
 
 
+def refused(job):
+    """A request toolfit refuses in strict mode: what the SDK made of the 400 (its error class, and the
+    status and message where that SDK reads them from its API's error body)."""
+    try:
+        out = RUN[job["sdk"]](job)
+    except Exception as e:  # the SDK's own error is the result
+        sdk, body = job["sdk"], getattr(e, "body", None)
+        if sdk.startswith("openai"):  # the SDK keeps the body's `error` object
+            status, message = e.status_code, body.get("message") if isinstance(body, dict) else None
+        elif sdk == "anthropic":
+            status, message = e.status_code, (body or {}).get("error", {}).get("message") if isinstance(body, dict) else None
+        elif sdk == "gemini":  # google-genai's APIError reads code, status and message from `error`
+            status, message = e.code, f"{e.status}: {e.message}"
+        elif sdk == "cohere":
+            status, message = e.status_code, body.get("message") if isinstance(body, dict) else None
+        else:  # ollama's ResponseError takes `error` as the message
+            status, message = e.status_code, e.error
+        return {"refused": {"class": type(e).__name__, "status": status, "message": message if isinstance(message, str) else repr(message)}}
+    return {"error": f"not refused: the SDK returned {json.dumps(out)[:300]}"}
+
+
 RUN = {"openai-chat": openai_chat, "openai-format": openai_format, "openai-responses": openai_responses,
        "anthropic": anthropic_messages, "gemini": gemini, "cohere": cohere_chat, "ollama": ollama_chat}
 
 if __name__ == "__main__":
     for job in json.load(open(sys.argv[1])):
         try:
-            out = RUN[job["sdk"]](job)
+            out = refused(job) if job.get("refused") else RUN[job["sdk"]](job)
         except Exception as e:  # the SDK's own error is the result
             out = {"error": f"{type(e).__name__}: {e}"[:600], "trace": traceback.format_exc()[-800:]}
         print(json.dumps({"id": job["id"], **out}), flush=True)

@@ -262,8 +262,24 @@ def valid(value, s, at="$"):
     return out
 
 
+# A tool no grammar can enforce as it is (a look-around pattern): on a strict route toolfit refuses it
+# with a 400 in the API's own error shape, which each SDK must read as its API's error (REFUSED: the
+# class, and the status each SDK reads from the body; Gemini's `status` string).
+LOSSY = {"name": "lookup", "description": "Look up", "schema": {"type": "object", "properties": {"k": {"type": "string", "pattern": "^(?!x)"}}, "required": ["k"]}}
+REFUSED = {"openai-chat": ("BadRequestError", 400), "openai-format": ("BadRequestError", 400), "openai-responses": ("BadRequestError", 400),
+           "anthropic": ("BadRequestError", 400), "gemini": ("ClientError", 400), "cohere": ("BadRequestError", 400), "ollama": ("ResponseError", 400)}
+# The ollama client drops `pattern` (its Tool model has no field for it) before the request leaves; a
+# property name with a quote, which llama.cpp before 2025-05 cannot write into a grammar, gets through.
+LOSSY_OLLAMA = {"name": "lookup", "description": "Look up", "schema": {"type": "object", "properties": {'k"': {"type": "string"}}, "required": ['k"']}}
+STRICT = "llama-cpp-strict"  # the path segment of the strict routes (profile llama-cpp, strict: true)
+
+
 def routes():
     out = []
+    for sdk, (fmt, path, _) in SDKS.items():
+        r = {"prefix": f"/gzip/{STRICT}" + path} if path.endswith("/") else {"path": f"/gzip/{STRICT}" + path}
+        if not any(all(x.get(k) == v for k, v in r.items()) for x in out):
+            out.append({**r, "format": fmt, "profile": "llama-cpp", "strict": True})
     for sdk, (fmt, path, profiles) in SDKS.items():
         for prof in profiles:
             for coding in CODINGS:
@@ -299,6 +315,11 @@ def main():
                         jobs.append({"id": len(jobs), "sdk": sdk, "profile": prof, "coding": coding, "stream": stream, "field": field,
                                      "base": f"http://127.0.0.1:{e.port}/{coding}/{prof}", "tools": TOOLS, "output": OUTPUT,
                                      "strict": prof in ("openai", "anthropic-strict")})
+    first_refused = len(jobs)
+    for sdk in SDKS:
+        jobs.append({"id": len(jobs), "sdk": sdk, "profile": STRICT, "coding": "gzip", "stream": False, "field": None, "refused": True,
+                     "base": f"http://127.0.0.1:{e.port}/gzip/{STRICT}", "tools": [LOSSY_OLLAMA if sdk == "ollama" else LOSSY],
+                     "output": LOSSY["schema"], "strict": False, **({"field": "parameters_json_schema"} if sdk == "gemini" else {})})
     jf = os.path.join(tempfile.mkdtemp(prefix="toolfit-clients-"), "jobs.json")
     json.dump(jobs, open(jf, "w"))
     t0 = time.time()
@@ -312,6 +333,19 @@ def main():
             pass
     check(f"the worker answered every job ({len(got)}/{len(jobs)}, {time.time() - t0:.0f} s)", len(got) == len(jobs), p.stderr[-1500:])
 
+    # strict mode's 400, read by each SDK as its own API's error: its error class and status, and the
+    # message naming the tool and the place where that SDK looks for a message
+    for j in jobs[first_refused:]:
+        r = got.get(j["id"], {"error": "no answer"})
+        want_class, want_status = REFUSED[j["sdk"]]
+        ref = r.get("refused") or {}
+        msg = ref.get("message") or ""
+        tool = "answer" if j["sdk"] == "openai-format" else "lookup"  # a structured output is named by its format
+        ok = ref.get("class") == want_class and ref.get("status") == want_status and f'tool "{tool}"' in msg and "/properties/k" in msg
+        if j["sdk"] == "gemini":
+            ok = ok and msg.startswith("INVALID_ARGUMENT: ")
+        check(f"{j['sdk']}: strict mode's 400 reaches the program as the SDK's {want_class} ({want_status}) with toolfit's message", ok, r)
+    jobs = jobs[:first_refused]
     names = {t["name"]: t["schema"] for t in TOOLS}
     matrix = {}
     for j in jobs:

@@ -17,7 +17,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
     calls: &[path(&[Key("content"), Each], Some("tool_use"), "name", "input", false)],
     stream: StreamCalls::Parts { frags, summary: None },
-    error: ErrorShape::TypedError,
+    error: ErrorShape::Anthropic,
     routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
 };
 

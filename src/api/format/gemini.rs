@@ -30,7 +30,7 @@ pub const FORMAT: Descriptor = Descriptor {
         path(&[Key("candidates"), Each, Key("content"), Key("parts"), Each, Key("function_call")], None, "name", "args", false),
     ],
     stream: StreamCalls::Whole,
-    error: ErrorShape::Error,
+    error: ErrorShape::Google,
     routes: Routes {
         paths: &[],
         prefixes: &["/v1beta/models/", "/v1/models/", "/v1/projects/", "/v1beta1/projects/"],

@@ -14,7 +14,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[],
     calls: &[],
     stream: StreamCalls::None,
-    error: ErrorShape::Error,
+    error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/completion", "/completions", "/v1/completions"], ..Routes::NONE },
 };
 

@@ -17,7 +17,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[],
     calls: &[],
     stream: StreamCalls::None,
-    error: ErrorShape::Error,
+    error: ErrorShape::OpenAi,
     routes: Routes::NONE,
 };
 

@@ -133,13 +133,48 @@ pub fn index(o: &RawObject, key: &str, default: u64) -> u64 {
     o.get(key).and_then(|v| v.get().parse().ok()).unwrap_or(default)
 }
 
-/// The shape of the format's error body.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// The shape of the format's error body: what the API's own clients read when toolfit answers in its
+/// place (a strict 400, a rejected call's 502). Every shape names toolfit's error `kind`, the tool and
+/// the JSON pointer besides the message, where the shape has room for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ErrorShape {
-    /// `{"error": {...}}` (OpenAI and most others).
-    Error,
-    /// `{"type": "error", "error": {...}}` (Anthropic).
-    TypedError,
+    /// `{"error": {"type", "message", ...}}`: OpenAI, and the servers that answer as it does (vLLM,
+    /// llama-server).
+    OpenAi,
+    /// `{"type": "error", "error": {"type", "message", ...}}`: Anthropic.
+    Anthropic,
+    /// `{"error": {"code", "message", "status", "details": [ErrorInfo]}}`: Google APIs (Gemini); the
+    /// tool and the pointer ride in the `google.rpc.ErrorInfo`'s metadata.
+    Google,
+    /// `{"error": "message", ...}`: Ollama (its client reads `error` as the message).
+    Ollama,
+    /// `{"message": "message", ...}`: Cohere.
+    Cohere,
+}
+
+impl ErrorShape {
+    /// The body of an answer with HTTP `status`: toolfit's error `kind`, a `message`, and the `tool`
+    /// and JSON pointer `path` it is about.
+    pub fn body(self, status: u16, kind: &str, message: &str, tool: &str, path: &str) -> Vec<u8> {
+        let inner = || serde_json::json!({"type": kind, "message": message, "tool": tool, "path": path});
+        let v = match self {
+            ErrorShape::OpenAi => serde_json::json!({ "error": inner() }),
+            ErrorShape::Anthropic => serde_json::json!({"type": "error", "error": inner()}),
+            ErrorShape::Google => {
+                let state = if status == 400 { "INVALID_ARGUMENT" } else { "INTERNAL" };
+                let info = serde_json::json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": kind, "domain": "toolfit", "metadata": {"tool": tool, "path": path}});
+                serde_json::json!({"error": {"code": status, "message": message, "status": state, "details": [info]}})
+            }
+            ErrorShape::Ollama => serde_json::json!({"error": message, "type": kind, "tool": tool, "path": path}),
+            ErrorShape::Cohere => serde_json::json!({"message": message, "type": kind, "tool": tool, "path": path}),
+        };
+        v.to_string().into_bytes()
+    }
+
+    /// The shape of `format`'s errors (`auto` answers as OpenAI does).
+    pub fn of(format: Format) -> ErrorShape {
+        format.descriptor().map_or(ErrorShape::OpenAi, |d| d.error)
+    }
 }
 
 /// The routes a format is served on by default.
@@ -198,5 +233,48 @@ pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribe
         for p in fo.all("parameters") {
             sites.push(Site::new(p, name.clone(), crate::schema::Context::Tool).switch(fo, false));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// Where each API's clients find the message (what openai, anthropic, google-genai, cohere and
+    /// ollama read; `tests/envoy/clients.py` has the SDKs themselves read a strict 400), and the
+    /// shape each format answers in.
+    #[test]
+    fn each_shape_puts_the_message_where_its_clients_read_it() {
+        let of = |shape: ErrorShape, status| serde_json::from_slice::<Value>(&shape.body(status, "k", "m", "t", "/p")).unwrap_or_default();
+        let o = of(ErrorShape::OpenAi, 400);
+        assert_eq!(
+            (o["error"]["message"].as_str(), o["error"]["type"].as_str(), o["error"]["tool"].as_str(), o["error"]["path"].as_str()),
+            (Some("m"), Some("k"), Some("t"), Some("/p"))
+        );
+        let a = of(ErrorShape::Anthropic, 400);
+        assert_eq!((a["type"].as_str(), a["error"]["type"].as_str(), a["error"]["message"].as_str()), (Some("error"), Some("k"), Some("m")));
+        let g = of(ErrorShape::Google, 400);
+        assert_eq!(
+            (g["error"]["code"].as_u64(), g["error"]["status"].as_str(), g["error"]["message"].as_str()),
+            (Some(400), Some("INVALID_ARGUMENT"), Some("m"))
+        );
+        assert_eq!((g["error"]["details"][0]["reason"].as_str(), g["error"]["details"][0]["metadata"]["tool"].as_str()), (Some("k"), Some("t")));
+        assert_eq!(of(ErrorShape::Google, 502)["error"]["status"].as_str(), Some("INTERNAL"));
+        let l = of(ErrorShape::Ollama, 400);
+        assert_eq!((l["error"].as_str(), l["tool"].as_str()), (Some("m"), Some("t")));
+        let c = of(ErrorShape::Cohere, 400);
+        assert_eq!((c["message"].as_str(), c["path"].as_str()), (Some("m"), Some("/p")));
+        let shapes: Vec<(&str, ErrorShape)> = ALL.iter().map(|d| (d.name, d.error)).collect();
+        for (name, want) in [
+            ("anthropic", ErrorShape::Anthropic),
+            ("gemini", ErrorShape::Google),
+            ("ollama", ErrorShape::Ollama),
+            ("cohere", ErrorShape::Cohere),
+            ("openai-chat", ErrorShape::OpenAi),
+        ] {
+            assert!(shapes.contains(&(name, want)), "{name}: {shapes:?}");
+        }
+        assert_eq!(ErrorShape::of(Format::Auto), ErrorShape::OpenAi);
     }
 }

@@ -19,7 +19,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: MENTIONED,
     calls: CALLS,
     stream: StreamCalls::Parts { frags, summary: None },
-    error: ErrorShape::Error,
+    error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/v1/chat/completions", "/chat/completions"], ..Routes::NONE },
 };
 

@@ -280,13 +280,7 @@ impl Reply {
     pub fn rejection(&self, call: &Call) -> Vec<u8> {
         let (path, why) = call.violation.as_ref().map(|v| (v.instance.as_str(), v.reason.as_str())).unwrap_or(("/", ""));
         let message = format!("the model's call to tool {:?} does not match the tool's schema at {path}: {why}", call.tool);
-        let shape = self.format.descriptor().map_or(ErrorShape::Error, |d| d.error);
-        let v = if shape == ErrorShape::TypedError {
-            serde_json::json!({"type": "error", "error": {"type": "toolfit_invalid_tool_call", "message": message, "tool": call.tool, "path": path}})
-        } else {
-            serde_json::json!({"error": {"type": "toolfit_invalid_tool_call", "message": message, "tool": call.tool, "path": path}})
-        };
-        v.to_string().into_bytes()
+        ErrorShape::of(self.format).body(502, "toolfit_invalid_tool_call", &message, &call.tool, path)
     }
 }
 

@@ -75,7 +75,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 for (k, v) in old {
                     match map.get(&k) {
                         Some(new) => {
-                            let mut p = format!("{path}/properties");
+                            let mut p = format!("{path}/properties/");
                             push_escaped(&mut p, &k);
                             first_at.entry(k.clone()).or_insert(p);
                             props.insert(new.clone(), v);
@@ -137,6 +137,10 @@ mod tests {
         assert_eq!(pairs.len(), 3);
         assert!(pairs.contains(&("page_size".into(), "page.size".into())) && pairs.contains(&("_9lives".into(), "9lives".into())));
         assert_eq!(c.report.lossy_count(), 0);
+        // each record sits at the property's JSON pointer where the name first appears
+        let mut at: Vec<&str> = c.report.records.iter().map(|r| r.path.as_str()).collect();
+        at.sort_unstable();
+        assert_eq!(at, ["/properties/issue-key", "/properties/nested/properties/9lives", "/properties/nested/properties/page.size"]);
     }
 
     #[test]

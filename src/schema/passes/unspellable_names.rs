@@ -55,7 +55,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             node.remove("additionalProperties");
         }
         for g in gone {
-            let mut p = format!("{path}/properties");
+            let mut p = format!("{path}/properties/");
             push_escaped(&mut p, &g);
             cx.record(&p, Kind::PropertyUnspellable, format!("property {} cannot be written in every llama.cpp grammar; removed", Value::String(g)));
         }
@@ -77,5 +77,11 @@ mod tests {
         run(&mut v, &mut cx);
         assert_eq!(v, json!({"type": "object", "properties": {"ok-é b": {}}, "required": ["ok-é b"]}));
         assert_eq!(cx.report.lossy_count(), 4);
+        // each record's path is the removed property's JSON pointer (`~1` for a slash in its name)
+        let mut v = json!({"properties": {"o": {"type": "object", "properties": {"a\"/b": {}}}}});
+        let mut cx = Cx::new("t", Context::Tool, &opts, &crate::schema::profile::LLAMA_CPP.target);
+        run(&mut v, &mut cx);
+        let paths: Vec<&str> = cx.report.records.iter().map(|r| r.path.as_str()).collect();
+        assert_eq!(paths, ["/properties/o/properties/a\"~1b"]);
     }
 }
