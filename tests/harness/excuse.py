@@ -193,7 +193,16 @@ def excused(records, schema, instance):
         for r in lossy:
             if (r["kind"] in WHOLE or words & record_keywords(r)) and _match(governs(r["path"]), at, prefix=True):
                 return r
+            # a property removed whole (its name cannot be spelled) leaves its object's `required` too
+            if r["kind"] == "property_unspellable" and "required" in words and _match(governs(_parent_object(r["path"])), at):
+                return r
     return None
+
+
+def _parent_object(pointer):
+    """The object a `/.../properties/NAME` place declares its member in."""
+    head, sep, _ = pointer.rpartition("/properties/")
+    return head if sep else pointer
 
 
 def undeclared_key(closed_schema, instance, strict=False):
@@ -253,6 +262,8 @@ def self_test():
     closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
     removed_elsewhere = [{"kind": "keyword_removed", "path": "/properties/a", "lossy": True, "detail": "removed multipleOf: 3"}]
     merged = [{"kind": "keyword_removed", "path": "/anyOf/0", "lossy": True, "detail": "removed minimum: 20; maximum: 30"}]
+    nested = {"type": "object", "required": ['a"b'], "properties": {'a"b': {}, "o": {"type": "object", "required": ["x", "y"]}}}
+    unspellable = [{"kind": "property_unspellable", "path": '/properties/a"b', "lossy": True, "detail": 'property "a\\"b" cannot be written'}]
     return [
         ("a removed multipleOf at another property does not excuse", excused(removed_elsewhere, s, {"b": 4}) is None),
         ("a record on a split branch excuses its keyword at the same place", excused(merged, {"allOf": [{"maximum": 30}]}, 35) is not None),
@@ -263,6 +274,8 @@ def self_test():
         ("a record at the root about `not` does not excuse a violation elsewhere", excused(at_root, s, {"a": "xyz"}) is None),
         ("a removed keyword excuses only its own keyword", excused(removed_mult, s, {"b": "x"}) is None),
         ("a schema replaced at the root excuses what is under it", excused(whole, s, {"a": "xyz"}) is not None),
+        ("a property removed as unspellable excuses its object's required, not another object's",
+         excused(unspellable, nested, {"q": 1, "o": {"x": 1}}) is not None and excused(unspellable, nested, {'a"b': 1, "o": {}}) is None),
         ("a key the closed schema does not declare is told apart", undeclared_key(closed, {"a": 1, "z": 2})),
         ("an instance with only declared keys is not", not undeclared_key(closed, {"a": 1})),
         ("strict: an item past prefixItems is undeclared", undeclared_key({"prefixItems": [{}]}, [1, 2], strict=True)
