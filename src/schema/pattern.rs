@@ -592,6 +592,9 @@ mod tests {
             ("^\\u0041\\u00e9$", "^Aé$"),
             ("^\\uD83D\\uDE00$", "^\u{1F600}$"),
             ("^\\uD800$", "F: lone surrogate"),
+            // a pair only where a high surrogate is followed by `\u` and a low one
+            ("^\\u0041\\uDC00$", "F: lone surrogate"),
+            ("^\\uD83D\\xDE00$", "F: lone surrogate"),
             ("^\\u{41}$", "F: \\u{...} escape"),
             ("^\\u00G1$", "I: bad \\u escape"),
             ("^\\n\\t\\r\\f\\v\\0$", "^\\n\\t\\r\\x0C\\x0B\\x00$"),
