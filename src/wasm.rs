@@ -15,11 +15,12 @@
 
 use crate::api::cache::SiteCache;
 use crate::filter::config::Config;
+use crate::filter::exchange::{Env, Exchange, Headed, Level};
 use crate::filter::headers;
 use crate::filter::log::LogLimiter;
-use crate::filter::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
-use crate::filter::response::{Flow, Next, Reply, ResponseHost, Sink};
-use crate::filter::stats::{metric_name, Metrics, Stat};
+use crate::filter::request::{self, Headers, RequestHost, RouteMeta};
+use crate::filter::response::{Next, ResponseHost};
+use crate::filter::stats::{metric_name, Metrics, SeriesBudget, Stat};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
@@ -41,20 +42,17 @@ const MEMORY: &str = "toolfit.vm_memory_bytes";
 #[derive(Default)]
 struct HostMetrics {
     ids: HashMap<String, u32>,
-    /// Route/profile pairs whose counters are all defined.
-    defined: std::collections::HashSet<(String, &'static str)>,
-    /// Per-tool metrics defined so far.
-    tool_metrics: usize,
+    /// How many series this VM gives Envoy.
+    budget: SeriesBudget,
 }
 
 impl HostMetrics {
     /// Defines every counter of a route and profile the first time it is seen, so dashboards and
     /// alerts see zeros rather than missing series.
     fn define_all(&mut self, route: &str, profile: &'static str) {
-        if self.defined.len() > 4096 || self.defined.contains(&(route.to_string(), profile)) {
+        if !self.budget.define(route, profile) {
             return;
         }
-        self.defined.insert((route.to_string(), profile));
         for c in request::all_counter_names() {
             let _ = self.id(MetricType::Counter, &metric_name(route, profile, c));
         }
@@ -71,30 +69,14 @@ impl HostMetrics {
     }
 }
 
-/// Per-tool metrics per VM, at most: tool names come from requests (and a model may call a name no
-/// request declared), and Envoy keeps every stat it was given, so past this the rest count as
-/// `tool.other`.
-const TOOL_METRICS: usize = 3000;
-
 impl Metrics for HostMetrics {
     fn prepare(&mut self, route: &str, profile: &'static str) {
         self.define_all(route, profile);
     }
     fn add(&mut self, name: &str, n: u64) {
-        let other;
-        let mut name = name;
-        if let Some((head, rest)) = name.split_once(".tool.") {
-            if !self.ids.contains_key(name) {
-                if self.tool_metrics >= TOOL_METRICS {
-                    let counter = rest.rsplit('.').next().unwrap_or(rest);
-                    other = format!("{head}.tool.other.{counter}");
-                    name = &other;
-                } else {
-                    self.tool_metrics += 1;
-                }
-            }
-        }
-        if let Some(id) = self.id(MetricType::Counter, name) {
+        let ids = &self.ids;
+        let name = self.budget.name(name, |n| ids.contains_key(n));
+        if let Some(id) = self.id(MetricType::Counter, &name) {
             let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
@@ -162,7 +144,7 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), plan: None, buffered: 0, reply: None, resp: Flow::Off }))
+        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), exchange: Exchange::default(), buffered: 0 }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -173,13 +155,10 @@ impl RootContext for Root {
 struct Http {
     config: Rc<Config>,
     shared: Rc<RefCell<Shared>>,
-    /// Set while this request's body is being buffered.
-    plan: Option<Plan>,
+    /// The request and its response as the core keeps them.
+    exchange: Exchange,
+    /// The request body bytes Envoy holds so far.
     buffered: usize,
-    /// What the response path needs, once the request declared tools.
-    reply: Option<Reply>,
-    /// How the response body is being read (decided in `crate::filter::response`).
-    resp: Flow,
 }
 
 impl Context for Http {}
@@ -240,24 +219,24 @@ impl HttpContext for Http {
         };
         let route = property(vec!["xds", "route_name"]);
         let meta = route_meta();
-        let mut shared = self.shared.borrow_mut();
-        let start = request::start(&self.config, &h, route.as_deref(), &meta, &mut shared.metrics, &mut |w| log::warn!("toolfit: {w}"));
-        let Start::Buffer(plan) = start else { return Action::Continue };
-        shared.metrics.define_all(&plan.route, plan.profile.name);
-        let Some(next) = request::hold_headers(&self.config, &plan, &mut WasmRequest, &mut shared.metrics) else { return Action::Continue };
-        self.plan = Some(plan);
-        action(next)
+        let Http { config, shared, exchange, .. } = self;
+        match with_env(config, shared, |env| exchange.request_headers(env, &h, route.as_deref(), &meta, &mut WasmRequest)) {
+            Headed::Ignore | Headed::Continue => Action::Continue,
+            Headed::Pause => Action::Pause,
+        }
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         if cfg!(feature = "bench-floor") {
             return floor(end_of_stream, Some(body_size));
         }
-        let Some(plan) = &self.plan else { return Action::Continue };
+        if !self.exchange.reading() {
+            return Action::Continue;
+        }
         // while paused, body_size is everything buffered so far
         self.buffered = body_size;
-        if !request::keep_buffering(&self.config, plan, body_size, &mut self.shared.borrow_mut().metrics) {
-            self.plan = None;
+        let Http { config, shared, exchange, .. } = self;
+        if !with_env(config, shared, |env| exchange.keep_reading(env, body_size)) {
             return Action::Continue;
         }
         if !end_of_stream {
@@ -267,39 +246,40 @@ impl HttpContext for Http {
     }
 
     fn on_http_request_trailers(&mut self, _n: usize) -> Action {
-        if self.plan.is_some() {
+        if self.exchange.reading() {
             return self.finish();
         }
         Action::Continue
     }
 
     fn on_http_response_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
-        let Some(reply) = self.reply.take() else { return Action::Continue };
+        if !self.exchange.awaits_response() {
+            return Action::Continue;
+        }
         let status = response_header(":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
         let (ct, ce) = (response_header("content-type"), response_header("content-encoding"));
-        let (flow, next) = self.with_sink(|sink| Flow::start(reply, status, end_of_stream, ct.as_deref(), ce.as_deref(), &mut WasmResponse, sink));
-        self.resp = flow;
-        action(next)
+        let Http { config, shared, exchange, .. } = self;
+        let next = with_env(config, shared, |env| exchange.response_headers(env, status, end_of_stream, ct.as_deref(), ce.as_deref(), &mut WasmResponse));
+        action(next.unwrap_or(Next::Continue))
     }
 
     fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if matches!(self.resp, Flow::Off) {
+        if !self.exchange.reading_response() {
             return Action::Continue;
         }
-        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-        let next = self.with_sink(|sink| resp.body(&mut WasmResponse, sink, body_size, end_of_stream));
-        self.resp = resp;
-        action(next)
+        let Http { config, shared, exchange, .. } = self;
+        action(with_env(config, shared, |env| exchange.response_body(env, &mut WasmResponse, body_size, end_of_stream)))
     }
 
     fn on_http_response_trailers(&mut self, _n: usize) -> Action {
-        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-        action(self.with_sink(|sink| resp.trailers(&mut WasmResponse, sink)))
+        let Http { config, shared, exchange, .. } = self;
+        // the trailers callback can still replace the last body bytes
+        action(with_env(config, shared, |env| exchange.response_trailers(env, &mut WasmResponse, true)))
     }
 
     fn on_log(&mut self) {
-        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-        self.with_sink(|sink| resp.done(sink));
+        let Http { config, shared, exchange, .. } = self;
+        with_env(config, shared, |env| exchange.done(env));
     }
 }
 
@@ -368,40 +348,30 @@ fn header_opt(name: &Option<String>) -> Option<String> {
     name.as_deref().and_then(header)
 }
 
-impl Http {
-    /// Runs `f` with this plugin's counters and log rate limit.
-    fn with_sink<R>(&self, f: impl FnOnce(&mut Sink) -> R) -> R {
-        let mut shared = self.shared.borrow_mut();
-        let Shared { metrics, logs, .. } = &mut *shared;
-        let mut warn = |text: &str| log::warn!("toolfit: {text}");
-        let mut sink = Sink { metrics, logs, now_s: now_us() / 1_000_000, lines_per_second: self.config.log_lines_per_second, warn: &mut warn };
-        f(&mut sink)
-    }
+/// Runs `f` with the core's view of this plugin: its configuration, counters, log rate limit and
+/// rewrite cache, the VM's clock and Envoy's log.
+fn with_env<R>(config: &Config, shared: &RefCell<Shared>, f: impl FnOnce(&mut Env) -> R) -> R {
+    let mut shared = shared.borrow_mut();
+    let Shared { metrics, logs, cache } = &mut *shared;
+    let mut log = |level: Level, text: &str| match level {
+        Level::Warn => log::warn!("toolfit: {text}"),
+        Level::Info => log::info!("toolfit: {text}"),
+    };
+    let mut env = Env { config, metrics, logs, cache: cache.as_mut(), now_us, log: &mut log };
+    f(&mut env)
+}
 
+impl Http {
     fn finish(&mut self) -> Action {
-        let Some(plan) = self.plan.take() else { return Action::Continue };
-        let size = self.buffered;
-        let mut shared = self.shared.borrow_mut();
-        let Shared { metrics, logs, cache } = &mut *shared;
-        let body = match hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size) {
-            Ok(Some(b)) => b,
-            Ok(None) => Vec::new(),
-            Err(_) => {
-                plan.count(metrics, Stat::InternalErrors, 1);
-                return Action::Continue;
-            }
-        };
-        let (verdict, line, reply) = request::finish(&self.config, &plan, body, metrics, &mut now_us, cache.as_mut());
-        self.reply = reply;
-        if let Some(line) = line {
-            if let Some(text) = logs.admit(&plan.route, now_us() / 1_000_000, self.config.log_lines_per_second, line.text) {
-                if line.warn {
-                    log::warn!("toolfit: {text}");
-                } else {
-                    log::info!("toolfit: {text}");
-                }
-            }
+        if !self.exchange.reading() {
+            return Action::Continue;
         }
-        action(request::apply(&self.config, &plan, verdict, size, &mut WasmRequest, metrics))
+        let size = self.buffered;
+        let body = match hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size) {
+            Ok(b) => Some(b.unwrap_or_default()),
+            Err(_) => None,
+        };
+        let Http { config, shared, exchange, .. } = self;
+        action(with_env(config, shared, |env| exchange.request_end(env, body, size, &mut WasmRequest)))
     }
 }

@@ -6,18 +6,14 @@
 //! Written by hand rather than with `prometheus-client`: that crate names every counter `<name>_total`
 //! (OpenMetrics), and Envoy's Prometheus output does not, so each query would differ by delivery.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
 use toolfit::filter::request::all_counter_names;
-use toolfit::filter::stats::{metric_name, Metrics, Stat};
+use toolfit::filter::stats::{metric_name, Metrics, SeriesBudget, Stat};
 
 /// The buckets of `rewrite_us` (microseconds), as `envoy/envoy.yaml` sets them for the Wasm filter.
 const BUCKETS: [u64; 13] = [25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000];
-
-/// Series per process, at most: route, profile and tool names come from configuration and requests
-/// (a model may call a tool no request declared); past this, a tool's counters go to `tool="other"`.
-const MAX_TOOL_SERIES: usize = 3000;
 
 /// One series: metric name and its labels in order.
 type Series = (String, Vec<(&'static str, String)>);
@@ -33,8 +29,8 @@ struct Histogram {
 struct Inner {
     counters: BTreeMap<Series, u64>,
     histograms: BTreeMap<Series, Histogram>,
-    defined: HashSet<(String, &'static str)>,
-    tool_series: usize,
+    /// How many series the process keeps (the Wasm filter's budget).
+    budget: SeriesBudget,
 }
 
 /// Every counter of the process, shared by all streams.
@@ -120,7 +116,7 @@ fn series(name: &str) -> Option<Series> {
 impl Metrics for &Registry {
     fn prepare(&mut self, route: &str, profile: &'static str) {
         let Ok(mut inner) = self.inner.lock() else { return };
-        if inner.defined.len() > 4096 || !inner.defined.insert((route.to_string(), profile)) {
+        if !inner.budget.define(route, profile) {
             return;
         }
         // every counter of a route and profile from its first request: dashboards see zeros, not gaps
@@ -135,18 +131,11 @@ impl Metrics for &Registry {
     }
 
     fn add(&mut self, name: &str, n: u64) {
-        let Some(mut s) = series(name) else { return };
         let Ok(mut inner) = self.inner.lock() else { return };
-        if s.1.len() == 3 && !inner.counters.contains_key(&s) {
-            if inner.tool_series >= MAX_TOOL_SERIES {
-                if let Some(t) = s.1.last_mut() {
-                    t.1 = "other".to_string();
-                }
-            } else {
-                inner.tool_series += 1;
-            }
-        }
-        let v = inner.counters.entry(s).or_insert(0);
+        let Inner { counters, budget, .. } = &mut *inner;
+        let name = budget.name(name, |n| series(n).is_some_and(|s| counters.contains_key(&s)));
+        let Some(s) = series(&name) else { return };
+        let v = counters.entry(s).or_insert(0);
         *v = v.saturating_add(n);
     }
 
@@ -190,7 +179,7 @@ mod tests {
     fn tool_series_are_capped() {
         let r = Registry::default();
         let mut m = &r;
-        for i in 0..MAX_TOOL_SERIES + 5 {
+        for i in 0..SeriesBudget::TOOL_SERIES + 5 {
             m.add(&format!("toolfit.route.a.profile.p.tool.t{i}.calls_seen"), 1);
         }
         assert_eq!(r.get("toolfit_calls_seen", &[("route", "a"), ("profile", "p"), ("tool", "other")]), 5);

@@ -23,10 +23,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use toolfit::api::cache::SiteCache;
 use toolfit::filter::config::Config;
+use toolfit::filter::exchange::{Env, Exchange, Headed, Level};
 use toolfit::filter::headers;
 use toolfit::filter::log::LogLimiter;
-use toolfit::filter::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
-use toolfit::filter::response::{Flow, Next, Reply, ResponseHost, Sink};
+use toolfit::filter::request::{Headers, RequestHost, RouteMeta};
+use toolfit::filter::response::{Next, ResponseHost};
 
 use crate::metrics::Registry;
 
@@ -51,8 +52,8 @@ const FILTER: &str = "envoy.filters.http.ext_proc";
 
 pub struct Session {
     shared: Arc<Shared>,
-    /// Set while the request body is read.
-    plan: Option<Plan>,
+    /// The request and its response as the core keeps them.
+    exchange: Exchange,
     /// Pieces of a streamed request body, kept until the last one.
     body: Vec<u8>,
     /// The request body comes in pieces (`FULL_DUPLEX_STREAMED`, from the stream's protocol
@@ -61,8 +62,6 @@ pub struct Session {
     /// In that mode, the request headers' answer when it waits for the body (exact framing: the
     /// headers leave with the new body's length).
     held_headers: Option<Mutations>,
-    reply: Option<Reply>,
-    resp: Flow,
     /// The response's headers wait for its whole body (`on_invalid_tool_call: reject`: the answer may
     /// be a 502): Envoy was told to buffer it (`BUFFERED_PARTIAL`).
     buffered_response: bool,
@@ -78,12 +77,10 @@ impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
         Session {
             shared,
-            plan: None,
+            exchange: Exchange::default(),
             body: Vec::new(),
             streamed: false,
             held_headers: None,
-            reply: None,
-            resp: Flow::Off,
             buffered_response: false,
             response_streamed: false,
             held_response: None,
@@ -123,14 +120,14 @@ impl Session {
     /// Bytes this stream keeps (a streamed request body's pieces, a held response): with the next
     /// message's own, what its processing grows with.
     pub fn kept(&self) -> usize {
-        self.body.len() + self.resp.kept()
+        self.body.len() + self.exchange.kept()
     }
 
     /// The stream ended (the response is complete, cut, or the client went away): the response's
     /// counters, once.
     pub fn end(&mut self) {
-        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-        self.with_sink(|sink| resp.done(sink));
+        let Session { shared, exchange, .. } = self;
+        with_env(shared, |env| exchange.done(env));
     }
 
     fn request_headers(&mut self, h: &HttpHeaders, route: Option<&str>, meta: &RouteMeta) -> Option<ProcessingResponse> {
@@ -145,15 +142,13 @@ impl Session {
             accept_encoding: ae.as_deref(),
             end_of_stream: h.end_of_stream,
         };
-        let cfg = &self.shared.config;
-        let mut metrics = &self.shared.metrics;
-        let start = request::start(cfg, &hs, route, meta, &mut metrics, &mut |w| log::warn!("toolfit: {w}"));
-        let Start::Buffer(plan) = start else { return Some(skip_rest()) };
-        toolfit::filter::stats::Metrics::prepare(&mut metrics, &plan.route, plan.profile.name);
         let mut m = Mutations::default();
-        let Some(next) = request::hold_headers(cfg, &plan, &mut m, &mut metrics) else { return Some(skip_rest()) };
-        self.plan = Some(plan);
-        if self.streamed && next == Next::Pause {
+        let Session { shared, exchange, .. } = self;
+        let headed = with_env(shared, |env| exchange.request_headers(env, &hs, route, meta, &mut m));
+        if headed == Headed::Ignore {
+            return Some(skip_rest());
+        }
+        if self.streamed && headed == Headed::Pause {
             // the body streams past Envoy: the headers wait here for its new length
             self.held_headers = Some(m);
             return None;
@@ -162,12 +157,13 @@ impl Session {
     }
 
     fn request_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
-        let Some(plan) = &self.plan else { return vec![self.pass_body(b)] };
+        if !self.exchange.reading() {
+            return vec![self.pass_body(b)];
+        }
         let total = self.body.len() + b.body.len();
-        let mut metrics = &self.shared.metrics;
-        if !request::keep_buffering(&self.shared.config, plan, total, &mut metrics) {
+        let Session { shared, exchange, .. } = self;
+        if !with_env(shared, |env| exchange.keep_reading(env, total)) {
             // past max_body_bytes: what was kept goes on as it came
-            self.plan = None;
             let mut kept = std::mem::take(&mut self.body);
             kept.extend_from_slice(&b.body);
             return self.release_headers().into_iter().chain([self.pass_body(HttpBody { body: kept, ..b })]).collect();
@@ -197,7 +193,7 @@ impl Session {
 
     fn request_trailers(&mut self) -> Vec<ProcessingResponse> {
         let mut out = Vec::new();
-        if self.plan.is_some() && self.streamed {
+        if self.exchange.reading() && self.streamed {
             // the body ended in trailers: what was kept is the whole body
             let body = std::mem::take(&mut self.body);
             out = self.finish(body, false);
@@ -211,28 +207,14 @@ impl Session {
     /// Rewrites the whole request body; the answers that carry the verdict (the held headers first).
     /// `end`: the body's last piece is answered here (else trailers follow).
     fn finish(&mut self, body: Vec<u8>, end: bool) -> Vec<ProcessingResponse> {
-        let Some(plan) = self.plan.take() else { return vec![body_answer(true, None)] };
-        let cfg = &self.shared.config;
-        let mut metrics = &self.shared.metrics;
-        let (verdict, line, reply) = {
-            let mut cache = self.shared.cache.lock().ok();
-            let cache = cache.as_mut().and_then(|c| c.as_mut());
-            request::finish(cfg, &plan, &body, &mut metrics, &mut now_us, cache)
-        };
-        self.reply = reply;
-        if let Some(line) = line {
-            let admitted = self.shared.logs.lock().ok().and_then(|mut l| l.admit(&plan.route, now_us() / 1_000_000, cfg.log_lines_per_second, line.text));
-            if let Some(text) = admitted {
-                if line.warn {
-                    log::warn!("toolfit: {text}");
-                } else {
-                    log::info!("toolfit: {text}");
-                }
-            }
+        if !self.exchange.reading() {
+            return vec![body_answer(true, None)];
         }
         let held = self.held_headers.is_some();
         let mut m = self.held_headers.take().unwrap_or_default();
-        let _ = request::apply(cfg, &plan, verdict, body.len(), &mut m, &mut metrics);
+        let size = body.len();
+        let Session { shared, exchange, .. } = self;
+        let _ = with_env(shared, |env| exchange.request_end(env, Some(body.as_slice()), size, &mut m));
         if let Some((status, err)) = m.reject.take() {
             return vec![reject(status, err)];
         }
@@ -249,25 +231,24 @@ impl Session {
     }
 
     fn response_headers(&mut self, h: &HttpHeaders) -> Option<ProcessingResponse> {
-        let Some(reply) = self.reply.take() else {
-            // a full-duplex body is answered piece by piece whatever happens (no mode override there)
-            return Some(if self.response_streamed { headers_answer(false, None) } else { skip_response(None) });
-        };
         let map = h.headers.as_ref();
         let status = header(map, ":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
         let (ct, ce) = (header(map, "content-type"), header(map, "content-encoding"));
         let mut chunk = Chunk::default();
-        let (flow, next) = self.with_sink(|sink| Flow::start(reply, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk, sink));
-        self.resp = flow;
+        let Session { shared, exchange, .. } = self;
+        let Some(next) = with_env(shared, |env| exchange.response_headers(env, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk)) else {
+            // a full-duplex body is answered piece by piece whatever happens (no mode override there)
+            return Some(if self.response_streamed { headers_answer(false, None) } else { skip_response(None) });
+        };
         if self.response_streamed {
-            if next == Next::Pause && !matches!(self.resp, Flow::Off) && !h.end_of_stream {
+            if next == Next::Pause && self.exchange.reading_response() && !h.end_of_stream {
                 // the verdict comes with the body's end: the headers wait for it
                 self.held_response = Some(chunk.common());
                 return None;
             }
             return Some(headers_answer(false, Some(chunk.common())));
         }
-        if matches!(self.resp, Flow::Off) {
+        if !self.exchange.reading_response() {
             // nothing of this response is read: Envoy sends the body straight on
             return Some(skip_response(Some(chunk.common())));
         }
@@ -281,7 +262,7 @@ impl Session {
     }
 
     fn response_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
-        if matches!(self.resp, Flow::Off) {
+        if !self.exchange.reading_response() {
             if self.response_streamed {
                 return self.release_response(None).into_iter().chain([streamed_body(false, b.body, b.end_of_stream)]).collect();
             }
@@ -290,15 +271,14 @@ impl Session {
         if self.buffered_response && !b.end_of_stream {
             // Envoy's buffer limit was reached: this is the body's first part, the rest streams on
             // without coming here. It goes on as it came, counted.
-            let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-            self.with_sink(|sink| resp.unseen(sink));
+            let Session { shared, exchange, .. } = self;
+            with_env(shared, |env| exchange.response_unseen(env));
             return vec![body_answer(false, None)];
         }
         let mut chunk = Chunk { bytes: b.body, ..Chunk::default() };
         let size = chunk.bytes.len();
-        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
-        self.with_sink(|sink| resp.body(&mut chunk, sink, size, b.end_of_stream));
-        self.resp = resp;
+        let Session { shared, exchange, .. } = self;
+        let _ = with_env(shared, |env| exchange.response_body(env, &mut chunk, size, b.end_of_stream));
         if !self.response_streamed {
             return vec![body_answer(false, Some(chunk.common()))];
         }
@@ -325,20 +305,12 @@ impl Session {
 
     fn response_trailers(&mut self) -> Vec<ProcessingResponse> {
         let mut chunk = Chunk::default();
-        let mut resp = std::mem::replace(&mut self.resp, Flow::Off);
         let streamed = self.response_streamed;
-        let held = self.with_sink(|sink| {
-            let reply = resp.reply().cloned();
-            resp.trailers(&mut chunk, sink);
-            let held = chunk.out.take().unwrap_or_default();
-            // a trailers answer carries no body: in STREAMED, bytes toolfit still held cannot go out any more
-            if !streamed && !held.is_empty() {
-                if let Some(r) = &reply {
-                    sink.internal_error(r);
-                }
-            }
-            held
-        });
+        let Session { shared, exchange, .. } = self;
+        // a trailers answer carries no body: in STREAMED, bytes toolfit still held cannot go out any
+        // more; in full duplex they go out as the body's last piece
+        let _ = with_env(shared, |env| exchange.response_trailers(env, &mut chunk, streamed));
+        let held = chunk.out.take().unwrap_or_default();
         if !streamed {
             return vec![trailers_answer(false)];
         }
@@ -350,18 +322,23 @@ impl Session {
         out.push(trailers_answer(false));
         out
     }
+}
 
-    /// Runs `f` with the process's counters and log rate limit.
-    fn with_sink<R>(&self, f: impl FnOnce(&mut Sink) -> R) -> R {
-        let mut metrics = &self.shared.metrics;
-        let mut fallback = LogLimiter::default();
-        let mut guard = self.shared.logs.lock().ok();
-        let logs = guard.as_deref_mut().unwrap_or(&mut fallback);
-        let mut warn = |text: &str| log::warn!("toolfit: {text}");
-        let mut sink =
-            Sink { metrics: &mut metrics, logs, now_s: now_us() / 1_000_000, lines_per_second: self.shared.config.log_lines_per_second, warn: &mut warn };
-        f(&mut sink)
-    }
+/// Runs `f` with the core's view of the process: its configuration, counters, log rate limit and
+/// rewrite cache, the clock and the log.
+fn with_env<R>(shared: &Shared, f: impl FnOnce(&mut Env) -> R) -> R {
+    let mut metrics = &shared.metrics;
+    let mut fallback = LogLimiter::default();
+    let mut logs = shared.logs.lock().ok();
+    let logs = logs.as_deref_mut().unwrap_or(&mut fallback);
+    let mut cache = shared.cache.lock().ok();
+    let cache = cache.as_mut().and_then(|c| c.as_mut());
+    let mut log = |level: Level, text: &str| match level {
+        Level::Warn => log::warn!("toolfit: {text}"),
+        Level::Info => log::info!("toolfit: {text}"),
+    };
+    let mut env = Env { config: &shared.config, metrics: &mut metrics, logs, cache, now_us, log: &mut log };
+    f(&mut env)
 }
 
 /// `xds.route_name`, which Envoy sends when the filter's `request_attributes` lists it.

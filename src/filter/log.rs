@@ -11,7 +11,15 @@ pub struct Line {
 /// next line that gets through.
 #[derive(Default)]
 pub struct LogLimiter {
-    windows: std::collections::HashMap<String, (u64, u32, u64)>, // route -> (second, lines, suppressed)
+    windows: std::collections::HashMap<String, Window>,
+}
+
+/// One route's current second.
+struct Window {
+    second: u64,
+    lines: u32,
+    /// Lines held back since the last one written.
+    suppressed: u64,
 }
 
 impl LogLimiter {
@@ -20,17 +28,17 @@ impl LogLimiter {
         if self.windows.len() > 1024 {
             self.windows.clear(); // bounded: route names are bounded, but never trust that
         }
-        let w = self.windows.entry(route.to_string()).or_insert((now_s, 0, 0));
-        if w.0 != now_s {
-            w.0 = now_s;
-            w.1 = 0;
+        let w = self.windows.entry(route.to_string()).or_insert(Window { second: now_s, lines: 0, suppressed: 0 });
+        if w.second != now_s {
+            w.second = now_s;
+            w.lines = 0;
         }
-        if w.1 >= per_second {
-            w.2 += 1;
+        if w.lines >= per_second {
+            w.suppressed += 1;
             return None;
         }
-        w.1 += 1;
-        let held = std::mem::take(&mut w.2);
+        w.lines += 1;
+        let held = std::mem::take(&mut w.suppressed);
         Some(if held > 0 { format!("{text} ({held} lines suppressed before this one)") } else { text })
     }
 }

@@ -1,8 +1,10 @@
 //! The Envoy filter's logic, free of any host: configuration, which requests to buffer, what to do
-//! with a body, counters and log lines. `crate::wasm` is the thin proxy-wasm shim around it.
+//! with a body, counters and log lines. [`exchange::Exchange`] carries one request and its response
+//! through it; `crate::wasm` and `extproc/` are thin hosts around it.
 
 pub mod config;
 pub mod encoding;
+pub mod exchange;
 pub mod headers;
 pub mod log;
 pub mod request;

@@ -141,9 +141,70 @@ pub trait Metrics {
     fn prepare(&mut self, _route: &str, _profile: &'static str) {}
 }
 
+/// How many series a host keeps, whatever requests say: route, profile and tool names come from
+/// configuration and requests (and a model may call a tool no request declared), and a metrics
+/// system keeps every series it is given. Both hosts ask one budget.
+#[derive(Default)]
+pub struct SeriesBudget {
+    /// Route/profile pairs whose counters are all defined.
+    defined: std::collections::HashSet<(String, &'static str)>,
+    /// Per-tool series counted so far.
+    tool_series: usize,
+}
+
+impl SeriesBudget {
+    /// Route/profile pairs defined up front, at most (later ones are counted as they come).
+    pub const ROUTE_PROFILES: usize = 4096;
+    /// Per-tool series, at most: past this a tool's counters go to the tool `other`.
+    pub const TOOL_SERIES: usize = 3000;
+
+    /// Whether to define every counter of `route` and `profile` now: the first time they are seen,
+    /// while the budget lasts.
+    pub fn define(&mut self, route: &str, profile: &'static str) -> bool {
+        if self.defined.len() > Self::ROUTE_PROFILES || self.defined.contains(&(route.to_string(), profile)) {
+            return false;
+        }
+        self.defined.insert((route.to_string(), profile))
+    }
+
+    /// The name to count `name` under: a per-tool metric (`...tool.<tool>.<counter>`) the host does not
+    /// have yet (`known`: whether it does) takes a new series while the budget lasts, then goes to
+    /// `...tool.other.<counter>`.
+    pub fn name<'a>(&mut self, name: &'a str, known: impl FnOnce(&str) -> bool) -> std::borrow::Cow<'a, str> {
+        let Some((head, rest)) = name.split_once(".tool.") else { return name.into() };
+        if known(name) {
+            return name.into();
+        }
+        if self.tool_series >= Self::TOOL_SERIES {
+            let counter = rest.rsplit('.').next().unwrap_or(rest);
+            return format!("{head}.tool.other.{counter}").into();
+        }
+        self.tool_series += 1;
+        name.into()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_series_budget_folds_tools_past_it_and_defines_each_pair_once() {
+        let mut b = SeriesBudget::default();
+        assert!(b.define("chat", "llama-cpp") && !b.define("chat", "llama-cpp") && b.define("chat", "vllm"));
+        let tool = |i: usize| format!("toolfit.route.r.profile.p.tool.t{i}.calls_seen");
+        for i in 0..SeriesBudget::TOOL_SERIES {
+            assert_eq!(b.name(&tool(i), |_| false), tool(i));
+        }
+        assert_eq!(b.name(&tool(99_999), |_| false), "toolfit.route.r.profile.p.tool.other.calls_seen");
+        assert_eq!(b.name(&tool(5), |_| true), tool(5), "a series the host has keeps its name");
+        assert_eq!(b.name("toolfit.route.r.profile.p.requests_seen", |_| false), "toolfit.route.r.profile.p.requests_seen");
+        let mut full = SeriesBudget::default();
+        for i in 0..=SeriesBudget::ROUTE_PROFILES {
+            assert!(full.define(&format!("r{i}"), "p"));
+        }
+        assert!(!full.define("one-more", "p"));
+    }
 
     #[test]
     fn names_are_unique_and_never_clash_with_engine_kinds() {
