@@ -487,3 +487,62 @@ fn drop_orphans(root: &mut Value, targets: &HashSet<String>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::passes::testing::{apply, count};
+    use crate::schema::Target;
+    use serde_json::json;
+
+    /// A ref to this document by its `$id` (whole, or its last segments) resolves here; a ref to
+    /// another document is never fetched.
+    #[test]
+    fn refs_through_the_documents_own_id_resolve_and_others_are_external() {
+        let v = json!({"$id": "https://ex.com/schemas/s.json", "type": "object", "properties": {
+            "a": {"$ref": "https://ex.com/schemas/s.json#/$defs/A"}, "b": {"$ref": "s.json#/$defs/A"}, "c": {"$ref": "other.json#/$defs/A"}},
+            "$defs": {"A": {"type": "string", "minLength": 1}}});
+        let (out, r) = apply(run, v, &Target::LLAMA_CPP);
+        assert_eq!(out["properties"]["a"], json!({"type": "string", "minLength": 1}), "{out}");
+        assert_eq!(out["properties"]["b"], json!({"type": "string", "minLength": 1}), "{out}");
+        assert!(out["properties"]["c"].get("$ref").is_none(), "{out}");
+        assert_eq!((count(&r, Kind::RefsInlined), count(&r, Kind::RefExternal)), (2, 1));
+    }
+
+    /// Definitions that only refer to each other constrain nothing and would recurse without end in a
+    /// grammar: the ref goes, said.
+    #[test]
+    fn a_cycle_of_bare_refs_becomes_any_value() {
+        let v = json!({"type": "object", "properties": {"x": {"$ref": "#/$defs/A"}, "y": {"$ref": "#/$defs/C"}},
+                       "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}, "C": {"type": "integer"}}});
+        let (out, r) = apply(run, v, &Target::LLAMA_CPP);
+        assert_eq!(out["properties"]["x"], json!({}), "{out}");
+        let mut at: Vec<&str> = r.records.iter().filter(|x| x.kind == Kind::RefsUnresolved).map(|x| x.path.as_str()).collect();
+        at.sort_unstable();
+        assert_eq!(at, ["/$defs/A", "/$defs/B", "/properties/x"], "the use and each definition of the cycle: {out}");
+        assert!(r.records.iter().any(|x| x.detail.contains("only refers back to itself")));
+    }
+
+    /// Definitions below the root are resolved from the original: where that changes nothing the
+    /// schema comes back as it was, nested definitions and all; where it does, they go.
+    #[test]
+    fn nested_definitions_stay_only_when_nothing_changed() {
+        let same = json!({"type": "object", "$defs": {"A": {"type": "string"}}, "properties": {
+            "a": {"type": "object", "$defs": {"X": {"type": "string"}}}, "b": {"$ref": "#/$defs/A"}}});
+        let (out, r) = apply(run, same.clone(), &Target::LLAMA_CPP);
+        assert_eq!(out, same);
+        assert!(r.is_empty(), "{:?}", r.records);
+        let into = json!({"type": "object", "properties": {"a": {"$defs": {"X": {"type": "string"}}, "$ref": "#/properties/a/$defs/X"}}});
+        let (out, r) = apply(run, into, &Target::LLAMA_CPP);
+        assert_eq!(out, json!({"type": "object", "properties": {"a": {"type": "string"}}}));
+        assert_eq!(count(&r, Kind::RefsInlined), 1);
+    }
+
+    /// A ref inlined leaves no `$defs` behind where there was none.
+    #[test]
+    fn inlining_alone_adds_no_definitions() {
+        let v = json!({"type": "object", "properties": {"a": {"$ref": "#/properties/b"}, "b": {"type": "string"}}});
+        let (out, _) = apply(run, v, &Target::LLAMA_CPP);
+        assert_eq!(out, json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}));
+    }
+}
