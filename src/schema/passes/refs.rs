@@ -545,4 +545,53 @@ mod tests {
         let (out, _) = apply(run, v, &Target::LLAMA_CPP);
         assert_eq!(out, json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}}}));
     }
+
+    /// A ref applied in place of itself or of an ancestor (`allOf`, or the node itself) would be
+    /// checked without consuming anything: it goes, said, even where the node constrains.
+    #[test]
+    fn refs_in_place_of_themselves_go() {
+        for v in
+            [json!({"type": "object", "allOf": [{"$ref": "#"}]}), json!({"type": "object", "properties": {"a": {"type": "object", "$ref": "#/properties/a"}}})]
+        {
+            let (out, r) = apply(run, v.clone(), &Target::LLAMA_CPP);
+            assert!(!out.to_string().contains("$ref"), "{v} -> {out}");
+            assert_eq!(count(&r, Kind::RefsUnresolved), 1, "{v}");
+        }
+    }
+
+    /// Recursive targets whose names reduce to the same definition name get distinct ones.
+    #[test]
+    fn definitions_made_for_recursive_targets_get_unique_names() {
+        let rec = |n: &str| json!({"type": "object", "properties": {"next": {"$ref": format!("#/$defs/{n}")}}});
+        let v = json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/my-a"}, "b": {"$ref": "#/$defs/my_a"}, "c": {"$ref": "#/$defs/my.a"}},
+                       "$defs": {"my-a": rec("my-a"), "my_a": rec("my_a"), "my.a": rec("my.a")}});
+        let (out, _) = apply(run, v, &Target::LLAMA_CPP);
+        let mut names: Vec<&str> = out["$defs"].as_object().map(|d| d.keys().map(String::as_str).collect()).unwrap_or_default();
+        names.sort_unstable();
+        assert_eq!(names, ["mya", "mya2", "mya3"], "{out}");
+    }
+
+    /// The search for a cycle through a target's refs stops after 2,000 targets and then takes the
+    /// target as recursive (kept as a definition rather than copied): one target short of that, a
+    /// chain without a cycle is still copied in.
+    #[test]
+    fn the_cycle_search_is_bounded_at_its_edge() {
+        let chain = |n: usize| {
+            let mut defs = Map::new();
+            let link = |next: String| json!({"type": "object", "properties": {"n": {"$ref": next}}});
+            defs.insert("d-0".into(), link("#/$defs/D1".into()));
+            for i in 1..n {
+                defs.insert(format!("D{i}"), link(format!("#/$defs/D{}", i + 1)));
+            }
+            defs.insert(format!("D{n}"), json!({"type": "string"}));
+            json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/d-0"}}, "$defs": defs})
+        };
+        // d-0 reaches D1..Dn: n targets
+        let (out, r) = apply(run, chain(MAX_CYCLE_SEARCH + 1), &Target::LLAMA_CPP);
+        assert_eq!(out["properties"]["a"]["properties"]["n"], json!({"$ref": "#/$defs/D1"}), "copied in");
+        assert_eq!((count(&r, Kind::RefsInlined), count(&r, Kind::RefsRetargeted)), (1, 0));
+        let (out, r) = apply(run, chain(MAX_CYCLE_SEARCH + 2), &Target::LLAMA_CPP);
+        assert_eq!(out["properties"]["a"], json!({"$ref": "#/$defs/d0"}), "kept as a definition");
+        assert_eq!((count(&r, Kind::RefsInlined), count(&r, Kind::RefsRetargeted)), (0, 1));
+    }
 }
