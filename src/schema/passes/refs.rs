@@ -550,13 +550,25 @@ mod tests {
     /// checked without consuming anything: it goes, said, even where the node constrains.
     #[test]
     fn refs_in_place_of_themselves_go() {
-        for v in
-            [json!({"type": "object", "allOf": [{"$ref": "#"}]}), json!({"type": "object", "properties": {"a": {"type": "object", "$ref": "#/properties/a"}}})]
-        {
+        let in_place = [
+            json!({"type": "object", "allOf": [{"$ref": "#"}]}),
+            json!({"type": "object", "then": {"$ref": "#"}}),
+            json!({"type": "object", "properties": {"a": {"type": "object", "$ref": "#/properties/a"}}}),
+        ];
+        for v in in_place {
             let (out, r) = apply(run, v.clone(), &Target::LLAMA_CPP);
             assert!(!out.to_string().contains("$ref"), "{v} -> {out}");
             assert_eq!(count(&r, Kind::RefsUnresolved), 1, "{v}");
         }
+    }
+
+    /// A sibling whose name starts with the referring one's is not an ancestor: its ref is followed.
+    #[test]
+    fn a_ref_to_a_sibling_with_a_longer_name_is_followed() {
+        let v = json!({"type": "object", "properties": {"a": {"type": "string"}, "ab": {"minLength": 2, "$ref": "#/properties/a"}}});
+        let (out, r) = apply(run, v, &Target::LLAMA_CPP);
+        assert_eq!(out["properties"]["ab"], json!({"type": "string", "minLength": 2}), "{out}");
+        assert_eq!((count(&r, Kind::RefsInlined), count(&r, Kind::RefsUnresolved)), (1, 0));
     }
 
     /// Recursive targets whose names reduce to the same definition name get distinct ones.
