@@ -1,7 +1,7 @@
 //! Anthropic Messages: tools as `tools[].input_schema`; calls as `content[]` blocks of type
 //! `tool_use`, streamed as `content_block_*` events with `input_json_delta` parts.
 
-use super::{index, path, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use super::{index, path, Args, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
 use crate::api::raw::{self, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
@@ -15,7 +15,7 @@ pub const FORMAT: Descriptor = Descriptor {
     output_sites: None,
     declared: &[&[Key("tools"), Each, Key("name")]],
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
-    calls: &[path(&[Key("content"), Each], Some("tool_use"), "name", "input", false)],
+    calls: &[path(&[Key("content"), Each], Some("tool_use"), "name", "input", Args::Object)],
     stream: StreamCalls::Parts { frags, summary: None },
     error: ErrorShape::Anthropic,
     routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
@@ -34,12 +34,12 @@ fn frags(json: &str) -> Vec<Frag> {
     match top.str("type").unwrap_or_default().as_str() {
         "content_block_start" => {
             if let Some(b) = top.get("content_block").and_then(|b| raw::object(b.get())).filter(|b| b.str("type").as_deref() == Some("tool_use")) {
-                f.part(key, b.get("name"), true, false);
+                f.name_part(key, b.get("name"));
             }
         }
         "content_block_delta" => {
             if let Some(d) = top.get("delta").and_then(|d| raw::object(d.get())).filter(|d| d.str("type").as_deref() == Some("input_json_delta")) {
-                f.part(key, d.get("partial_json"), false, false);
+                f.args_part(key, d.get("partial_json"));
             }
         }
         "content_block_stop" => f.out.push(Frag::Close(key)),

@@ -2,7 +2,7 @@
 //! `response_format.json_schema` (the schema itself); calls in `message.tool_calls`, streamed as
 //! `tool-call-*` events. Its path always gets the `cohere` profile.
 
-use super::{index, path, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use super::{index, path, Args, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
 use crate::api::raw::{self, RawObject, Step};
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -16,7 +16,7 @@ pub const FORMAT: Descriptor = Descriptor {
     output_sites: Some(output_sites),
     declared: super::openai_chat::DECLARED,
     mentioned: super::openai_chat::MENTIONED,
-    calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", true)],
+    calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Text)],
     stream: StreamCalls::Parts { frags, summary: None },
     error: ErrorShape::Cohere,
     routes: Routes { paths: &["/v2/chat"], profile: Some(&crate::schema::profile::COHERE), ..Routes::NONE },
@@ -47,10 +47,10 @@ fn frags(json: &str) -> Vec<Frag> {
     let f = tc.as_ref().and_then(|t| t.get("function")).and_then(|f| raw::object(f.get()));
     match (top.str("type").unwrap_or_default().as_str(), f) {
         ("tool-call-start", Some(f)) => {
-            fr.part(key, f.get("name"), true, false);
-            fr.part(key, f.get("arguments"), false, false);
+            fr.name_part(key, f.get("name"));
+            fr.args_part(key, f.get("arguments"));
         }
-        ("tool-call-delta", Some(f)) => fr.part(key, f.get("arguments"), false, false),
+        ("tool-call-delta", Some(f)) => fr.args_part(key, f.get("arguments")),
         ("tool-call-end", _) => fr.out.push(Frag::Close(key)),
         ("message-end", _) => fr.out.push(Frag::CloseAll),
         _ => {}

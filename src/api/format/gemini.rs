@@ -4,7 +4,7 @@
 //! snake_case; calls as `functionCall` parts, every streamed event carrying whole calls. The model is
 //! in the path; its prefixes always get the `gemini` profile.
 
-use super::{path, Descriptor, ErrorShape, Routes, StreamCalls};
+use super::{path, Args, Descriptor, ErrorShape, Routes, StreamCalls};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
@@ -26,8 +26,8 @@ pub const FORMAT: Descriptor = Descriptor {
         &[Key("contents"), Each, Key("parts"), Each, Key("function_response"), Key("name")],
     ],
     calls: &[
-        path(&[Key("candidates"), Each, Key("content"), Key("parts"), Each, Key("functionCall")], None, "name", "args", false),
-        path(&[Key("candidates"), Each, Key("content"), Key("parts"), Each, Key("function_call")], None, "name", "args", false),
+        path(&[Key("candidates"), Each, Key("content"), Key("parts"), Each, Key("functionCall")], None, "name", "args", Args::Object),
+        path(&[Key("candidates"), Each, Key("content"), Key("parts"), Each, Key("function_call")], None, "name", "args", Args::Object),
     ],
     stream: StreamCalls::Whole,
     error: ErrorShape::Google,

@@ -56,12 +56,21 @@ pub struct CallPath {
     pub kind: Option<&'static str>,
     pub name: &'static str,
     pub args: &'static str,
-    /// Whether the arguments are a JSON string holding JSON (else a JSON object).
-    pub text: bool,
+    /// How the arguments are spelled.
+    pub spelled: Args,
 }
 
-pub const fn path(at: &'static [Step], kind: Option<&'static str>, name: &'static str, args: &'static str, text: bool) -> CallPath {
-    CallPath { at, kind, name, args, text }
+/// How a format spells a call's arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Args {
+    /// A JSON string holding JSON (OpenAI, Cohere).
+    Text,
+    /// A JSON object (Anthropic, Gemini, Ollama).
+    Object,
+}
+
+pub const fn path(at: &'static [Step], kind: Option<&'static str>, name: &'static str, args: &'static str, spelled: Args) -> CallPath {
+    CallPath { at, kind, name, args, spelled }
 }
 
 /// How a streamed response of the format carries tool calls.
@@ -116,15 +125,30 @@ impl<'j> Frags<'j> {
         Frags { json, out: Vec::new() }
     }
 
-    /// A name or argument part (`whole`: said again whole) found at `v`.
-    pub fn part(&mut self, key: CallKey, v: Option<Raw<'_>>, name: bool, whole: bool) {
+    /// Part of a call's name, found at `v`.
+    pub fn name_part(&mut self, key: CallKey, v: Option<Raw<'_>>) {
+        self.push(v, |a, b| Frag::NamePart(key, a, b));
+    }
+
+    /// Part of a call's argument text, found at `v`.
+    pub fn args_part(&mut self, key: CallKey, v: Option<Raw<'_>>) {
+        self.push(v, |a, b| Frag::ArgsPart(key, a, b));
+    }
+
+    /// A call's whole name, said again, found at `v`.
+    pub fn name_whole(&mut self, key: CallKey, v: Option<Raw<'_>>) {
+        self.push(v, |a, b| Frag::NameWhole(key, a, b));
+    }
+
+    /// A call's whole argument text, said again, found at `v`.
+    pub fn args_whole(&mut self, key: CallKey, v: Option<Raw<'_>>) {
+        self.push(v, |a, b| Frag::ArgsWhole(key, a, b));
+    }
+
+    /// The fragment `make` gives for the byte range `v` takes in the event's JSON.
+    fn push(&mut self, v: Option<Raw<'_>>, make: impl FnOnce(usize, usize) -> Frag) {
         let Some((a, b)) = v.and_then(|v| raw::offset(self.json, v.get()).map(|at| (at, at + v.get().len()))) else { return };
-        self.out.push(match (name, whole) {
-            (true, false) => Frag::NamePart(key, a, b),
-            (false, false) => Frag::ArgsPart(key, a, b),
-            (true, true) => Frag::NameWhole(key, a, b),
-            (false, true) => Frag::ArgsWhole(key, a, b),
-        });
+        self.out.push(make(a, b));
     }
 }
 

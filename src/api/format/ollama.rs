@@ -2,7 +2,7 @@
 //! `format` (a schema object); calls in `message.tool_calls` with arguments as an object, streamed
 //! as NDJSON lines that each carry whole calls. Its paths always get the `ollama` profile.
 
-use super::{path, Descriptor, ErrorShape, Routes, StreamCalls};
+use super::{path, Args, Descriptor, ErrorShape, Routes, StreamCalls};
 use crate::api::raw::{RawObject, Step};
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -16,7 +16,7 @@ pub const FORMAT: Descriptor = Descriptor {
     output_sites: Some(output_sites),
     declared: super::openai_chat::DECLARED,
     mentioned: super::openai_chat::MENTIONED,
-    calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", false)],
+    calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Object)],
     stream: StreamCalls::Whole,
     error: ErrorShape::Ollama,
     routes: Routes { paths: &["/api/chat", "/api/generate"], profile: Some(&crate::schema::profile::OLLAMA), ..Routes::NONE },

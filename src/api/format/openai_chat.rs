@@ -3,7 +3,7 @@
 //! llama-server's `response_format.schema`); calls in `choices[].message.tool_calls`, streamed as
 //! `choices[].delta.tool_calls` parts.
 
-use super::{function_tools, index, path, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use super::{function_tools, index, path, Args, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
@@ -29,7 +29,7 @@ pub const DECLARED: &[&[Step]] = &[&[Key("tools"), Each, Key("function"), Key("n
 pub const MENTIONED: &[&[Step]] =
     &[&[Key("tool_choice"), Key("function"), Key("name")], &[Key("messages"), Each, Key("tool_calls"), Each, Key("function"), Key("name")]];
 
-const CALLS: &[CallPath] = &[path(&[Key("choices"), Each, Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", true)];
+const CALLS: &[CallPath] = &[path(&[Key("choices"), Each, Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Text)];
 
 pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
     function_tools(t, sites, undescribed);
@@ -65,8 +65,8 @@ fn frags(json: &str) -> Vec<Frag> {
                 let Some(tc) = raw::object(tc.get()) else { continue };
                 let key = (ci, index(&tc, "index", m as u64));
                 if let Some(func) = tc.get("function").and_then(|x| raw::object(x.get())) {
-                    f.part(key, func.get("name"), true, false);
-                    f.part(key, func.get("arguments"), false, false);
+                    f.name_part(key, func.get("name"));
+                    f.args_part(key, func.get("arguments"));
                 }
             }
         }

@@ -2,7 +2,7 @@
 //! structured output as `text.format.schema`; calls as `output[]` items of type `function_call`,
 //! streamed as `response.function_call_arguments.*` events and said again whole at the end.
 
-use super::{index, path, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Summary};
+use super::{index, path, Args, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Summary};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
@@ -16,14 +16,14 @@ pub const FORMAT: Descriptor = Descriptor {
     output_sites: Some(output_sites),
     declared: &[&[Key("tools"), Each, Key("name")]],
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("input"), Each, Key("name")]],
-    calls: &[path(&[Key("output"), Each], Some("function_call"), "name", "arguments", true)],
+    calls: &[path(&[Key("output"), Each], Some("function_call"), "name", "arguments", Args::Text)],
     stream: StreamCalls::Parts { frags, summary: Some(Summary { is: summary, calls: DONE }) },
     error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/v1/responses"], ..Routes::NONE },
 };
 
 /// The closing `response.completed` event says every call again, whole.
-const DONE: &[CallPath] = &[path(&[Key("response"), Key("output"), Each], Some("function_call"), "name", "arguments", true)];
+const DONE: &[CallPath] = &[path(&[Key("response"), Key("output"), Each], Some("function_call"), "name", "arguments", Args::Text)];
 
 pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
     if t.has_function {
@@ -64,19 +64,19 @@ fn frags(json: &str) -> Vec<Frag> {
     match kind.as_str() {
         "response.output_item.added" => {
             if let Some(i) = item {
-                f.part(key, i.get("name"), true, false);
-                f.part(key, i.get("arguments"), false, false);
+                f.name_part(key, i.get("name"));
+                f.args_part(key, i.get("arguments"));
             }
         }
-        "response.function_call_arguments.delta" => f.part(key, top.get("delta"), false, false),
+        "response.function_call_arguments.delta" => f.args_part(key, top.get("delta")),
         "response.function_call_arguments.done" => {
-            f.part(key, top.get("name"), true, true);
-            f.part(key, top.get("arguments"), false, true);
+            f.name_whole(key, top.get("name"));
+            f.args_whole(key, top.get("arguments"));
         }
         "response.output_item.done" => {
             if let Some(i) = item {
-                f.part(key, i.get("name"), true, true);
-                f.part(key, i.get("arguments"), false, true);
+                f.name_whole(key, i.get("name"));
+                f.args_whole(key, i.get("arguments"));
                 f.out.push(Frag::Close(key));
             }
         }

@@ -1,7 +1,7 @@
 //! What a response needs from its request, and the repair and check of one call or one document.
 
 use super::tally::{Call, Tally};
-use crate::api::format::{CallPath, ErrorShape};
+use crate::api::format::{Args, CallPath, ErrorShape};
 use crate::api::names::NameMap;
 use crate::api::raw;
 use crate::api::{self, Format};
@@ -245,9 +245,9 @@ impl Reply {
                 }
                 let (Some(name_v), Some(name)) = (o.get(p.name), o.str(p.name)) else { continue };
                 let args_v = o.get(p.args);
-                let args = match (args_v, p.text) {
-                    (Some(a), true) => text_of(a).unwrap_or_else(|| a.get().to_string()),
-                    (Some(a), false) => a.get().to_string(),
+                let args = match (args_v, p.spelled) {
+                    (Some(a), Args::Text) => text_of(a).unwrap_or_else(|| a.get().to_string()),
+                    (Some(a), Args::Object) => a.get().to_string(),
                     (None, _) => "{}".to_string(),
                 };
                 let fixed = self.fix(&name, &args, count, tally);
@@ -256,7 +256,7 @@ impl Reply {
                 }
                 if let (Some(new), Some(a)) = (fixed.args, args_v) {
                     if let Some(at) = raw::offset(text, a.get()) {
-                        edits.push(api::Edit::new(at, at + a.get().len(), if p.text { quoted(&new) } else { new }));
+                        edits.push(api::Edit::new(at, at + a.get().len(), if p.spelled == Args::Text { quoted(&new) } else { new }));
                     }
                 }
             }
