@@ -4,7 +4,6 @@
 
 pub mod arrays;
 pub mod definitions;
-pub mod format;
 pub mod kind;
 pub mod lookup;
 pub mod merge;

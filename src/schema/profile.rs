@@ -23,13 +23,13 @@ pub struct Profile {
     /// The profile for an API's JSON Schema fields (Gemini's `parametersJsonSchema`,
     /// `responseJsonSchema`), where this one is for its other schema fields.
     pub json_fields: Option<&'static Profile>,
-    /// Its [`Plan`] for each context, made on the first schema that needs it.
-    pub plans: [OnceLock<Plan>; 2],
+    /// Its [`PassPlan`] for each context, made on the first schema that needs it.
+    pub plans: [OnceLock<PassPlan>; 2],
 }
 
 /// What [`crate::schema::normalize`] reads from a profile's pass list and target for one context. It is
 /// the same for every schema, so it is made once per profile and context and kept beside them.
-pub struct Plan {
+pub struct PassPlan {
     /// Every keyword some pass is gated on, each once: what the census looks for.
     pub tracked: KeySet,
     /// The place in the pass list of each pass with a node test: a test's bit in the survey is its
@@ -41,7 +41,7 @@ pub struct Plan {
 }
 
 /// A profile's [`Profile::plans`] before any is made.
-const fn unplanned() -> [OnceLock<Plan>; 2] {
+const fn unplanned() -> [OnceLock<PassPlan>; 2] {
     [OnceLock::new(), OnceLock::new()]
 }
 
@@ -416,8 +416,8 @@ impl Profile {
         self.passes.iter().chain(self.tool_passes.unwrap_or(&[]))
     }
 
-    /// The profile's [`Plan`] for `context`, made the first time it is asked for.
-    pub fn plan(&self, context: Context) -> &Plan {
+    /// The profile's [`PassPlan`] for `context`, made the first time it is asked for.
+    pub fn plan(&self, context: Context) -> &PassPlan {
         let [tool, output] = &self.plans;
         let slot = match context {
             Context::Tool => tool,
@@ -431,7 +431,7 @@ impl Profile {
                     tracked.push(w);
                 }
             }
-            Plan {
+            PassPlan {
                 tracked: KeySet::new(tracked),
                 tested: passes.iter().enumerate().filter(|(_, p)| p.acts.is_some()).map(|(i, _)| i).collect(),
                 tests: passes.iter().filter_map(|p| p.acts).collect(),

@@ -61,7 +61,7 @@ pub struct Probe<'a> {
     pub target: &'a Target,
     pub opts: &'a Options,
     /// The keywords the target does not enforce ([`Target::unenforced_keywords`]), from the profile's
-    /// [`crate::schema::profile::Plan`].
+    /// [`crate::schema::profile::PassPlan`].
     pub unenforced: &'a KeySet,
 }
 
