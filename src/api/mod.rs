@@ -252,6 +252,8 @@ fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Si
 pub enum Skip {
     NotJson,
     UnknownShape,
+    /// toolfit's own mistake: an edit it could not place in the body (see [`raw::placed`]).
+    Misplaced,
 }
 
 /// A schema the engine could not take (not valid JSON for `serde_json`, e.g. a number past f64; a
@@ -319,6 +321,15 @@ pub fn rewrite_body_cached(
     opts: &Options,
     cache: Option<&mut cache::SiteCache>,
 ) -> Result<BodyOutcome, Skip> {
+    let (out, placed) = raw::placed(|| rewrite_placed(body, format, profile, opts, cache));
+    if !placed {
+        return Err(Skip::Misplaced);
+    }
+    out
+}
+
+/// [`rewrite_body_cached`], where every edit's place is a slice of the text it edits.
+fn rewrite_placed(body: &[u8], format: Format, profile: &'static Profile, opts: &Options, cache: Option<&mut cache::SiteCache>) -> Result<BodyOutcome, Skip> {
     let mut out = rewrite_schemas(body, format, profile, opts, cache)?;
     // names last, over the body as rewritten: schema edits never touch a name, and a body whose
     // names are all valid costs one scan of its tool list

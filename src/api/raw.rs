@@ -88,7 +88,26 @@ impl<'a> RawObject<'a> {
 pub fn offset(base: &str, part: &str) -> Option<usize> {
     let b = base.as_ptr() as usize;
     let p = part.as_ptr() as usize;
-    (p >= b && p + part.len() <= b + base.len()).then(|| p - b)
+    let at = (p >= b && p + part.len() <= b + base.len()).then(|| p - b);
+    if at.is_none() {
+        // a slice from another text: toolfit's own mistake, which `placed` reports
+        MISPLACED.with(|m| m.set(m.get().saturating_add(1)));
+    }
+    at
+}
+
+thread_local! {
+    /// Slices [`offset`] could not place, on this thread, ever.
+    static MISPLACED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Runs `f`, and says whether every slice it asked [`offset`] to place was from the text it was
+/// placed in. An edit that cannot be placed would be skipped while the others apply: the caller
+/// forwards the original instead and counts its own error.
+pub fn placed<R>(f: impl FnOnce() -> R) -> (R, bool) {
+    let before = MISPLACED.with(std::cell::Cell::get);
+    let r = f();
+    (r, MISPLACED.with(std::cell::Cell::get) == before)
 }
 
 /// The byte range of member `key` whose value starts at `at` (`len` bytes) in `text`, with one comma
@@ -228,5 +247,21 @@ pub mod serde_reading {
             out.push(t);
         }
         Some(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placed_tells_a_slice_of_the_text_from_one_of_another() {
+        let text = String::from(r#"{"a": 1}"#);
+        let other = String::from("1");
+        let (at, ok) = placed(|| offset(&text, text.get(6..7).unwrap_or_default()));
+        assert_eq!((at, ok), (Some(6), true));
+        let (at, ok) = placed(|| offset(&text, &other));
+        assert_eq!((at, ok), (None, false));
+        assert!(placed(|| ()).1, "nothing asked, nothing misplaced");
     }
 }

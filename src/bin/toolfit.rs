@@ -191,6 +191,7 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
             Ok(o) => (o.body.unwrap_or_else(|| input.clone()), o.report, o.unparsed),
             Err(Skip::NotJson) => return fail(2, "input is not JSON"),
             Err(Skip::UnknownShape) => return fail(2, "input is neither a tools/list result nor a known request body (use --schema for a bare schema)"),
+            Err(Skip::Misplaced) => return fail(3, "internal error: an edit could not be placed in the input; nothing written"),
         }
     };
     if let Some(path) = a.get_one::<String>("report") {

@@ -268,7 +268,11 @@ pub fn finish<'b>(
     let o = match outcome {
         Ok(o) => o,
         Err(skip) => {
-            let s = if skip == Skip::NotJson { Stat::SkippedNotJson } else { Stat::SkippedUnknownShape };
+            let s = match skip {
+                Skip::NotJson => Stat::SkippedNotJson,
+                Skip::UnknownShape => Stat::SkippedUnknownShape,
+                Skip::Misplaced => Stat::InternalErrors,
+            };
             plan.count(m, s, 1);
             return (Verdict::Forward, None, None);
         }

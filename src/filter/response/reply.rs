@@ -272,7 +272,13 @@ impl Reply {
     /// Repairs a whole JSON response body. `None`: forward it as it is.
     pub fn repair_json(&self, body: &[u8], tally: &mut Tally) -> Option<Vec<u8>> {
         let text = crate::api::skim::text(body)?;
-        let out = self.repair_doc(text, self.calls(), true, tally);
+        let before = tally.clone();
+        let (out, placed) = crate::api::raw::placed(|| self.repair_doc(text, self.calls(), true, tally));
+        if !placed {
+            // toolfit's own mistake: the body goes on as it came, said as unrepaired
+            *tally = Tally { unrepaired: before.unrepaired + 1, ..before };
+            return None;
+        }
         out.map(String::into_bytes)
     }
 
