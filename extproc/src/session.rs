@@ -56,35 +56,47 @@ pub struct Session {
     exchange: Exchange,
     /// Pieces of a streamed request body, kept until the last one.
     body: Vec<u8>,
-    /// The request body comes in pieces (`FULL_DUPLEX_STREAMED`, from the stream's protocol
-    /// configuration): answered as streamed mutations.
-    streamed: bool,
-    /// In that mode, the request headers' answer when it waits for the body (exact framing: the
-    /// headers leave with the new body's length).
-    held_headers: Option<Mutations>,
-    /// The response's headers wait for its whole body (`on_invalid_tool_call: reject`: the answer may
-    /// be a 502): Envoy was told to buffer it (`BUFFERED_PARTIAL`).
-    buffered_response: bool,
-    /// The response body comes in pieces that must each be answered with streamed bytes
-    /// (`FULL_DUPLEX_STREAMED`, as agentgateway and Istio's inference pools send it).
-    response_streamed: bool,
-    /// In that mode, the response headers' answer while it waits for the body (the verdict, maybe a
-    /// 502, comes at the body's end): Envoy keeps sending the pieces meanwhile.
-    held_response: Option<CommonResponse>,
+    /// How the request body comes, and what waits on it.
+    request_body: RequestBody,
+    /// How the response body comes, and what waits on it.
+    response_body: ResponseBody,
+}
+
+/// How the request body reaches the processor (the stream's protocol configuration).
+enum RequestBody {
+    /// `BUFFERED`: whole, in one message; its headers were answered already.
+    Buffered,
+    /// `FULL_DUPLEX_STREAMED`: in pieces, kept here until the last and answered as streamed
+    /// mutations. `held`: the headers' answer, when it waits for the new body's length (exact framing).
+    Streamed { held: Option<Mutations> },
+}
+
+/// How the response body reaches the processor.
+enum ResponseBody {
+    /// `STREAMED`: in pieces, each answered with its bytes or their repair.
+    Streamed,
+    /// Switched to `BUFFERED_PARTIAL` at its headers (`on_invalid_tool_call: reject`: the answer may
+    /// be a 502): Envoy holds the headers and buffers the body.
+    Buffered,
+    /// `FULL_DUPLEX_STREAMED` (agentgateway's and Istio's inference pools' mode): pieces each
+    /// answered with streamed bytes. `held`: the headers' answer, while it waits for the verdict at
+    /// the body's end (Envoy keeps sending the pieces meanwhile).
+    Duplex { held: Option<CommonResponse> },
 }
 
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
-        Session {
-            shared,
-            exchange: Exchange::default(),
-            body: Vec::new(),
-            streamed: false,
-            held_headers: None,
-            buffered_response: false,
-            response_streamed: false,
-            held_response: None,
-        }
+        Session { shared, exchange: Exchange::default(), body: Vec::new(), request_body: RequestBody::Buffered, response_body: ResponseBody::Streamed }
+    }
+
+    /// The request body comes in pieces.
+    fn streamed(&self) -> bool {
+        matches!(self.request_body, RequestBody::Streamed { .. })
+    }
+
+    /// The response body comes in full-duplex pieces.
+    fn response_streamed(&self) -> bool {
+        matches!(self.response_body, ResponseBody::Duplex { .. })
     }
 
     /// The answers to one message, in order: none where Envoy expects none (observability mode, a
@@ -93,8 +105,14 @@ impl Session {
     pub fn on(&mut self, msg: ProcessingRequest) -> Vec<ProcessingResponse> {
         let observe = msg.observability_mode;
         if let Some(p) = &msg.protocol_config {
-            self.streamed = p.request_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
-            self.response_streamed = p.response_body_mode == processing_mode::BodySendMode::FullDuplexStreamed as i32;
+            // (sent with the first message; a repeat changes nothing that is held)
+            let duplex = processing_mode::BodySendMode::FullDuplexStreamed as i32;
+            if (p.request_body_mode == duplex) != self.streamed() {
+                self.request_body = if p.request_body_mode == duplex { RequestBody::Streamed { held: None } } else { RequestBody::Buffered };
+            }
+            if (p.response_body_mode == duplex) != self.response_streamed() {
+                self.response_body = if p.response_body_mode == duplex { ResponseBody::Duplex { held: None } } else { ResponseBody::Streamed };
+            }
         }
         // the route's name and settings come with the request headers, and only they read them
         let (route, meta) = match msg.request {
@@ -148,9 +166,9 @@ impl Session {
         if headed == Headed::Ignore {
             return Some(skip_rest());
         }
-        if self.streamed && headed == Headed::Pause {
+        if let (RequestBody::Streamed { held }, Headed::Pause) = (&mut self.request_body, headed) {
             // the body streams past Envoy: the headers wait here for its new length
-            self.held_headers = Some(m);
+            *held = Some(m);
             return None;
         }
         Some(headers_answer(true, Some(m.common())))
@@ -168,7 +186,7 @@ impl Session {
             kept.extend_from_slice(&b.body);
             return self.release_headers().into_iter().chain([self.pass_body(HttpBody { body: kept, ..b })]).collect();
         }
-        if self.streamed && !b.end_of_stream {
+        if self.streamed() && !b.end_of_stream {
             // a piece: kept, answered with the whole at the end
             self.body.extend_from_slice(&b.body);
             return Vec::new();
@@ -179,7 +197,7 @@ impl Session {
 
     /// A body toolfit does not change: in `BUFFERED` the answer without mutation, streamed its bytes.
     fn pass_body(&mut self, b: HttpBody) -> ProcessingResponse {
-        if self.streamed {
+        if self.streamed() {
             streamed_answer(b.body, b.end_of_stream)
         } else {
             body_answer(true, None)
@@ -188,12 +206,13 @@ impl Session {
 
     /// Held request headers go out as they were asked for (`None` if none are held).
     fn release_headers(&mut self) -> Option<ProcessingResponse> {
-        self.held_headers.take().map(|m| headers_answer(true, Some(m.common())))
+        let RequestBody::Streamed { held } = &mut self.request_body else { return None };
+        held.take().map(|m| headers_answer(true, Some(m.common())))
     }
 
     fn request_trailers(&mut self) -> Vec<ProcessingResponse> {
         let mut out = Vec::new();
-        if self.exchange.reading() && self.streamed {
+        if self.exchange.reading() && self.streamed() {
             // the body ended in trailers: what was kept is the whole body
             let body = std::mem::take(&mut self.body);
             out = self.finish(body, false);
@@ -210,15 +229,19 @@ impl Session {
         if !self.exchange.reading() {
             return vec![body_answer(true, None)];
         }
-        let held = self.held_headers.is_some();
-        let mut m = self.held_headers.take().unwrap_or_default();
+        let waiting = match &mut self.request_body {
+            RequestBody::Streamed { held } => held.take(),
+            RequestBody::Buffered => None,
+        };
+        let held = waiting.is_some();
+        let mut m = waiting.unwrap_or_default();
         let size = body.len();
         let Session { shared, exchange, .. } = self;
         let _ = with_env(shared, |env| exchange.request_end(env, Some(body.as_slice()), size, &mut m));
         if let Some((status, err)) = m.reject.take() {
             return vec![reject(status, err)];
         }
-        if !self.streamed {
+        if !self.streamed() {
             return vec![body_answer(true, Some(m.common()))];
         }
         let new = m.body.take().unwrap_or(body);
@@ -238,12 +261,12 @@ impl Session {
         let Session { shared, exchange, .. } = self;
         let Some(next) = with_env(shared, |env| exchange.response_headers(env, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk)) else {
             // a full-duplex body is answered piece by piece whatever happens (no mode override there)
-            return Some(if self.response_streamed { headers_answer(false, None) } else { skip_response(None) });
+            return Some(if self.response_streamed() { headers_answer(false, None) } else { skip_response(None) });
         };
-        if self.response_streamed {
+        if self.response_streamed() {
             if next == Next::Pause && self.exchange.reading_response() && !h.end_of_stream {
                 // the verdict comes with the body's end: the headers wait for it
-                self.held_response = Some(chunk.common());
+                self.response_body = ResponseBody::Duplex { held: Some(chunk.common()) };
                 return None;
             }
             return Some(headers_answer(false, Some(chunk.common())));
@@ -255,7 +278,7 @@ impl Session {
         if next == Next::Pause {
             // the headers wait for the whole body, which Envoy buffers (up to its buffer limit; past it
             // Envoy sends what it has and the rest goes on unread, see response_body)
-            self.buffered_response = true;
+            self.response_body = ResponseBody::Buffered;
             return Some(buffer_response(chunk.common()));
         }
         Some(headers_answer(false, Some(chunk.common())))
@@ -263,12 +286,12 @@ impl Session {
 
     fn response_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
         if !self.exchange.reading_response() {
-            if self.response_streamed {
+            if self.response_streamed() {
                 return self.release_response(None).into_iter().chain([streamed_body(false, b.body, b.end_of_stream)]).collect();
             }
             return vec![body_answer(false, None)];
         }
-        if self.buffered_response && !b.end_of_stream {
+        if matches!(self.response_body, ResponseBody::Buffered) && !b.end_of_stream {
             // Envoy's buffer limit was reached: this is the body's first part, the rest streams on
             // without coming here. It goes on as it came, counted.
             let Session { shared, exchange, .. } = self;
@@ -279,12 +302,12 @@ impl Session {
         let size = chunk.bytes.len();
         let Session { shared, exchange, .. } = self;
         let _ = with_env(shared, |env| exchange.response_body(env, &mut chunk, size, b.end_of_stream));
-        if !self.response_streamed {
+        if !self.response_streamed() {
             return vec![body_answer(false, Some(chunk.common()))];
         }
         let Chunk { bytes, out, headers } = chunk;
         let out = out.unwrap_or(bytes);
-        if self.held_response.is_some() && out.is_empty() && !b.end_of_stream {
+        if matches!(self.response_body, ResponseBody::Duplex { held: Some(_) }) && out.is_empty() && !b.end_of_stream {
             // still held, with the headers
             return Vec::new();
         }
@@ -294,7 +317,8 @@ impl Session {
     /// Held response headers go out, with the changes the body's end made to them (`None` if none are
     /// held).
     fn release_response(&mut self, changes: Option<Mutations>) -> Option<ProcessingResponse> {
-        let mut common = self.held_response.take()?;
+        let ResponseBody::Duplex { held } = &mut self.response_body else { return None };
+        let mut common = held.take()?;
         if let Some(later) = changes.map(|m| m.common()).and_then(|c| c.header_mutation) {
             let m = common.header_mutation.get_or_insert_with(HeaderMutation::default);
             m.set_headers.extend(later.set_headers);
@@ -305,7 +329,7 @@ impl Session {
 
     fn response_trailers(&mut self) -> Vec<ProcessingResponse> {
         let mut chunk = Chunk::default();
-        let streamed = self.response_streamed;
+        let streamed = self.response_streamed();
         let Session { shared, exchange, .. } = self;
         // a trailers answer carries no body: in STREAMED, bytes toolfit still held cannot go out any
         // more; in full duplex they go out as the body's last piece
