@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds dist/toolfit.wasm: the filter for wasm32-wasip1, size-tuned (profile `wasm`), then wasm-opt -Oz.
-# Installs what it needs: the Rust target (rustup) and binaryen's wasm-opt (Debian package).
+# Installs what it needs: the Rust target (rustup) and binaryen's wasm-opt, pinned (npm; Debian's as a fallback).
 # --floor: dist/toolfit-floor.wasm, the floor `make bench-envoy` measures (hold, one copy into the VM).
 # --test: dist/toolfit-test.wasm instead, with the test-trap feature (the e2e test of Envoy's failure
 # policy; its own target dir, so neither build undoes the other).
@@ -41,15 +41,30 @@ export CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="${CARGO_TARGET_WASM32_WASIP1_RUSTFL
 cargo rustc --quiet --profile wasm --target wasm32-wasip1 --lib --no-default-features "${features[@]}" --target-dir "$tdir" --crate-type cdylib
 raw=$tdir/wasm32-wasip1/wasm/toolfit.wasm
 mkdir -p dist
-if ! command -v wasm-opt >/dev/null; then
-  if [[ $(id -u) == 0 ]]; then apt-get install -y -qq binaryen >/dev/null 2>&1 || true
-  elif command -v sudo >/dev/null; then sudo apt-get install -y -qq binaryen >/dev/null 2>&1 || true
+# wasm-opt pinned (binaryen from npm, its Node build): the same input gives the same bytes on any
+# machine, so the module's size and digest in the docs are what a fresh clone builds. Debian's
+# binaryen (108) is the fallback when npm cannot install it, said on stderr (its output is about 5 KB
+# larger and has another digest).
+BINARYEN=132.0.0
+bdir=${TOOLFIT_CACHE:-$HOME/.cache/toolfit}/binaryen-$BINARYEN
+wasm_opt=$bdir/node_modules/.bin/wasm-opt
+if [[ ! -x $wasm_opt ]] && command -v npm >/dev/null; then
+  mkdir -p "$bdir"
+  npm install --prefix "$bdir" --no-audit --no-fund --silent "binaryen@$BINARYEN" >/dev/null 2>&1 || true
+fi
+if [[ ! -x $wasm_opt ]]; then
+  echo "binaryen $BINARYEN from npm not available: using the system's wasm-opt (the module's bytes differ from a pinned build)" >&2
+  wasm_opt=wasm-opt
+  if ! command -v wasm-opt >/dev/null; then
+    if [[ $(id -u) == 0 ]]; then apt-get install -y -qq binaryen >/dev/null 2>&1 || true
+    elif command -v sudo >/dev/null; then sudo apt-get install -y -qq binaryen >/dev/null 2>&1 || true
+    fi
   fi
 fi
-if command -v wasm-opt >/dev/null; then
+if command -v "$wasm_opt" >/dev/null; then
   # stripped modules lose their target_features section: name the features rustc emits; --converge
-  # repeats -Oz until the module stops shrinking (0.7 KB, 3 s)
-  wasm-opt -Oz --converge --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
+  # repeats -Oz until the module stops shrinking
+  "$wasm_opt" -Oz --converge --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
     --enable-nontrapping-float-to-int --enable-reference-types --enable-multivalue "${simd[@]}" \
     "$raw" -o "$out"
 else
