@@ -24,6 +24,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
 FLOOR = os.path.join(ROOT, "dist", "toolfit-floor.wasm")
 EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
+# the gRPC floor: an ext_proc server that answers every message unchanged (extproc/examples/extproc_floor.rs)
+EXTPROC_FLOOR = os.path.join(ROOT, "target", "release", "examples", "extproc_floor")
 
 
 def free_port():
@@ -150,15 +152,16 @@ def bootstrap(admin, p_sink, listeners, clusters=()):
             "static_resources": {"listeners": listeners + [sink], "clusters": [cluster, *clusters]}}
 
 
-def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm, p_floor):
+def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm, p_floor, p_xfloor, g_floor):
     return bootstrap(admin, p_sink, [listener("with_toolfit", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"})], "sink"),
                                      listener("without", p_plain, [], "sink"),
                                      listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
                                      listener("buffer_only", p_buffer, [BUFFER], "sink"),
                                      listener("floor", p_floor, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"}, FLOOR)], "sink"),
                                      listener("extproc_cold", p_xcold, [extproc_filter("xp_cold")], "sink"),
-                                     listener("extproc_warm", p_xwarm, [extproc_filter("xp_warm")], "sink")],
-                     [grpc_cluster("xp_cold", g_cold), grpc_cluster("xp_warm", g_warm)])
+                                     listener("extproc_warm", p_xwarm, [extproc_filter("xp_warm")], "sink"),
+                                     listener("extproc_floor", p_xfloor, [extproc_filter("xp_floor")], "sink")],
+                     [grpc_cluster("xp_cold", g_cold), grpc_cluster("xp_warm", g_warm), grpc_cluster("xp_floor", g_floor)])
 
 
 def processor(config, port, metrics_port, d):
@@ -198,16 +201,18 @@ def main():
     if not shutil.which("wrk"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ports = [free_port() for _ in range(14)]
+    ports = [free_port() for _ in range(16)]
     # the floor: a Wasm filter that holds the request and copies its body into the VM once, deciding
     # and reading nothing (scripts/wasm.sh --floor)
     subprocess.run([os.path.join(ROOT, "scripts", "wasm.sh"), "--floor"], check=True, capture_output=True)
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
-    json.dump(config(*ports[:10], ports[13]), open(cfg, "w"))
+    subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolfit-extproc", "--example", "extproc_floor"], check=True, cwd=ROOT)
+    json.dump(config(*ports[:10], ports[13], ports[14], ports[15]), open(cfg, "w"))
     # the two processors: cache off (cold) and on (warm), as the Wasm listeners
     procs = {"ext cold": processor({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0}, ports[8], ports[10], d),
              "ext warm": processor({"profile": "llama-cpp", "framing": "exact"}, ports[9], ports[11], d)}
+    xfloor = subprocess.Popen([EXTPROC_FLOOR, "--listen", f"127.0.0.1:{ports[15]}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", cfg, "--concurrency", "1", "--base-id", str(ports[0]), "-l", "error"],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # the peer, in front of the same sink ("--no-peer" leaves it out)
@@ -232,7 +237,7 @@ def main():
             keep = sys.argv[sys.argv.index("--only") + 1].split(",")
             cases = [c for c in cases if c[0] in keep]
         rounds, secs = (1, 2) if quick else (3, 4)
-        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7]), ("floor", ports[13])]
+        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7]), ("floor", ports[13]), ("ext floor", ports[14])]
         if peer:
             targets.append(("litellm", ports[12]))
         res = {(c, t): [] for c, _ in cases for t, _ in targets}
@@ -266,15 +271,24 @@ def main():
             if u:
                 warm, buf, floor = med(u[3], 0), med(u[1], 0), med(u[6], 0)
                 print(f"\n{case} request, toolfit (warm) vs Envoy buffering only: p50 {warm:.3f} vs {buf:.3f} ms ({(warm / buf - 1) * 100:+.0f}%)  [within 10%]")
+                own = (warm - floor) * 1000
+                budget = {"untouched": 50, "conversation": 150}[case]
                 print(f"  the floor, a Wasm filter holding the request and copying its body into the VM once (dist/toolfit-floor.wasm): {floor:.3f} ms "
-                      f"({(floor / buf - 1) * 100:+.0f}% over the buffer filter); toolfit's own work: {(warm - floor) * 1000:.0f} us")
-        print("\next_proc (toolfit-extproc, envoy/extproc.yaml's filter, BUFFERED) beside the Wasm filter, added p50 in ms:")
-        print(f"{'case':10} | {'wasm cold':>9} {'ext cold':>9} {'ratio':>6} | {'wasm warm':>9} {'ext warm':>9} {'ratio':>6} | {'p99 ext warm':>12}")
+                      f"({(floor / buf - 1) * 100:+.0f}% over the buffer filter); toolfit's own work: {own:.0f} us  "
+                      f"[budget <= {budget} us: {'met' if own <= budget else 'MISSED'}]")
+        print("\next_proc (toolfit-extproc, envoy/extproc.yaml's filter, BUFFERED) beside the Wasm filter and beside the gRPC floor")
+        print("(extproc_floor: an ext_proc server answering every message unchanged, same mode), added p50 in ms:")
+        print(f"{'case':10} | {'wasm cold':>9} {'ext cold':>9} {'ratio':>6} | {'wasm warm':>9} {'ext warm':>9} {'ratio':>6} | {'ext floor':>9} {'warm / floor':>12} | {'p99 ext warm':>12}")
         for name, _ in cases:
             base = med(res[(name, "without")], 0)
-            a = {t: med(res[(name, t)], 0) - base for t in ("cold", "warm", "ext cold", "ext warm")}
+            a = {t: med(res[(name, t)], 0) - base for t in ("cold", "warm", "ext cold", "ext warm", "ext floor")}
             ratio = lambda x, y: f"{x / y:6.2f}" if y > 0.001 else "     -"
-            print(f"{name:10} | {a['cold']:9.3f} {a['ext cold']:9.3f} {ratio(a['ext cold'], a['cold'])} | {a['warm']:9.3f} {a['ext warm']:9.3f} {ratio(a['ext warm'], a['warm'])} | {med(res[(name, 'ext warm')], 1):12.3f}")
+            print(f"{name:10} | {a['cold']:9.3f} {a['ext cold']:9.3f} {ratio(a['ext cold'], a['cold'])} | {a['warm']:9.3f} {a['ext warm']:9.3f} {ratio(a['ext warm'], a['warm'])} | "
+                  f"{a['ext floor']:9.3f} {ratio(a['ext warm'], a['ext floor']):>12} | {med(res[(name, 'ext warm')], 1):12.3f}")
+        if ("typical", "ext floor") in res and res[("typical", "ext floor")]:
+            base = med(res[("typical", "without")], 0)
+            xw, xf = med(res[("typical", "ext warm")], 0) - base, med(res[("typical", "ext floor")], 0) - base
+            print(f"typical, ext_proc warm over the gRPC floor: {xw / xf:.2f}x  [budget <= 1.3x: {'met' if xw <= 1.3 * xf else 'MISSED'}]")
         if peer:
             print("\nthe peer: LiteLLM's proxy 1.110.2 (one worker, the sink as an OpenAI-compatible backend) beside Envoy with toolfit, added p50 in ms")
             print("over Envoy without a filter (LiteLLM: its whole hop, client to backend, in place of Envoy's):")
@@ -295,6 +309,7 @@ def main():
         rss = next((int(x.split()[1]) for x in open(f"/proc/{envoy.pid}/status") if x.startswith("VmRSS:")), 0)
         print(f"Envoy resident memory after the run (all four listeners, one worker): {rss / 1024:.1f} MiB")
     finally:
+        xfloor.terminate()
         envoy.terminate()
         envoy.wait()
         if peer:
@@ -305,7 +320,8 @@ def main():
             p.wait()
     if "huge" in dict(cases):  # --only without it: no huge body to measure with
         one_request_memory(venv, dict(cases)["huge"], d)
-    print(f"dist/toolfit.wasm: {os.path.getsize(WASM)} bytes")
+    size = os.path.getsize(WASM)
+    print(f"dist/toolfit.wasm: {size} bytes  [budget <= 560,000: {'met' if size <= 560_000 else 'MISSED'}; make test holds it too]")
 
 
 def one_request_memory(venv, b, d):
@@ -349,6 +365,7 @@ def one_request_memory(venv, b, d):
         print(f"VM memory for one huge request ({len(b) / 2**20:.2f} MiB body, status {status}, cache off): "
               f"{before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after: {grown / 2**20:.2f} MiB = {grown / len(b):.1f}x the body  [< 2x]")
     finally:
+        xfloor.terminate()
         envoy.terminate()
         envoy.wait()
 
