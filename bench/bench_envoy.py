@@ -320,6 +320,7 @@ def main():
             p.wait()
     if "huge" in dict(cases):  # --only without it: no huge body to measure with
         one_request_memory(venv, dict(cases)["huge"], d)
+    vm_start(venv, d)
     size = os.path.getsize(WASM)
     print(f"dist/toolfit.wasm: {size} bytes  [budget <= 560,000: {'met' if size <= 560_000 else 'MISSED'}; make test holds it too]")
 
@@ -365,9 +366,41 @@ def one_request_memory(venv, b, d):
         print(f"VM memory for one huge request ({len(b) / 2**20:.2f} MiB body, status {status}, cache off): "
               f"{before / 2**20:.2f} MiB before, {after / 2**20:.2f} MiB after: {grown / 2**20:.2f} MiB = {grown / len(b):.1f}x the body  [< 2x]")
     finally:
-        xfloor.terminate()
         envoy.terminate()
         envoy.wait()
+
+
+def vm_start(venv, d, runs=5):
+    """What the module's size costs at run time: Envoy's start, from exec to `/ready` answering LIVE,
+    with one toolfit listener against the same bootstrap without it (V8 compiling the module and
+    instantiating a VM for the main thread and each worker), median of `runs` starts each, at one and
+    two workers."""
+    import urllib.request
+
+    def start(filters, workers):
+        p_listener, p_sink, admin = free_port(), free_port(), free_port()
+        path = os.path.join(d, f"start-{admin}.json")
+        json.dump(bootstrap(admin, p_sink, [listener("start", p_listener, filters, "sink")]), open(path, "w"))
+        t0 = time.monotonic()
+        envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", path, "--concurrency", str(workers), "--base-id", str(admin), "-l", "error"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            while time.monotonic() - t0 < 30:
+                try:
+                    if urllib.request.urlopen(f"http://127.0.0.1:{admin}/ready", timeout=1).read().strip() == b"LIVE":
+                        return time.monotonic() - t0
+                except OSError:
+                    time.sleep(0.005)
+            return float("nan")
+        finally:
+            envoy.terminate()
+            envoy.wait()
+
+    for workers in (1, 2):
+        plain = statistics.median(start([], workers) for _ in range(runs))
+        wasm = statistics.median(start([toolfit_filter({"profile": "llama-cpp"})], workers) for _ in range(runs))
+        print(f"Envoy start to ready, --concurrency {workers}: {plain * 1000:.0f} ms without a filter, {wasm * 1000:.0f} ms with toolfit.wasm: "
+              f"the VMs' start {(wasm - plain) * 1000:.0f} ms (median of {runs})")
 
 
 if __name__ == "__main__":
