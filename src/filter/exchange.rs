@@ -240,19 +240,7 @@ impl ResponseHost for Noted<'_> {
 mod tests {
     use super::*;
     use crate::filter::stats::metric_name;
-    use std::collections::HashMap;
-
-    #[derive(Default)]
-    struct Counts(HashMap<String, u64>);
-    impl Metrics for Counts {
-        fn add(&mut self, name: &str, n: u64) {
-            *self.0.entry(name.to_string()).or_default() += n;
-        }
-        fn record(&mut self, _: &str, _: u64) {}
-        fn prepare(&mut self, route: &str, profile: &'static str) {
-            self.0.entry(metric_name(route, profile, "prepared")).or_default();
-        }
-    }
+    use crate::filter::stats::testing::Counts;
 
     /// A host that does what it is told and writes it down.
     #[derive(Default)]
@@ -332,7 +320,7 @@ mod tests {
         x.done(&mut env);
         let got = |c: &str| metrics.0.get(&metric_name("chat", "openai-strict", c)).copied().unwrap_or(0);
         assert_eq!((got("requests_rewritten"), got("name_mapped"), got("names_restored"), got("tool_calls_seen")), (1, 1, 1, 1));
-        assert!(metrics.0.contains_key(&metric_name("chat", "openai-strict", "prepared")), "counters defined up front");
+        assert!(metrics.1.contains(&("chat".to_string(), "openai-strict")), "counters defined up front");
         assert!(
             lines.iter().any(|(l, t)| *l == Level::Warn && t.contains("route=chat") && t.contains("optional_nullable")),
             "a lossy rewrite warns: {lines:?}"

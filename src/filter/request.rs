@@ -331,11 +331,10 @@ fn reply(cfg: &Config, plan: &Plan, body: Cow<'_, [u8]>, o: &api::BodyOutcome) -
     }
     // observe: the upstream got the client's own tools, so there is nothing to give back and no
     // rewrite to blame; calls are still checked, and counted, never refused
-    let mut r = if plan.observe {
-        Reply::of(o.tool_lists_of(body), plan.format, NameMap::default(), &Report::default(), cfg.validate_tool_calls, OnInvalid::Count, cfg.max_body_bytes)
-    } else {
-        Reply::of(o.tool_lists_of(body), plan.format, o.names.clone(), &o.report, cfg.validate_tool_calls, plan.on_invalid, cfg.max_body_bytes)
-    };
+    let unchanged = Report::default();
+    let (names, report, on_invalid) =
+        if plan.observe { (NameMap::default(), &unchanged, OnInvalid::Count) } else { (o.names.clone(), &o.report, plan.on_invalid) };
+    let mut r = Reply::of(o.tool_lists_of(body), plan.format, names, report, cfg.validate_tool_calls, on_invalid, cfg.max_body_bytes);
     r.route = plan.route.clone();
     r.profile = plan.profile.name;
     r.wanted().then_some(r)
@@ -393,23 +392,7 @@ pub fn all_counter_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::HashMap;
-
-    #[derive(Default)]
-    struct Counts(HashMap<String, u64>);
-    impl Metrics for Counts {
-        fn add(&mut self, name: &str, n: u64) {
-            *self.0.entry(name.to_string()).or_default() += n;
-        }
-        fn record(&mut self, name: &str, _v: u64) {
-            *self.0.entry(name.to_string()).or_default() += 1;
-        }
-    }
-    impl Counts {
-        fn get(&self, route: &str, profile: &str, c: &str) -> u64 {
-            self.0.get(&metric_name(route, profile, c)).copied().unwrap_or(0)
-        }
-    }
+    use crate::filter::stats::testing::Counts;
 
     fn post<'a>(path: &'a str) -> Headers<'a> {
         Headers { method: "POST", path, content_type: Some("application/json"), ..Headers::default() }

@@ -184,6 +184,36 @@ impl SeriesBudget {
     }
 }
 
+/// Counters kept in a map, for the filter's tests (request, response and exchange alike).
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{metric_name, Metrics};
+    use std::collections::HashMap;
+
+    /// Every counter added (a histogram's samples counted), and the route/profile pairs prepared.
+    #[derive(Default)]
+    pub struct Counts(pub HashMap<String, u64>, pub Vec<(String, &'static str)>);
+
+    impl Metrics for Counts {
+        fn add(&mut self, name: &str, n: u64) {
+            *self.0.entry(name.to_string()).or_default() += n;
+        }
+        fn record(&mut self, name: &str, _v: u64) {
+            *self.0.entry(name.to_string()).or_default() += 1;
+        }
+        fn prepare(&mut self, route: &str, profile: &'static str) {
+            self.1.push((route.to_string(), profile));
+        }
+    }
+
+    impl Counts {
+        /// A counter of `route` and `profile` (0 when never added).
+        pub fn get(&self, route: &str, profile: &str, c: &str) -> u64 {
+            self.0.get(&metric_name(route, profile, c)).copied().unwrap_or(0)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

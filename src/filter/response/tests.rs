@@ -6,7 +6,7 @@ use crate::api::names::NameMap;
 use crate::api::Format;
 use crate::filter::config::OnInvalid;
 use crate::filter::encoding::Coding;
-use crate::filter::stats::{metric_name, Metrics};
+use crate::filter::stats::metric_name;
 use crate::schema::Report;
 use serde_json::Value;
 
@@ -168,14 +168,7 @@ fn reply_reads_the_request_as_sent() {
     assert!(r.tools().is_empty() && !r.repairs());
 }
 
-#[derive(Default)]
-struct Counts(std::collections::HashMap<String, u64>);
-impl Metrics for Counts {
-    fn add(&mut self, name: &str, n: u64) {
-        *self.0.entry(name.to_string()).or_default() += n;
-    }
-    fn record(&mut self, _: &str, _: u64) {}
-}
+use crate::filter::stats::testing::Counts;
 
 #[test]
 fn counts_go_to_the_route_and_each_tool() {
