@@ -64,7 +64,7 @@ fn main() {
                 }
             }
         }
-        for to in To::NAMES {
+        for to in To::names() {
             let Some(t) = To::by_name(to) else { continue };
             for strict in [false, true] {
                 let key = format!("convert {to}{}", if strict { " --strict-tools" } else { "" });

@@ -33,6 +33,11 @@ fn refs_resolve(v: &Value) -> bool {
     all.iter().all(|r| r == "#" || r.strip_prefix('#').is_some_and(|p| v.pointer(p).is_some()))
 }
 
+/// The list `convert --to NAME` writes.
+fn to(name: &str) -> To {
+    To::by_name(name).unwrap_or_else(|| panic!("no convert --to {name}"))
+}
+
 fn tools(to: To, strict: bool, list: Value) -> Value {
     let (out, _) = convert(json!({ "tools": list }).to_string().as_bytes(), to, strict, &Options::default()).unwrap();
     serde_json::from_slice(&out).unwrap()
@@ -260,7 +265,7 @@ fn s12_s13_gemini_parameters_hold_only_schema_fields() {
     assert_eq!(v["properties"]["t"], json!({"type": "string", "nullable": true}));
     assert_eq!(v["properties"]["d"]["default"], "q", "S13: default is a Schema field, kept");
     // the envelope: functionDeclarations
-    let out = tools(To::Gemini, false, json!([{"name": "f", "inputSchema": {"type": "object"}}]));
+    let out = tools(to("gemini"), false, json!([{"name": "f", "inputSchema": {"type": "object"}}]));
     assert!(out[0]["functionDeclarations"][0]["parameters"].is_object(), "{out}");
 }
 
@@ -277,7 +282,7 @@ fn s14_no_root_union_for_strict() {
 #[test]
 fn s15_mcp_names_pass_through_convert() {
     let out = tools(
-        To::Mcp,
+        to("mcp"),
         false,
         json!([{"name": "github.create_issue", "inputSchema": {"type": "object"}}, {"name": "ns:tool", "inputSchema": {"type": "object"}}]),
     );
@@ -291,22 +296,23 @@ fn s15_mcp_names_pass_through_convert() {
 fn s15_names_the_api_refuses_are_mapped_not_passed() {
     let long = "t".repeat(200);
     let out = tools(
-        To::OpenAi,
+        to("openai"),
         false,
         json!([{"name": long, "inputSchema": {"type": "object"}}, {"name": "github.create_issue", "inputSchema": {"type": "object"}}]),
     );
     let n0 = out[0]["function"]["name"].as_str().unwrap();
     assert!(n0.len() <= 64 && n0.starts_with("ttt"), "{n0}");
     assert_eq!(out[1]["function"]["name"], "github_create_issue");
-    let out = tools(To::Anthropic, false, json!([{"name": "github.create_issue", "inputSchema": {"type": "object"}}]));
+    let out = tools(to("anthropic"), false, json!([{"name": "github.create_issue", "inputSchema": {"type": "object"}}]));
     assert_eq!(out[0]["name"], "github_create_issue");
-    let out = tools(To::Gemini, false, json!([{"name": "ns:tool.v1", "inputSchema": {"type": "object"}}]));
+    let out = tools(to("gemini"), false, json!([{"name": "ns:tool.v1", "inputSchema": {"type": "object"}}]));
     assert_eq!(out[0]["functionDeclarations"][0]["name"], "ns:tool.v1");
 }
 
 #[test]
 fn s16_ollama_tools_are_function_tools() {
-    let out = tools(To::Ollama, false, json!([{"name": "f", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}]));
+    let out =
+        tools(to("ollama"), false, json!([{"name": "f", "description": "d", "inputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}]));
     assert_eq!(out[0]["type"], "function");
     assert!(out[0]["function"]["parameters"].is_object(), "{out}");
     assert!(out[0].get("format").is_none());

@@ -1,99 +1,54 @@
 //! `toolfit convert`: an MCP `tools/list` result as one API's tool list, every schema rewritten by that
 //! API's profile through the same path a request takes (so strict switches, limits and records are the
-//! filter's). The input is never changed; every tool comes out, in order.
+//! filter's). The input is never changed; every tool comes out, in order. What each API's list looks
+//! like is its descriptor's ([`super::format::Descriptor::convert`]).
 
-use super::{rewrite_body, Format};
-use crate::schema::profile::{self, Profile};
+use super::format::{self, Convert, Descriptor};
+use super::rewrite_body;
 use crate::schema::{Options, Report};
 use serde_json::{json, Map, Value};
 
-/// The tool lists `convert` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum To {
-    OpenAi,
-    OpenAiResponses,
-    Anthropic,
-    Gemini,
-    GeminiJson,
-    Cohere,
-    Ollama,
-    Mcp,
+/// A tool list `convert` writes: a format and one of its shapes.
+#[derive(Clone, Copy)]
+pub struct To {
+    pub format: &'static Descriptor,
+    pub shape: &'static Convert,
 }
 
 impl To {
-    pub const NAMES: &'static [&'static str] = &["openai", "openai-responses", "anthropic", "gemini", "gemini-json", "cohere", "ollama", "mcp"];
+    /// Every list `convert` writes, in the order of [`format::ALL`].
+    pub fn all() -> impl Iterator<Item = To> {
+        format::ALL.iter().flat_map(|d| d.convert.iter().map(move |c| To { format: d, shape: c }))
+    }
+
+    /// The names `--to` takes.
+    pub fn names() -> Vec<&'static str> {
+        To::all().map(|t| t.shape.name).collect()
+    }
 
     pub fn by_name(name: &str) -> Option<To> {
-        Some(match name {
-            "openai" => To::OpenAi,
-            "openai-responses" => To::OpenAiResponses,
-            "anthropic" => To::Anthropic,
-            "gemini" => To::Gemini,
-            "gemini-json" => To::GeminiJson,
-            "cohere" => To::Cohere,
-            "ollama" => To::Ollama,
-            "mcp" => To::Mcp,
-            _ => return None,
-        })
+        To::all().find(|t| t.shape.name == name)
     }
+}
 
-    /// The profile and request format, `strict`: every tool strict where it can be.
-    fn route(self, strict: bool) -> (&'static Profile, Format) {
-        match self {
-            To::OpenAi if strict => (&profile::OPENAI_STRICT, Format::OpenAiChat),
-            To::OpenAi => (&profile::OPENAI, Format::OpenAiChat),
-            To::OpenAiResponses if strict => (&profile::OPENAI_STRICT, Format::OpenAiResponses),
-            To::OpenAiResponses => (&profile::OPENAI, Format::OpenAiResponses),
-            To::Anthropic if strict => (&profile::ANTHROPIC_STRICT, Format::Anthropic),
-            To::Anthropic => (&profile::ANTHROPIC, Format::Anthropic),
-            To::Gemini | To::GeminiJson => (&profile::GEMINI, Format::Gemini),
-            To::Cohere => (&profile::COHERE, Format::Cohere),
-            To::Ollama => (&profile::OLLAMA, Format::Ollama),
-            To::Mcp => (&profile::MCP, Format::McpTools),
-        }
-    }
+/// One tool of an MCP `tools/list` result.
+pub struct McpTool<'v> {
+    pub name: &'v str,
+    pub description: Option<&'v Value>,
+    /// Its `inputSchema` (an empty object schema when it has none, as MCP means it).
+    pub input: Value,
+    pub output: Option<&'v Value>,
+}
 
-    /// One MCP tool in this API's shape, before its schema is rewritten.
-    fn tool(self, name: &str, description: Option<&Value>, params: Value, output: Option<&Value>) -> Value {
+impl McpTool<'_> {
+    /// `name` and `description`: how every API's function declaration starts.
+    pub fn head(&self) -> Map<String, Value> {
         let mut f = Map::new();
-        f.insert("name".into(), json!(name));
-        if let Some(d) = description {
+        f.insert("name".into(), json!(self.name));
+        if let Some(d) = self.description {
             f.insert("description".into(), d.clone());
         }
-        match self {
-            To::OpenAi | To::Cohere | To::Ollama => {
-                f.insert("parameters".into(), params);
-                json!({"type": "function", "function": f})
-            }
-            To::OpenAiResponses => {
-                f.insert("parameters".into(), params);
-                // the Responses API reads a tool without `strict` as strict: the profile states it
-                let mut t = Map::new();
-                t.insert("type".into(), json!("function"));
-                t.extend(f);
-                t.insert("strict".into(), json!(false));
-                Value::Object(t)
-            }
-            To::Anthropic => {
-                f.insert("input_schema".into(), params);
-                Value::Object(f)
-            }
-            To::Gemini => {
-                f.insert("parameters".into(), params);
-                Value::Object(f)
-            }
-            To::GeminiJson => {
-                f.insert("parametersJsonSchema".into(), params);
-                Value::Object(f)
-            }
-            To::Mcp => {
-                f.insert("inputSchema".into(), params);
-                if let Some(o) = output {
-                    f.insert("outputSchema".into(), o.clone());
-                }
-                Value::Object(f)
-            }
-        }
+        f
     }
 }
 
@@ -110,18 +65,22 @@ pub fn convert(input: &[u8], to: To, strict: bool, opts: &Options) -> Result<(Ve
     for (i, t) in tools.iter().enumerate() {
         let name = t.get("name").and_then(Value::as_str).ok_or(format!("tool {i} has no name"))?;
         // a tool without parameters takes an empty object, as MCP means it
-        let params = t.get("inputSchema").filter(|s| s.is_object() || s.is_boolean()).cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
-        out.push(to.tool(name, t.get("description"), params, t.get("outputSchema")));
+        let input = t.get("inputSchema").filter(|s| s.is_object() || s.is_boolean()).cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}}));
+        out.push((to.shape.tool)(&McpTool { name, description: t.get("description"), input, output: t.get("outputSchema") }));
     }
-    let (profile, format) = to.route(strict);
-    let body = match to {
-        To::Gemini | To::GeminiJson => json!({"tools": [{"functionDeclarations": out}]}),
-        _ => json!({ "tools": out }),
-    };
+    let profile = if strict { to.shape.strict.unwrap_or(to.shape.profile) } else { to.shape.profile };
+    // the list where the format's first list is, as a request of that format carries it
+    let at: &[&str] = to.format.tools.lists.first().copied().unwrap_or(&["tools"]);
+    let mut body = (to.shape.list)(out);
+    for key in at.iter().rev() {
+        let mut o = Map::new();
+        o.insert((*key).to_string(), body);
+        body = Value::Object(o);
+    }
     let text = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
-    let done = rewrite_body(&text, format, profile, opts).map_err(|e| format!("{e:?}"))?;
+    let done = rewrite_body(&text, to.format.format, profile, opts).map_err(|e| format!("{e:?}"))?;
     let rewritten: Value = serde_json::from_slice(done.body.as_deref().unwrap_or(&text)).map_err(|e| e.to_string())?;
-    let list = rewritten.get("tools").cloned().unwrap_or(Value::Array(Vec::new()));
+    let list = at.iter().try_fold(&rewritten, |v, k| v.get(*k)).cloned().unwrap_or(Value::Array(Vec::new()));
     let mut bytes = serde_json::to_vec_pretty(&list).map_err(|e| e.to_string())?;
     bytes.push(b'\n');
     Ok((bytes, done.report))

@@ -38,6 +38,9 @@ pub enum Format {
     /// An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
     /// `inputSchema` (tool context) and `outputSchema` (structured output).
     McpTools,
+    /// A format for tests only, unlike any real one ([`format::probe`]).
+    #[cfg(test)]
+    Probe,
     /// Any of the above, recognised by their members.
     Auto,
 }
@@ -121,18 +124,22 @@ pub struct NoDescription<'a> {
 /// A body's top level, scanned once: its members stay unparsed slices.
 enum Top<'a> {
     /// A bare array of tools (an MCP `tools/list` result written as an array).
-    Array(raw::RawArray<'a>),
+    Array(Vec<raw::RawTool<'a>>),
     Object(raw::RawObject<'a>),
 }
 
-/// The top level; with `lists`, also its `tools` lists split into tools in the same scan (for a body
-/// whose schemas are all read: without a rewrite cache). With a cache, most requests are answered from
-/// their members whole, and splitting the lists first would only cost (a third of the warm path).
-fn top(text: &str, lists: bool) -> (Option<Top<'_>>, raw::ToolLists<'_>) {
-    match raw::array(text) {
-        Some(a) => (Some(Top::Array(a)), Vec::new()),
-        None if lists => raw::object_and_tools(text).map_or((None, Vec::new()), |(o, lists)| (Some(Top::Object(o)), lists)),
-        None => (raw::object(text).map(Top::Object), Vec::new()),
+/// The top level; with `lists`, also the format's first top-level list of tools split into tools in
+/// the same scan (for a body whose schemas are all read: without a rewrite cache). With a cache, most
+/// requests are answered from their members whole, and splitting the lists first would only cost (a
+/// third of the warm path).
+fn top(text: &str, format: Format, lists: bool) -> (Option<Top<'_>>, raw::ToolLists<'_>) {
+    if text.trim_start().starts_with('[') {
+        let bare = format::bare(format).and_then(|b| raw::tools(text, b.split)).map(Top::Array);
+        return (bare, Vec::new());
+    }
+    match format::presplit(format) {
+        Some(list) if lists => raw::object_and_tools(text, list).map_or((None, Vec::new()), |(o, lists)| (Some(Top::Object(o)), lists)),
+        _ => (raw::object(text).map(Top::Object), Vec::new()),
     }
 }
 
@@ -144,59 +151,37 @@ pub fn model(body: &[u8]) -> Option<String> {
     }
 }
 
-/// Members that can hold schemas in some format: each is cached as a whole besides its schemas.
-const MEMBERS: &[&str] = &["tools", "response_format", "text", "format", "json_schema", "result", "generationConfig", "generation_config"];
-
 pub use format::gemini::model_in_path;
 
-/// The tool sites of `format` among the top-level `tools` members of `text` (a request, or the object
+/// The tool sites of `format` in its lists of tools in `text` (a request, or the object
 /// [`BodyOutcome::tool_lists_of`] makes of its lists: the same sites either way).
 pub fn locate_tools(text: &str, format: Format) -> Vec<Site<'_>> {
-    let Some(mut o) = raw::object(text) else { return Vec::new() };
-    o.0.retain(|(k, _)| k == "tools");
-    let mut sites = locate_in(&Top::Object(o), &[], format, &mut Vec::new()).unwrap_or_default();
+    let Some(o) = raw::object(text) else { return Vec::new() };
+    let mut sites = Vec::new();
+    tool_sites(&o, &[], format, &mut Vec::new(), &mut sites);
     sites.retain(|s| s.context == Context::Tool);
     sites
 }
 
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
-    let (top, lists) = top(text, true);
+    let (top, lists) = top(text, format, true);
     locate_in(&top?, &lists, format, &mut Vec::new())
 }
 
-/// [`locate`], from the top level and its `tools` lists as read with it (a list not there is read here),
+/// [`locate`], from the top level and the list of tools read with it (a list not there is read here),
 /// also listing in `undescribed` the function tools without a description.
 fn locate_in<'a>(top: &Top<'a>, lists: &[(&'a str, Vec<raw::RawTool<'a>>)], format: Format, undescribed: &mut Vec<NoDescription<'a>>) -> Option<Vec<Site<'a>>> {
     let mut sites = Vec::new();
     let top = match top {
-        Top::Array(arr) => {
-            if !matches!(format, Format::McpTools | Format::Auto) {
-                return None;
-            }
-            for t in &arr.0 {
-                format::mcp_tools::tool(*t, &mut sites);
-            }
+        Top::Array(tools) => {
+            let read = format::bare(format)?;
+            read_tools(tools, &read, undescribed, &mut sites);
             return Some(sites);
         }
         Top::Object(o) => o,
     };
-    const KNOWN: &[&str] = &[
-        "tools",
-        "response_format",
-        "text",
-        "format",
-        "json_schema",
-        "result",
-        "messages",
-        "model",
-        "prompt",
-        "input",
-        "contents",
-        "generationConfig",
-        "generation_config",
-    ];
-    if !top.0.iter().any(|(k, _)| KNOWN.contains(&k.as_str())) {
+    if !top.0.iter().any(|(k, _)| format::known(k)) {
         return None;
     }
     tool_sites(top, lists, format, undescribed, &mut sites);
@@ -204,7 +189,17 @@ fn locate_in<'a>(top: &Top<'a>, lists: &[(&'a str, Vec<raw::RawTool<'a>>)], form
     Some(sites)
 }
 
-/// The schemas of the request's tool lists (and the function tools without a description).
+/// The values at `path` from the top level (every duplicate member on the way).
+fn values_at<'a>(top: &raw::RawObject<'a>, path: &[&str]) -> Vec<Raw<'a>> {
+    let Some((first, rest)) = path.split_first() else { return Vec::new() };
+    let mut at: Vec<Raw<'a>> = top.all(first).collect();
+    for key in rest {
+        at = at.iter().filter_map(|v| raw::object(v.get())).flat_map(|o| o.all(key).collect::<Vec<_>>()).collect();
+    }
+    at
+}
+
+/// The schemas of the request's lists of tools (and the function tools without a description).
 fn tool_sites<'a>(
     top: &raw::RawObject<'a>,
     lists: &[(&'a str, Vec<raw::RawTool<'a>>)],
@@ -212,33 +207,50 @@ fn tool_sites<'a>(
     undescribed: &mut Vec<NoDescription<'a>>,
     sites: &mut Vec<Site<'a>>,
 ) {
-    // `auto` has no descriptor: it reads with every distinct reader
-    let readers = format.descriptor().map_or(format::AUTO_TOOLS, |d| d.tool_sites.as_slice());
-    if readers.is_empty() {
-        return;
+    for read in format::list_reads(format) {
+        if read.readers.is_empty() {
+            continue;
+        }
+        for list in values_at(top, read.at) {
+            // read with the body where it was (the same text), else here
+            let here;
+            let tools = match lists.iter().find(|(at, _)| std::ptr::eq(*at, list.get())) {
+                Some((_, tools)) => tools,
+                None => match raw::tools(list.get(), read.split) {
+                    Some(tools) => {
+                        here = tools;
+                        &here
+                    }
+                    None => continue,
+                },
+            };
+            read_tools(tools, &read, undescribed, sites);
+        }
     }
-    for tools in top.all("tools") {
-        // read with the body where it was (the same text), else here
-        let read;
-        let arr = match lists.iter().find(|(at, _)| std::ptr::eq(*at, tools.get())) {
-            Some((_, list)) => list,
-            None => match raw::tools(tools.get()) {
-                Some(list) => {
-                    read = list;
-                    &read
+}
+
+/// Each tool of a list by each reader, and the tools of a nested list (a namespace) after the tool
+/// that holds it.
+fn read_tools<'a>(tools: &[raw::RawTool<'a>], read: &format::ListRead, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
+    for t in tools {
+        for reader in &read.readers {
+            reader(t, sites, undescribed);
+        }
+        let Some(nested) = read.nested else { continue };
+        if t.members.str("type").as_deref() != Some(nested.kind) {
+            continue;
+        }
+        for inner in t.members.all(nested.key) {
+            for t in raw::tools(inner.get(), read.split).unwrap_or_default() {
+                for reader in &read.readers {
+                    reader(&t, sites, undescribed);
                 }
-                None => continue,
-            },
-        };
-        for t in arr {
-            for read in readers {
-                read(t, sites, undescribed);
             }
         }
     }
 }
 
-/// The structured-output schemas (and an MCP `tools/list` result's tools).
+/// The structured-output schemas.
 fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Site<'a>>) {
     // `auto` has no descriptor: it reads with every distinct reader
     let readers = format.descriptor().map_or(format::AUTO_OUTPUTS, |d| d.output_sites.as_slice());
@@ -274,20 +286,42 @@ pub struct BodyOutcome {
     pub unparsed: Vec<Unparsed>,
     /// Tools sent under another name (the response path says the originals again).
     pub names: names::NameMap,
-    /// Byte ranges of the request's top-level `tools` values, as the client sent them: all the response
-    /// path keeps of the request (see [`BodyOutcome::tool_lists_of`]).
-    pub tool_lists: Vec<(usize, usize)>,
+    /// The request's lists of tools, as the client sent them: all the response path keeps of the
+    /// request (see [`BodyOutcome::tool_lists_of`]).
+    pub tool_lists: Vec<ToolList>,
+}
+
+/// Where one list of tools was in a request: its byte range, and the keys from the top level to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolList {
+    pub at: usize,
+    pub end: usize,
+    pub path: &'static [&'static str],
+}
+
+/// The lists of tools of `format` at the top level `o` of `text`.
+fn tool_lists(text: &str, o: &raw::RawObject, format: Format) -> Vec<ToolList> {
+    let mut out = Vec::new();
+    for read in format::list_reads(format) {
+        for v in values_at(o, read.at) {
+            if let Some(at) = raw::offset(text, v.get()) {
+                out.push(ToolList { at, end: at + v.get().len(), path: read.at });
+            }
+        }
+    }
+    out
 }
 
 impl BodyOutcome {
     /// The request's tool lists from `body` (the bytes this outcome came from): what [`locate_tools`]
     /// reads tool schemas from, without the rest of the body when that is large (messages can be
     /// megabytes). A body that is mostly its tool lists (a catalog) is kept whole when owned, not
-    /// copied; else the lists are copied out as a JSON object `{"tools": [...], ...}`, once, at their
-    /// final size (a string grown by doubling would hold a catalog two or three times over at its peak).
+    /// copied; else the lists are copied out as a JSON object with each list where it was
+    /// (`{"tools": [...], "toolConfig": {"tools": [...]}}`), once, at their final size (a string grown
+    /// by doubling would hold a catalog two or three times over at its peak).
     pub fn tool_lists_of(&self, body: std::borrow::Cow<'_, [u8]>) -> Vec<u8> {
-        let ranges = || self.tool_lists.iter().filter_map(|(a, b)| body.get(*a..*b));
-        let size = ranges().map(|l| l.len() + 9).sum::<usize>() + 2;
+        let ranges = || self.tool_lists.iter().filter_map(|l| Some((body.get(l.at..l.end)?, l.path)));
+        let size = ranges().map(|(l, path)| l.len() + path.iter().map(|k| k.len() + 5).sum::<usize>()).sum::<usize>() + 2;
         if size > body.len() / 2 {
             if let std::borrow::Cow::Owned(whole) = body {
                 return whole;
@@ -295,12 +329,20 @@ impl BodyOutcome {
         }
         let mut out = Vec::with_capacity(size);
         out.push(b'{');
-        for (i, l) in ranges().enumerate() {
+        for (i, (l, path)) in ranges().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            out.extend_from_slice(b"\"tools\":");
+            for (n, key) in path.iter().enumerate() {
+                if n > 0 {
+                    out.push(b'{');
+                }
+                out.push(b'"');
+                out.extend_from_slice(key.as_bytes());
+                out.extend_from_slice(b"\":");
+            }
             out.extend_from_slice(l);
+            out.extend(std::iter::repeat_n(b'}', path.len().saturating_sub(1)));
         }
         out.push(b'}');
         out
@@ -357,10 +399,10 @@ fn rewrite_schemas(
 ) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = skim::text(body).ok_or(Skip::NotJson)?;
-    let (parsed, lists) = top(text, cache.is_none());
+    let (parsed, lists) = top(text, format, cache.is_none());
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
-        Some(Top::Object(o)) => o.all("tools").filter_map(|v| raw::offset(text, v.get()).map(|at| (at, at + v.get().len()))).collect(),
+        Some(Top::Object(o)) => tool_lists(text, o, format),
         _ => Vec::new(),
     };
     if let (Some(c), false) = (cache.as_deref_mut(), members.is_empty()) {
@@ -402,14 +444,14 @@ fn rewrite_schemas(
 fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'t>>, profile: &Profile, cached: bool) -> Vec<(&'p str, &'p str)> {
     match parsed {
         _ if !cached || profile.target.strict_tools.is_some() => Vec::new(),
-        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| MEMBERS.contains(&k.as_str())).map(|(k, v)| (k.as_str(), v.get())).collect(),
+        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| format::holds_schemas(k)).map(|(k, v)| (k.as_str(), v.get())).collect(),
         Some(Top::Array(_)) => vec![("", text)],
         None => Vec::new(),
     }
 }
 
 /// The body's outcome from every site's result: one edit per change, one report.
-fn assemble(text: &str, results: Vec<SiteResult>, tool_lists: Vec<(usize, usize)>) -> BodyOutcome {
+fn assemble(text: &str, results: Vec<SiteResult>, tool_lists: Vec<ToolList>) -> BodyOutcome {
     let tools = results.iter().filter(|r| r.tool).count();
     let schemas_changed = results.iter().filter(|r| r.schema && r.output.is_some()).count();
     let (mut report, mut unparsed, mut edits) = (Report::default(), Vec::new(), Vec::new());
@@ -872,6 +914,84 @@ mod tests {
         let out = String::from_utf8(o.body.unwrap()).unwrap();
         assert!(out.contains(r#""strict_tools":true"#) && !out.contains(r#""strict":true"#), "{out}");
         assert_eq!(o.report.counters.get(&Kind::StrictDeclined), None);
+    }
+
+    /// Adding a format is its module and its variant: the test-only probe format keeps its tools under
+    /// `toolbox.items` (and inside groups there) and its output under `answer.shape`, and is rewritten
+    /// as a real format is, cold and warm. A warm body is answered from its schema-bearing members
+    /// whole, so a member its descriptor did not declare would go out unchanged; the response path
+    /// finds its tools in what it keeps of the request.
+    #[test]
+    fn a_format_with_its_tools_under_its_own_keys_is_rewritten_cold_and_warm() {
+        let s = r#"{"type":"object","properties":{"a":{"type":"string","pattern":"\\d+"}}}"#;
+        let Ok(alone) =
+            rewrite_body(format!(r#"{{"tools":[{{"name":"x","input_schema":{s}}}]}}"#).as_bytes(), Format::Anthropic, &LLAMA_CPP, &Options::default())
+        else {
+            panic!()
+        };
+        let alone = String::from_utf8(alone.body.unwrap_or_default()).unwrap_or_default();
+        let Some(rewritten) = alone.strip_prefix(r#"{"tools":[{"name":"x","input_schema":"#).and_then(|r| r.strip_suffix("}]}")) else { panic!("{alone}") };
+        assert_ne!(rewritten, s, "the schema needs a rewrite");
+        let body = |s: &str| {
+            format!(
+                r#"{{"query":"q","toolbox":{{"items":[{{"title":"a","args":{s}}},{{"type":"group","members":[{{"title":"b","args":{s}}}]}}]}},"answer":{{"shape":{s}}}}}"#
+            )
+        };
+        let (body, want) = (body(s), body(rewritten));
+        let o = run(&body, Format::Probe);
+        assert_eq!((o.body.as_deref(), o.tools, o.schemas_changed), (Some(want.as_bytes()), 2, 3), "cold");
+        let mut c = cache::SiteCache::new(1 << 20);
+        for round in 0..2 {
+            let misses = c.misses;
+            let Ok(o) = rewrite_body_cached(body.as_bytes(), Format::Probe, &LLAMA_CPP, &Options::default(), Some(&mut c)) else { panic!() };
+            assert_eq!((o.body.as_deref(), o.tools, o.schemas_changed), (Some(want.as_bytes()), 2, 3), "warm, round {round}");
+            assert_eq!(c.misses == misses, round == 1, "the second round is answered from the members");
+        }
+        // controls: another format reads none of it, and the members are the probe's own
+        assert!(run(&body, Format::Anthropic).body.is_none());
+        assert!(format::holds_schemas("toolbox") && format::holds_schemas("answer") && !format::holds_schemas("query"));
+        let kept = o.tool_lists_of(std::borrow::Cow::Borrowed(body.as_bytes()));
+        assert!(kept.starts_with(br#"{"toolbox":{"items":[{"#), "{}", String::from_utf8_lossy(&kept));
+        let text = skim::text(&kept).unwrap_or_default();
+        let names: Vec<String> = locate_tools(text, Format::Probe).into_iter().map(|s| s.tool).collect();
+        assert_eq!(names, ["a", "b"]);
+    }
+
+    /// Codex sends MCP tools inside a Responses namespace: their schemas and names are the request's
+    /// like any other tool's.
+    #[test]
+    fn responses_namespaces_are_read_as_tools() {
+        let s = r#"{"type":"object","properties":{"a":{"type":"string","pattern":"\\p{L}+"}}}"#;
+        let body = format!(
+            r#"{{"model":"m","input":[],"tools":[{{"type":"namespace","name":"mcp__srv","tools":[{{"type":"function","name":"get.weather","strict":true,"parameters":{s}}}]}}]}}"#
+        );
+        for format in [Format::OpenAiResponses, Format::Auto] {
+            let Ok(o) = rewrite_body(body.as_bytes(), format, &crate::schema::profile::OPENAI_STRICT, &Options::default()) else { panic!() };
+            let out = String::from_utf8(o.body.unwrap_or_default()).unwrap_or_default();
+            assert_eq!(o.tools, 1, "{format:?}");
+            assert!(out.contains(r#""name":"mcp__srv""#) && out.contains(r#""additionalProperties":false"#), "{format:?}: {out}");
+            // names are the format's: `auto` renames none
+            if format == Format::OpenAiResponses {
+                assert!(out.contains(r#""name":"get_weather""#), "{out}");
+                assert_eq!(o.names.original("get_weather"), Some("get.weather"));
+            }
+        }
+        // a tool of another type with a `tools` member is not a namespace
+        let other = body.replace(r#""type":"namespace""#, r#""type":"bundle""#);
+        assert_eq!(run(&other, Format::OpenAiResponses).tools, 0);
+    }
+
+    /// `auto` reads every list any format has, and the bare list only MCP has.
+    #[test]
+    fn auto_reads_every_list() {
+        let auto: Vec<&[&str]> = format::list_reads(Format::Auto).iter().map(|r| r.at).collect();
+        for d in format::ALL.iter().filter(|d| d.format != Format::Probe) {
+            for l in d.tools.lists {
+                assert!(auto.contains(l), "{}: {l:?} not read by auto", d.name);
+            }
+        }
+        assert_eq!(auto.len(), auto.iter().collect::<std::collections::BTreeSet<_>>().len(), "each list once: {auto:?}");
+        assert!(format::bare(Format::Auto).is_some() && format::bare(Format::OpenAiChat).is_none());
     }
 
     #[test]

@@ -20,29 +20,28 @@ impl<'a> Raw<'a> {
 /// slices, except `function` (OpenAI chat, Ollama), whose members are split out in that scan too.
 /// Each byte of a catalog is scanned once here instead of once per nesting level.
 pub struct RawTool<'a> {
-    /// Every member but `function`.
+    /// Every member but the split one.
     pub members: RawObject<'a>,
-    /// Each `function` member that is an object.
+    /// Each split member (`function`) that is an object.
     pub functions: Vec<RawObject<'a>>,
-    /// Whether a `function` member is present at all (an object or not).
+    /// Whether a split member is present at all (an object or not).
     pub has_function: bool,
 }
 
-/// The elements of a `tools` array that are objects (others are skipped, as a backend would fail on
-/// them anyway), read by the body scan ([`super::skim::objects`]). `None` when `text` is not an array.
-pub fn tools(text: &str) -> Option<Vec<RawTool<'_>>> {
-    Some(super::skim::objects(text, FUNCTION)?.into_iter().map(tool).collect())
+/// The elements of a list of tools that are objects (others are skipped, as a backend would fail on
+/// them anyway), read by the body scan ([`super::skim::objects`]), each member `split` split out too
+/// (the format's, see [`super::format::Tools::split`]). `None` when `text` is not an array.
+pub fn tools<'t>(text: &'t str, split: Option<&str>) -> Option<Vec<RawTool<'t>>> {
+    Some(super::skim::objects(text, split)?.into_iter().map(tool).collect())
 }
-
-/// The member of a tool whose members are split out too (OpenAI chat, Ollama).
-const FUNCTION: &str = "function";
 
 /// A request's `tools` lists, each beside the text of the member that holds it.
 pub type ToolLists<'a> = Vec<(&'a str, Vec<RawTool<'a>>)>;
 
-/// [`object`], and each top-level `tools` list read as [`tools`] reads it, in the same scan.
-pub fn object_and_tools(text: &str) -> Option<(RawObject<'_>, ToolLists<'_>)> {
-    let (members, lists) = super::skim::object_with_lists(text, Some(("tools", FUNCTION)))?;
+/// [`object`], and each top-level list of tools `list.0` read as [`tools`]`(_, list.1)` reads it, in
+/// the same scan.
+pub fn object_and_tools<'t>(text: &'t str, list: (&str, Option<&str>)) -> Option<(RawObject<'t>, ToolLists<'t>)> {
+    let (members, lists) = super::skim::object_with_lists(text, Some(list))?;
     Some((raw_object(members), lists.into_iter().map(|(at, list)| (at, list.into_iter().map(tool).collect())).collect()))
 }
 

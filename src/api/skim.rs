@@ -23,7 +23,7 @@ pub type Lists<'t> = Vec<(&'t str, Vec<Split<'t>>)>;
 /// [`object`], with each member named `list.0` whose value is an array also read as
 /// [`objects`]`(value, list.1)` reads it, in the same scan: a request's `tools` are split into tools
 /// while the body is read, not read again after.
-pub fn object_with_lists<'t>(text: &'t str, list: Option<(&str, &str)>) -> Option<(Vec<(String, &'t str)>, Lists<'t>)> {
+pub fn object_with_lists<'t>(text: &'t str, list: Option<(&str, Option<&str>)>) -> Option<(Vec<(String, &'t str)>, Lists<'t>)> {
     let b = text.as_bytes();
     let at = ws(b, 0);
     if b.get(at) != Some(&b'{') {
@@ -49,7 +49,7 @@ pub struct Split<'t> {
 /// A top-level array's elements that are objects (others are passed over), each split into its
 /// members, and each member named `expand` whose value is an object split too, all in the one scan:
 /// how a `tools` list is read (its elements' `function` members hold the schemas).
-pub fn objects<'t>(text: &'t str, expand: &str) -> Option<Vec<Split<'t>>> {
+pub fn objects<'t>(text: &'t str, expand: Option<&str>) -> Option<Vec<Split<'t>>> {
     let b = text.as_bytes();
     let at = ws(b, 0);
     let (out, stop) = objects_at(text, at, expand)?;
@@ -57,7 +57,7 @@ pub fn objects<'t>(text: &'t str, expand: &str) -> Option<Vec<Split<'t>>> {
 }
 
 /// [`objects`] of the array whose `[` is at `at`, and the index past its `]`.
-fn objects_at<'t>(text: &'t str, at: usize, expand: &str) -> Option<(Vec<Split<'t>>, usize)> {
+fn objects_at<'t>(text: &'t str, at: usize, expand: Option<&str>) -> Option<(Vec<Split<'t>>, usize)> {
     let b = text.as_bytes();
     if b.get(at) != Some(&b'[') {
         return None;
@@ -70,7 +70,7 @@ fn objects_at<'t>(text: &'t str, at: usize, expand: &str) -> Option<(Vec<Split<'
     loop {
         let stop = if b.get(at) == Some(&b'{') {
             let mut split = Split::default();
-            let stop = members(text, at, Some(expand), None, &mut split)?;
+            let stop = members(text, at, expand, None, &mut split)?;
             out.push(split);
             stop
         } else {
@@ -89,7 +89,13 @@ fn objects_at<'t>(text: &'t str, at: usize, expand: &str) -> Option<(Vec<Split<'
 /// level further, a member named in `lists` read as a list of objects beside), and the index past its
 /// `}`.
 #[allow(clippy::type_complexity)]
-fn members<'t>(text: &'t str, at: usize, expand: Option<&str>, mut lists: Option<((&str, &str), &mut Lists<'t>)>, split: &mut Split<'t>) -> Option<usize> {
+fn members<'t>(
+    text: &'t str,
+    at: usize,
+    expand: Option<&str>,
+    mut lists: Option<((&str, Option<&str>), &mut Lists<'t>)>,
+    split: &mut Split<'t>,
+) -> Option<usize> {
     let b = text.as_bytes();
     let mut at = ws(b, at + 1);
     if b.get(at) == Some(&b'}') {
@@ -118,7 +124,7 @@ fn members<'t>(text: &'t str, at: usize, expand: Option<&str>, mut lists: Option
             }
         } else {
             let stop = match lists.as_mut() {
-                Some(((name, inner), found)) if *name == key.as_str() && b.get(start) == Some(&b'[') => match objects_at(text, start, inner) {
+                Some(((name, inner), found)) if *name == key.as_str() && b.get(start) == Some(&b'[') => match objects_at(text, start, *inner) {
                     Some((objs, stop)) => {
                         found.push((text.get(start..stop)?, objs));
                         stop
@@ -439,12 +445,12 @@ mod tests {
     fn same(text: &str) {
         assert_eq!(object(text), serde_object(text), "object {text:?}");
         assert_eq!(array(text), serde_array(text), "array {text:?}");
-        assert_eq!(objects(text, "function"), serde_objects(text), "tools {text:?}");
+        assert_eq!(objects(text, Some("function")), serde_objects(text), "tools {text:?}");
         // a body's lists read in its own scan are the lists read on their own
-        let (members, lists) = object_with_lists(text, Some(("tools", "function"))).unzip();
+        let (members, lists) = object_with_lists(text, Some(("tools", Some("function")))).unzip();
         assert_eq!(members, object(text), "object with lists {text:?}");
-        let want: Option<Vec<_>> =
-            members.map(|m| m.iter().filter(|(k, v)| k == "tools" && v.starts_with('[')).filter_map(|(_, v)| Some((*v, objects(v, "function")?))).collect());
+        let want: Option<Vec<_>> = members
+            .map(|m| m.iter().filter(|(k, v)| k == "tools" && v.starts_with('[')).filter_map(|(_, v)| Some((*v, objects(v, Some("function"))?))).collect());
         assert_eq!(lists, want, "lists {text:?}");
     }
 

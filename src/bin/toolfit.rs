@@ -38,8 +38,8 @@ fn cli() -> Command {
         .subcommand(
             Command::new("convert")
                 .about("Turn an MCP tools/list result into one API's tool list, each schema rewritten by that API's profile")
-                .arg(Arg::new("to").long("to").required(true).value_parser(api::convert::To::NAMES.to_vec()).help("the API"))
-                .arg(Arg::new("strict-tools").long("strict-tools").action(ArgAction::SetTrue).help("openai, openai-responses, anthropic: every tool strict where it can be (the rest strict: false, recorded)"))
+                .arg(Arg::new("to").long("to").required(true).value_parser(api::convert::To::names()).help("the API"))
+                .arg(Arg::new("strict-tools").long("strict-tools").action(ArgAction::SetTrue).help(strict_help()))
                 .arg(Arg::new("report").long("report").value_name("FILE").help("write counters and records as JSON to FILE (- for stderr)"))
                 .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
@@ -93,6 +93,12 @@ fn convert(a: &clap::ArgMatches) -> ExitCode {
         return fail(2, "cannot write output");
     }
     ExitCode::SUCCESS
+}
+
+/// `--strict-tools` help: the lists whose API has a strict mode, from the formats.
+fn strict_help() -> String {
+    let names: Vec<&str> = api::convert::To::all().filter(|t| t.shape.strict.is_some()).map(|t| t.shape.name).collect();
+    format!("{}: every tool strict where it can be (the rest strict: false, recorded)", names.join(", "))
 }
 
 fn main() -> ExitCode {

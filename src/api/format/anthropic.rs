@@ -1,18 +1,25 @@
 //! Anthropic Messages: tools as `tools[].input_schema`; calls as `content[]` blocks of type
 //! `tool_use`, streamed as `content_block_*` events with `input_json_delta` parts.
 
-use super::{index, path, Args, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
+use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
+use crate::schema::profile;
 use crate::schema::Context;
+use serde_json::Value;
 
 use Step::{Each, Key};
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::Anthropic,
     name: "anthropic",
+    tools: Tools { lists: Tools::TOP, ..Tools::NONE },
     tool_sites: Some(tool_sites),
     output_sites: None,
+    outputs: &[],
+    shape: &["messages", "model"],
+    convert: CONVERT,
     declared: &[&[Key("tools"), Each, Key("name")]],
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
     calls: &[path(&[Key("content"), Each], Some("tool_use"), "name", "input", Args::Object)],
@@ -20,6 +27,16 @@ pub const FORMAT: Descriptor = Descriptor {
     error: ErrorShape::Anthropic,
     routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
 };
+
+/// `convert --to anthropic`: `input_schema`, strict with `--strict-tools`.
+const CONVERT: &[Convert] =
+    &[Convert { name: "anthropic", profile: &profile::ANTHROPIC, strict: Some(&profile::ANTHROPIC_STRICT), tool, list: Convert::array }];
+
+fn tool(t: &McpTool) -> Value {
+    let mut f = t.head();
+    f.insert("input_schema".into(), t.input.clone());
+    Value::Object(f)
+}
 
 pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
     for p in t.members.all("input_schema") {

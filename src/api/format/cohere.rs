@@ -2,7 +2,7 @@
 //! `response_format.json_schema` (the schema itself); calls in `message.tool_calls`, streamed as
 //! `tool-call-*` events. Its path always gets the `cohere` profile.
 
-use super::{index, path, Args, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, Step};
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -12,8 +12,12 @@ use Step::{Each, Key};
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::Cohere,
     name: "cohere",
+    tools: Tools { lists: Tools::TOP, split: Some("function"), nested: None, bare: false },
     tool_sites: Some(super::function_tools),
     output_sites: Some(output_sites),
+    outputs: &["response_format"],
+    shape: &["messages", "model"],
+    convert: CONVERT,
     declared: super::openai_chat::DECLARED,
     mentioned: super::openai_chat::MENTIONED,
     calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Text)],
@@ -21,6 +25,10 @@ pub const FORMAT: Descriptor = Descriptor {
     error: ErrorShape::Cohere,
     routes: Routes { paths: &["/v2/chat"], profile: Some(&crate::schema::profile::COHERE), ..Routes::NONE },
 };
+
+/// `convert --to cohere`: chat function tools.
+const CONVERT: &[Convert] =
+    &[Convert { name: "cohere", profile: &crate::schema::profile::COHERE, strict: None, tool: super::openai_chat::function_tool, list: Convert::array }];
 
 pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
     for rf in top.all("response_format") {

@@ -4,18 +4,24 @@
 //! snake_case; calls as `functionCall` parts, every streamed event carrying whole calls. The model is
 //! in the path; its prefixes always get the `gemini` profile.
 
-use super::{path, Args, Descriptor, ErrorShape, Routes, StreamCalls};
+use super::{path, Args, Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
+use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
+use serde_json::{json, Value};
 
 use Step::{Each, Key};
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::Gemini,
     name: "gemini",
+    tools: Tools { lists: Tools::TOP, ..Tools::NONE },
     tool_sites: Some(tool_sites),
     output_sites: Some(output_sites),
+    outputs: &["generationConfig", "generation_config"],
+    shape: &["contents"],
+    convert: CONVERT,
     declared: &[&[Key("tools"), Each, Key("functionDeclarations"), Each, Key("name")], &[Key("tools"), Each, Key("function_declarations"), Each, Key("name")]],
     mentioned: &[
         &[Key("toolConfig"), Key("functionCallingConfig"), Key("allowedFunctionNames"), Each],
@@ -38,6 +44,29 @@ pub const FORMAT: Descriptor = Descriptor {
         profile: Some(&crate::schema::profile::GEMINI),
     },
 };
+
+/// `convert --to gemini` (`parameters`) and `gemini-json` (`parametersJsonSchema`): the declarations in
+/// one `functionDeclarations` entry.
+const CONVERT: &[Convert] = &[
+    Convert { name: "gemini", profile: &crate::schema::profile::GEMINI, strict: None, tool: |t| declaration(t, "parameters"), list: declarations },
+    Convert {
+        name: "gemini-json",
+        profile: &crate::schema::profile::GEMINI,
+        strict: None,
+        tool: |t| declaration(t, "parametersJsonSchema"),
+        list: declarations,
+    },
+];
+
+fn declaration(t: &McpTool, key: &str) -> Value {
+    let mut f = t.head();
+    f.insert(key.into(), t.input.clone());
+    Value::Object(f)
+}
+
+fn declarations(tools: Vec<Value>) -> Value {
+    json!([{ "functionDeclarations": tools }])
+}
 
 pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
     for key in ["functionDeclarations", "function_declarations"] {

@@ -1,6 +1,6 @@
 //! llama-server's `/completion`: structured output as `json_schema`; no tools, no calls.
 
-use super::{Descriptor, ErrorShape, Routes, StreamCalls};
+use super::{Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::raw::RawObject;
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -8,8 +8,12 @@ use crate::schema::Context;
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::LlamaCompletion,
     name: "llama-completion",
+    tools: Tools::NONE,
     tool_sites: None,
     output_sites: Some(output_sites),
+    outputs: &["json_schema"],
+    shape: &["prompt"],
+    convert: &[],
     declared: &[],
     mentioned: &[],
     calls: &[],

@@ -1,18 +1,24 @@
-//! An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
+//! An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response's `result.tools`, or a bare
+//! array of tools):
 //! `inputSchema` (tool context) and `outputSchema` (structured output). Not a request toolfit sees on
 //! a route by default; the CLI and `convert` read it.
 
-use super::{Descriptor, ErrorShape, Routes, StreamCalls};
-use crate::api::raw::Raw;
-use crate::api::raw::{self, RawObject, RawTool};
+use super::{Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
+use crate::api::convert::McpTool;
+use crate::api::raw::{RawObject, RawTool};
 use crate::api::{Format, NoDescription, Site};
 use crate::schema::Context;
+use serde_json::{json, Value};
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::McpTools,
     name: "mcp-tools",
+    tools: Tools { lists: &[&["tools"], &["result", "tools"]], split: None, nested: None, bare: true },
     tool_sites: Some(tool_sites),
-    output_sites: Some(output_sites),
+    output_sites: None,
+    outputs: &[],
+    shape: &[],
+    convert: CONVERT,
     declared: &[],
     mentioned: &[],
     calls: &[],
@@ -21,26 +27,20 @@ pub const FORMAT: Descriptor = Descriptor {
     routes: Routes::NONE,
 };
 
+/// `convert --to mcp`: the tools as an MCP server would list them, rewritten by the `mcp` profile.
+const CONVERT: &[Convert] = &[Convert { name: "mcp", profile: &crate::schema::profile::MCP, strict: None, tool, list: Convert::array }];
+
+fn tool(t: &McpTool) -> Value {
+    let mut o = t.head();
+    o.insert("inputSchema".into(), t.input.clone());
+    if let Some(out) = t.output {
+        o.insert("outputSchema".into(), out.clone());
+    }
+    json!(o)
+}
+
 pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
     tool_in(&t.members, sites);
-}
-
-/// A JSON-RPC response's `result.tools`.
-pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
-    if let Some(r) = top.get("result").and_then(|r| raw::object(r.get())) {
-        for tools in r.all("tools") {
-            for t in raw::tools(tools.get()).unwrap_or_default() {
-                tool_in(&t.members, sites);
-            }
-        }
-    }
-}
-
-/// One element of a bare array of tools.
-pub fn tool<'a>(t: Raw<'a>, sites: &mut Vec<Site<'a>>) {
-    if let Some(o) = raw::object(t.get()) {
-        tool_in(&o, sites);
-    }
 }
 
 fn tool_in<'a>(o: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {

@@ -14,6 +14,8 @@ pub mod mcp_tools;
 pub mod ollama;
 pub mod openai_chat;
 pub mod openai_responses;
+#[cfg(test)]
+pub mod probe;
 
 use super::raw::{self, RawObject, RawTool, Step};
 use super::{Format, NoDescription, Site};
@@ -25,11 +27,22 @@ pub struct Descriptor {
     pub format: Format,
     /// The name the configuration and the CLI use.
     pub name: &'static str,
-    /// The schema sites in one element of the request's `tools` (and function tools without a
-    /// description, where the format has `function.description`).
+    /// Where the request's lists of tools are.
+    pub tools: Tools,
+    /// The schema sites in one tool of those lists (and function tools without a description, where
+    /// the format has `function.description`).
     pub tool_sites: Option<ToolSites>,
-    /// The schema sites outside `tools`: structured output (and an MCP result's tools).
+    /// The schema sites outside the tool lists: structured output.
     pub output_sites: Option<OutputSites>,
+    /// The top-level members [`Descriptor::output_sites`] reads: with the first keys of the tool
+    /// lists, the members a warm cache answers a body from (so a schema anywhere else would be missed:
+    /// a test holds every format's sites inside them).
+    pub outputs: &'static [&'static str],
+    /// Other top-level members a body of this format has (a request without tools is still one of
+    /// its requests, not a body of unknown shape).
+    pub shape: &'static [&'static str],
+    /// The tool lists `toolfit convert --to NAME` writes in this format.
+    pub convert: &'static [Convert],
     /// Where the request declares function names.
     pub declared: &'static [&'static [Step]],
     /// Where the request names a declared function again (tool choice, earlier calls).
@@ -42,6 +55,54 @@ pub struct Descriptor {
     pub error: ErrorShape,
     /// The routes it is served on when the configuration lists none.
     pub routes: Routes,
+}
+
+/// Where a format's lists of tools are.
+pub struct Tools {
+    /// Each list, as the keys from the body's top level to the array (`tools`; Bedrock's
+    /// `toolConfig.tools`).
+    pub lists: &'static [&'static [&'static str]],
+    /// The member of a tool whose members are split out in the same scan as the list (OpenAI chat's
+    /// `function`: its members hold the schema).
+    pub split: Option<&'static str>,
+    /// A tool that holds a list of tools itself (the Responses API's namespaces, which Codex sends).
+    pub nested: Option<Nested>,
+    /// Whether the body may be a list of tools itself (an MCP `tools/list` result written as an array).
+    pub bare: bool,
+}
+
+impl Tools {
+    pub const TOP: &'static [&'static [&'static str]] = &[&["tools"]];
+    pub const NONE: Tools = Tools { lists: &[], split: None, nested: None, bare: false };
+}
+
+/// A tool of `kind` whose member `key` is a list of tools, read as the format's lists are.
+#[derive(Clone, Copy)]
+pub struct Nested {
+    pub kind: &'static str,
+    pub key: &'static str,
+}
+
+/// One tool list `toolfit convert` writes: an MCP `tools/list` result's tools in a format's shape,
+/// put where the format's first list is and rewritten as a request of that format would be.
+pub struct Convert {
+    /// The name `--to` takes.
+    pub name: &'static str,
+    /// The profile the list is rewritten by, and by with `--strict-tools` where the API has a strict
+    /// mode (`None`: the same).
+    pub profile: &'static Profile,
+    pub strict: Option<&'static Profile>,
+    /// One MCP tool in this shape, before its schema is rewritten.
+    pub tool: fn(&super::convert::McpTool) -> serde_json::Value,
+    /// The list's value made of the tools (Gemini's go in one `functionDeclarations` entry).
+    pub list: fn(Vec<serde_json::Value>) -> serde_json::Value,
+}
+
+impl Convert {
+    /// A list that is the array of the tools.
+    pub fn array(tools: Vec<serde_json::Value>) -> serde_json::Value {
+        serde_json::Value::Array(tools)
+    }
 }
 
 /// Reads one element of `tools`: its schema sites, and function tools without a description.
@@ -228,22 +289,94 @@ pub const ALL: &[&Descriptor] = &[
     &gemini::FORMAT,
     &cohere::FORMAT,
     &mcp_tools::FORMAT,
+    #[cfg(test)]
+    &probe::FORMAT,
 ];
 
-/// What `auto` reads in each element of `tools`, in this order: every distinct tool shape once (Ollama
-/// and Cohere declare tools as OpenAI chat does).
-pub const AUTO_TOOLS: &[ToolSites] = &[openai_chat::tool_sites, openai_responses::tool_sites, anthropic::tool_sites, mcp_tools::tool_sites, gemini::tool_sites];
+/// The descriptors a body of `format` is read by: its own, or every one for `auto`.
+pub fn read_by(format: Format) -> &'static [&'static Descriptor] {
+    match ALL.iter().position(|d| d.format == format) {
+        Some(i) => ALL.get(i..=i).unwrap_or_default(),
+        None => ALL,
+    }
+}
+
+/// Whether a top-level member holds schemas in some format: a warm cache answers a body from these
+/// members whole.
+pub fn holds_schemas(key: &str) -> bool {
+    ALL.iter().any(|d| d.outputs.contains(&key) || d.tools.lists.iter().any(|l| l.first() == Some(&key)))
+}
+
+/// Whether a top-level member shows that a body is some format's (else it is of unknown shape).
+pub fn known(key: &str) -> bool {
+    holds_schemas(key) || ALL.iter().any(|d| d.shape.contains(&key))
+}
+
+/// One distinct list of tools a format has, and how its tools are read.
+pub struct ListRead {
+    /// The keys from the top level to the list.
+    pub at: &'static [&'static str],
+    pub split: Option<&'static str>,
+    pub nested: Option<Nested>,
+    /// The tool readers, in order (`auto`: of each format with this list, every distinct shape once).
+    pub readers: Vec<ToolSites>,
+}
+
+/// The lists of tools `format` has, each once (`auto`: every format's).
+pub fn list_reads(format: Format) -> Vec<ListRead> {
+    let by: &[&Descriptor] = match format {
+        Format::Auto => AUTO_TOOLS,
+        _ => read_by(format),
+    };
+    let mut out: Vec<ListRead> = Vec::new();
+    for d in by {
+        for at in d.tools.lists {
+            let read = match out.iter_mut().position(|r| r.at == *at) {
+                Some(i) => out.get_mut(i),
+                None => {
+                    out.push(ListRead { at, split: None, nested: None, readers: Vec::new() });
+                    out.last_mut()
+                }
+            };
+            let Some(read) = read else { continue };
+            read.split = read.split.or(d.tools.split);
+            read.nested = read.nested.or(d.tools.nested);
+            read.readers.extend(d.tool_sites);
+        }
+    }
+    out
+}
+
+/// The member `split` of a tool, for the list read first in the body's scan: the first single-key list
+/// of `format` (`tools`), if it has one.
+pub fn presplit(format: Format) -> Option<(&'static str, Option<&'static str>)> {
+    list_reads(format).into_iter().find_map(|r| match r.at {
+        [key] => Some((*key, r.split)),
+        _ => None,
+    })
+}
+
+/// How a body of `format` that is a bare list of tools is read (`None`: it cannot be one).
+pub fn bare(format: Format) -> Option<ListRead> {
+    let mut read = ListRead { at: &[], split: None, nested: None, readers: Vec::new() };
+    let mut any = false;
+    for d in read_by(format).iter().filter(|d| d.tools.bare) {
+        any = true;
+        read.split = read.split.or(d.tools.split);
+        read.nested = read.nested.or(d.tools.nested);
+        read.readers.extend(d.tool_sites);
+    }
+    any.then_some(read)
+}
+
+/// Whose tool readers `auto` reads each tool with, in this order: every distinct tool shape once (Ollama
+/// and Cohere declare tools as OpenAI chat does), each on the lists its format has.
+pub const AUTO_TOOLS: &[&Descriptor] = &[&openai_chat::FORMAT, &openai_responses::FORMAT, &anthropic::FORMAT, &mcp_tools::FORMAT, &gemini::FORMAT];
 
 /// What `auto` reads outside `tools`, in this order. Cohere's `response_format` is left out: it holds
 /// the schema itself where OpenAI's holds it under `json_schema.schema`.
-pub const AUTO_OUTPUTS: &[OutputSites] = &[
-    mcp_tools::output_sites,
-    openai_chat::output_sites,
-    openai_responses::output_sites,
-    gemini::output_sites,
-    ollama::output_sites,
-    llama_completion::output_sites,
-];
+pub const AUTO_OUTPUTS: &[OutputSites] =
+    &[openai_chat::output_sites, openai_responses::output_sites, gemini::output_sites, ollama::output_sites, llama_completion::output_sites];
 
 /// An element of `tools` whose `function` objects declare tools (OpenAI chat, Ollama, Cohere).
 pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {

@@ -3,18 +3,25 @@
 //! llama-server's `response_format.schema`); calls in `choices[].message.tool_calls`, streamed as
 //! `choices[].delta.tool_calls` parts.
 
-use super::{function_tools, index, path, Args, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls};
+use super::{function_tools, index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
+use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
+use crate::schema::profile;
 use crate::schema::Context;
+use serde_json::{json, Value};
 
 use Step::{Each, Key};
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::OpenAiChat,
     name: "openai-chat",
+    tools: Tools { lists: Tools::TOP, split: Some("function"), nested: None, bare: false },
     tool_sites: Some(tool_sites),
     output_sites: Some(output_sites),
+    outputs: &["response_format"],
+    shape: &["messages", "model"],
+    convert: CONVERT,
     declared: DECLARED,
     mentioned: MENTIONED,
     calls: CALLS,
@@ -22,6 +29,17 @@ pub const FORMAT: Descriptor = Descriptor {
     error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/v1/chat/completions", "/chat/completions"], ..Routes::NONE },
 };
+
+/// `convert --to openai`: chat function tools, strict with `--strict-tools`.
+const CONVERT: &[Convert] =
+    &[Convert { name: "openai", profile: &profile::OPENAI, strict: Some(&profile::OPENAI_STRICT), tool: function_tool, list: Convert::array }];
+
+/// An MCP tool as a chat function tool (OpenAI, Ollama and Cohere declare tools so).
+pub fn function_tool(t: &McpTool) -> Value {
+    let mut f = t.head();
+    f.insert("parameters".into(), t.input.clone());
+    json!({"type": "function", "function": f})
+}
 
 /// Where function names are declared: the same for Ollama and Cohere.
 pub const DECLARED: &[&[Step]] = &[&[Key("tools"), Each, Key("function"), Key("name")]];

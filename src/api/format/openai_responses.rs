@@ -1,26 +1,49 @@
-//! OpenAI Responses: tools flat as `tools[].parameters` (strict unless the tool says otherwise),
+//! OpenAI Responses: tools flat as `tools[].parameters` (strict unless the tool says otherwise), and
+//! inside namespaces (`{"type": "namespace", "name", "tools": [...]}`, how Codex sends MCP tools),
 //! structured output as `text.format.schema`; calls as `output[]` items of type `function_call`,
 //! streamed as `response.function_call_arguments.*` events and said again whole at the end.
 
-use super::{index, path, Args, CallPath, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Summary};
+use super::{index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Nested, Routes, StreamCalls, Summary, Tools};
+use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, NoDescription, Site};
+use crate::schema::profile;
 use crate::schema::Context;
+use serde_json::{json, Value};
 
 use Step::{Each, Key};
 
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::OpenAiResponses,
     name: "openai-responses",
+    tools: Tools { lists: Tools::TOP, split: None, nested: Some(Nested { kind: "namespace", key: "tools" }), bare: false },
     tool_sites: Some(tool_sites),
     output_sites: Some(output_sites),
-    declared: &[&[Key("tools"), Each, Key("name")]],
+    outputs: &["text"],
+    shape: &["input", "model"],
+    convert: CONVERT,
+    // a namespace's tools are declared inside it (Codex sends its MCP tools so)
+    declared: &[&[Key("tools"), Each, Key("name")], &[Key("tools"), Each, Key("tools"), Each, Key("name")]],
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("input"), Each, Key("name")]],
     calls: &[path(&[Key("output"), Each], Some("function_call"), "name", "arguments", Args::Text)],
     stream: StreamCalls::Parts { frags, summary: Some(Summary { is: summary, calls: DONE }) },
     error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/v1/responses"], ..Routes::NONE },
 };
+
+/// `convert --to openai-responses`: flat function tools; the Responses API reads a tool without
+/// `strict` as strict, so the profile states it.
+const CONVERT: &[Convert] =
+    &[Convert { name: "openai-responses", profile: &profile::OPENAI, strict: Some(&profile::OPENAI_STRICT), tool, list: Convert::array }];
+
+fn tool(t: &McpTool) -> Value {
+    let mut o = serde_json::Map::new();
+    o.insert("type".into(), json!("function"));
+    o.extend(t.head());
+    o.insert("parameters".into(), t.input.clone());
+    o.insert("strict".into(), json!(false));
+    Value::Object(o)
+}
 
 /// The closing `response.completed` event says every call again, whole.
 const DONE: &[CallPath] = &[path(&[Key("response"), Key("output"), Each], Some("function_call"), "name", "arguments", Args::Text)];
