@@ -7,7 +7,7 @@
 //! later tool's entry is renamed and its refs follow, so each tool means what it meant and the request
 //! compiles. A request without such a clash is not touched.
 
-use super::SiteResult;
+use super::edit::SiteResult;
 use crate::schema::walk::{pre_order, push_escaped};
 use crate::schema::{Kind, Record};
 use serde_json::{Map, Value};

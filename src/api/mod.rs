@@ -6,14 +6,24 @@
 pub mod cache;
 pub mod convert;
 mod defs;
+mod edit;
 pub mod format;
+mod locate;
+mod members;
 pub mod names;
 pub mod raw;
 pub mod skim;
+mod strict;
 
-use crate::api::raw::Raw;
-use crate::schema::{self, Context, Kind, Options, Profile, Report};
-use serde_json::Value;
+pub use edit::{splice, Edit};
+pub use locate::{locate, locate_tools, NoDescription, Site, StrictAt, ToolList};
+
+use edit::{assemble, describe, SiteResult};
+use locate::{locate_in, tool_lists, top, Top};
+use members::{cached_members, from_members, remember_members};
+use strict::{strict_tools, StrictPolicy};
+
+use crate::schema::{Options, Profile, Report};
 
 /// A request or listing format: which members hold schemas.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,86 +73,6 @@ impl Format {
     }
 }
 
-/// One schema inside a body.
-pub struct Site<'a> {
-    pub raw: Raw<'a>,
-    pub tool: String,
-    pub context: Context,
-    /// The `strict` member beside it, for APIs with a strict mode.
-    pub strict: StrictAt<'a>,
-    /// Whether it is an API's JSON Schema field (Gemini's `parametersJsonSchema`) rather than its
-    /// other schema field.
-    pub json_field: bool,
-}
-
-/// Where a schema's `strict` switch is.
-#[derive(Clone, Copy)]
-pub enum StrictAt<'a> {
-    /// The format has none.
-    NoSwitch,
-    /// The member is absent; the API's default is `default`.
-    Absent { default: bool },
-    /// The member's value.
-    Member(Raw<'a>),
-}
-
-impl StrictAt<'_> {
-    /// Whether the request asks for strict mode.
-    fn on(&self) -> bool {
-        match self {
-            StrictAt::NoSwitch => false,
-            StrictAt::Absent { default } => *default,
-            StrictAt::Member(v) => v.get() == "true",
-        }
-    }
-}
-
-impl<'a> Site<'a> {
-    fn new(raw: Raw<'a>, tool: String, context: Context) -> Self {
-        Site { raw, tool, context, strict: StrictAt::NoSwitch, json_field: false }
-    }
-
-    /// The site with the `strict` member of `o` (the object holding the schema or its switch).
-    fn switch(mut self, o: &raw::RawObject<'a>, default: bool) -> Self {
-        self.strict = match o.get("strict") {
-            Some(v) => StrictAt::Member(v),
-            None => StrictAt::Absent { default },
-        };
-        self
-    }
-}
-
-/// A function tool with no usable `description`: where one goes, and whose it is.
-pub struct NoDescription<'a> {
-    /// The `description` member's value when it is `null` (replaced), else the `name` value (the
-    /// member is inserted after it).
-    pub anchor: Raw<'a>,
-    pub null: bool,
-    pub tool: String,
-}
-
-/// A body's top level, scanned once: its members stay unparsed slices.
-enum Top<'a> {
-    /// A bare array of tools (an MCP `tools/list` result written as an array).
-    Array(Vec<raw::RawTool<'a>>),
-    Object(raw::RawObject<'a>),
-}
-
-/// The top level; with `lists`, also the format's first top-level list of tools split into tools in
-/// the same scan (for a body whose schemas are all read: without a rewrite cache). With a cache, most
-/// requests are answered from their members whole, and splitting the lists first would only cost (a
-/// third of the warm path).
-fn top(text: &str, format: Format, lists: bool) -> (Option<Top<'_>>, raw::ToolLists<'_>) {
-    if text.trim_start().starts_with('[') {
-        let bare = format::bare(format).and_then(|b| raw::tools(text, b.split)).map(Top::Array);
-        return (bare, Vec::new());
-    }
-    match format::presplit(format) {
-        Some(list) if lists => raw::object_and_tools(text, list).map_or((None, Vec::new()), |(o, lists)| (Some(Top::Object(o)), lists)),
-        _ => (raw::object(text).map(Top::Object), Vec::new()),
-    }
-}
-
 /// The request's top-level `model` (OpenAI, Anthropic, Ollama and vLLM bodies), for the model map.
 pub fn model(body: &[u8]) -> Option<String> {
     match raw::object(skim::text(body)?) {
@@ -152,112 +82,6 @@ pub fn model(body: &[u8]) -> Option<String> {
 }
 
 pub use format::gemini::model_in_path;
-
-/// The tool sites of `format` in its lists of tools in `text` (a request, or the object
-/// [`BodyOutcome::tool_lists_of`] makes of its lists: the same sites either way).
-pub fn locate_tools(text: &str, format: Format) -> Vec<Site<'_>> {
-    let Some(o) = raw::object(text) else { return Vec::new() };
-    let mut sites = Vec::new();
-    tool_sites(&o, &[], format, &mut Vec::new(), &mut sites);
-    sites.retain(|s| s.context == Context::Tool);
-    sites
-}
-
-/// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
-pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
-    let (top, lists) = top(text, format, true);
-    locate_in(&top?, &lists, format, &mut Vec::new())
-}
-
-/// [`locate`], from the top level and the list of tools read with it (a list not there is read here),
-/// also listing in `undescribed` the function tools without a description.
-fn locate_in<'a>(top: &Top<'a>, lists: &[(&'a str, Vec<raw::RawTool<'a>>)], format: Format, undescribed: &mut Vec<NoDescription<'a>>) -> Option<Vec<Site<'a>>> {
-    let mut sites = Vec::new();
-    let top = match top {
-        Top::Array(tools) => {
-            let read = format::bare(format)?;
-            read_tools(tools, &read, undescribed, &mut sites);
-            return Some(sites);
-        }
-        Top::Object(o) => o,
-    };
-    if !top.0.iter().any(|(k, _)| format::known(k)) {
-        return None;
-    }
-    tool_sites(top, lists, format, undescribed, &mut sites);
-    output_sites(top, format, &mut sites);
-    Some(sites)
-}
-
-/// The values at `path` from the top level (every duplicate member on the way).
-fn values_at<'a>(top: &raw::RawObject<'a>, path: &[&str]) -> Vec<Raw<'a>> {
-    let Some((first, rest)) = path.split_first() else { return Vec::new() };
-    let mut at: Vec<Raw<'a>> = top.all(first).collect();
-    for key in rest {
-        at = at.iter().filter_map(|v| raw::object(v.get())).flat_map(|o| o.all(key).collect::<Vec<_>>()).collect();
-    }
-    at
-}
-
-/// The schemas of the request's lists of tools (and the function tools without a description).
-fn tool_sites<'a>(
-    top: &raw::RawObject<'a>,
-    lists: &[(&'a str, Vec<raw::RawTool<'a>>)],
-    format: Format,
-    undescribed: &mut Vec<NoDescription<'a>>,
-    sites: &mut Vec<Site<'a>>,
-) {
-    for read in format::list_reads(format) {
-        if read.readers.is_empty() {
-            continue;
-        }
-        for list in values_at(top, read.at) {
-            // read with the body where it was (the same text), else here
-            let here;
-            let tools = match lists.iter().find(|(at, _)| std::ptr::eq(*at, list.get())) {
-                Some((_, tools)) => tools,
-                None => match raw::tools(list.get(), read.split) {
-                    Some(tools) => {
-                        here = tools;
-                        &here
-                    }
-                    None => continue,
-                },
-            };
-            read_tools(tools, &read, undescribed, sites);
-        }
-    }
-}
-
-/// Each tool of a list by each reader, and the tools of a nested list (a namespace) after the tool
-/// that holds it.
-fn read_tools<'a>(tools: &[raw::RawTool<'a>], read: &format::ListRead, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
-    for t in tools {
-        for reader in &read.readers {
-            reader(t, sites, undescribed);
-        }
-        let Some(nested) = read.nested else { continue };
-        if t.members.str("type").as_deref() != Some(nested.kind) {
-            continue;
-        }
-        for inner in t.members.all(nested.key) {
-            for t in raw::tools(inner.get(), read.split).unwrap_or_default() {
-                for reader in &read.readers {
-                    reader(&t, sites, undescribed);
-                }
-            }
-        }
-    }
-}
-
-/// The structured-output schemas.
-fn output_sites<'a>(top: &raw::RawObject<'a>, format: Format, sites: &mut Vec<Site<'a>>) {
-    // `auto` has no descriptor: it reads with every distinct reader
-    let readers = format.descriptor().map_or(format::AUTO_OUTPUTS, |d| d.output_sites.as_slice());
-    for read in readers {
-        read(top, sites);
-    }
-}
 
 /// Why a body was left as it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -289,27 +113,6 @@ pub struct BodyOutcome {
     /// The request's lists of tools, as the client sent them: all the response path keeps of the
     /// request (see [`BodyOutcome::tool_lists_of`]).
     pub tool_lists: Vec<ToolList>,
-}
-
-/// Where one list of tools was in a request: its byte range, and the keys from the top level to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolList {
-    pub at: usize,
-    pub end: usize,
-    pub path: &'static [&'static str],
-}
-
-/// The lists of tools of `format` at the top level `o` of `text`.
-fn tool_lists(text: &str, o: &raw::RawObject, format: Format) -> Vec<ToolList> {
-    let mut out = Vec::new();
-    for read in format::list_reads(format) {
-        for v in values_at(o, read.at) {
-            if let Some(at) = raw::offset(text, v.get()) {
-                out.push(ToolList { at, end: at + v.get().len(), path: read.at });
-            }
-        }
-    }
-    out
 }
 
 impl BodyOutcome {
@@ -416,7 +219,7 @@ fn rewrite_schemas(
     };
     // the sites point into the text: the split lists are not held while the schemas are rewritten
     drop(lists);
-    let mut policy = StrictPolicy { profile, opts, spent: Spent::default(), scopes: Scopes::default() };
+    let mut policy = StrictPolicy::new(profile, opts);
     let mut results: Vec<SiteResult> = Vec::with_capacity(sites.len());
     for site in &sites {
         policy.site(text, site, cache.as_deref_mut(), &mut results);
@@ -438,364 +241,12 @@ fn rewrite_schemas(
     Ok(assemble(text, results, tool_lists))
 }
 
-/// The schema-bearing members as wholes, for the cache: a catalog sent again is found without looking
-/// inside it. None where a request-level switch depends on every tool together (Cohere's
-/// `strict_tools`), or without a cache.
-fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'t>>, profile: &Profile, cached: bool) -> Vec<(&'p str, &'p str)> {
-    match parsed {
-        _ if !cached || profile.target.strict_tools.is_some() => Vec::new(),
-        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| format::holds_schemas(k)).map(|(k, v)| (k.as_str(), v.get())).collect(),
-        Some(Top::Array(_)) => vec![("", text)],
-        None => Vec::new(),
-    }
-}
-
-/// The body's outcome from every site's result: one edit per change, one report.
-fn assemble(text: &str, results: Vec<SiteResult>, tool_lists: Vec<ToolList>) -> BodyOutcome {
-    let tools = results.iter().filter(|r| r.tool).count();
-    let schemas_changed = results.iter().filter(|r| r.schema && r.output.is_some()).count();
-    let (mut report, mut unparsed, mut edits) = (Report::default(), Vec::new(), Vec::new());
-    for r in results {
-        if let Some(o) = r.output {
-            edits.push(Edit::new(r.at, r.at + r.len, o));
-        }
-        unparsed.extend(r.unparsed);
-        report.extend(r.report);
-    }
-    let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
-    BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default(), tool_lists }
-}
-
-/// Whether each schema goes strict, for an API with a strict mode: asked for (or forced by the
-/// profile), kept only if the strict rewrite is not declined and the request's strict schemas stay
-/// within the API's per-request limits; else the schema gets the non-strict rewrite of the original,
-/// and the switch says which.
-struct StrictPolicy<'o> {
-    profile: &'static Profile,
-    opts: &'o Options,
-    /// What the request's strict tools have used of the per-request limits so far.
-    spent: Spent,
-    scopes: Scopes,
-}
-
-impl StrictPolicy<'_> {
-    /// Rewrites one site and adds its results (the schema's, and any switch or member edit beside it).
-    fn site(&mut self, text: &str, site: &Site, mut cache: Option<&mut cache::SiteCache>, results: &mut Vec<SiteResult>) {
-        let src = site.raw.get();
-        let Some(at) = raw::offset(text, src) else { return };
-        let mut r = SiteResult {
-            at,
-            len: src.len(),
-            output: None,
-            report: Report::default(),
-            tool: site.context == Context::Tool,
-            schema: true,
-            unparsed: None,
-            name: site.tool.clone(),
-        };
-        if !(src.starts_with('{') || src == "true" || src == "false") {
-            results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
-            return;
-        }
-        let (profile, opts) = (self.profile, self.opts);
-        let modes = profile.modes.filter(|_| !matches!(site.strict, StrictAt::NoSwitch));
-        let strict_on = modes.is_some_and(|m| m.force || site.strict.on());
-        let first = profile.for_site(strict_on, site.json_field);
-        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut self.scopes);
-        let mut strict = strict_on;
-        let loose = profile.for_site(false, site.json_field);
-        if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
-            done = declined(done.report, rewrite_site(src, site, loose, opts, cache.as_deref_mut(), &mut self.scopes));
-            strict = false;
-        }
-        // the API's limits over the whole request: past them a schema goes non-strict
-        if let (true, Some(limits)) = (strict && site.context == Context::Tool, first.target.strict.and_then(|s| s.per_request)) {
-            if let Some(why) = self.spent.add(&limits, done.output.as_deref().unwrap_or(src)) {
-                let mut report = Report::default();
-                report.push(crate::schema::Record { tool: site.tool.clone(), path: String::new(), kind: Kind::StrictDeclined, detail: why });
-                done = declined(report, rewrite_site(src, site, loose, opts, cache, &mut self.scopes));
-                strict = false;
-            }
-        }
-        // a forced profile states the switch on every schema, strict or declined
-        let unstated = matches!(site.strict, StrictAt::Absent { .. }) && modes.is_some_and(|m| m.force);
-        if modes.is_some() && (strict != site.strict.on() || unstated) {
-            results.extend(set_strict(text, site, strict));
-        }
-        if let (StrictAt::Member(v), true) = (site.strict, profile.target.no_strict_member) {
-            results.extend(drop_member(text, "strict", v, &site.tool));
-        }
-        r.output = done.output;
-        r.report = done.report;
-        r.unparsed = done.unparsed;
-        results.push(r);
-    }
-}
-
-/// One schema's rewrite by one profile.
-struct Done {
-    output: Option<String>,
-    report: Report,
-    unparsed: Option<Unparsed>,
-}
-
-/// Rewrites one schema with `profile` (from the cache when it was seen before).
-fn rewrite_site(src: &str, site: &Site, profile: &'static Profile, opts: &Options, mut cache: Option<&mut cache::SiteCache>, scopes: &mut Scopes) -> Done {
-    let scope = if cache.is_some() { scopes.of(profile, opts) } else { 0 };
-    if let Some(c) = cache.as_deref_mut() {
-        if let Some(hit) = c.get(scope, &site.tool, site.context, src) {
-            c.hits += 1;
-            return Done { output: hit.output, report: hit.report, unparsed: None };
-        }
-    }
-    let mut report = Report::default();
-    let mut v: Value = match schema::parse(src, opts, site.context, &site.tool, &mut report) {
-        Ok(v) => v,
-        Err(reason) => return Done { output: None, report: Report::default(), unparsed: Some(Unparsed { tool: site.tool.clone(), reason }) },
-    };
-    let cut = !report.is_empty();
-    let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
-    let output = if out.changed || cut { to_text(&v, src.len()) } else { None };
-    report.extend(out.report);
-    let declined = report.counters.contains_key(&Kind::StrictDeclined);
-    let output = if declined { None } else { output };
-    if let Some(c) = cache {
-        c.misses += 1;
-        c.put(scope, &site.tool, site.context, src, cache::Hit { output: output.clone(), report: report.clone(), counts: cache::Counts::default() });
-    }
-    Done { output, report, unparsed: None }
-}
-
-/// A rewritten schema as compact JSON, written into a buffer about the size of the original (it grew by
-/// doubling from nothing before: a dozen copies for a large schema).
-fn to_text(v: &Value, about: usize) -> Option<String> {
-    let mut out = Vec::with_capacity(about + about / 4);
-    serde_json::to_writer(&mut out, v).ok()?;
-    String::from_utf8(out).ok()
-}
-
-/// Each profile's cache scope, taken once per body (a body's sites use one or two profiles).
-#[derive(Default)]
-struct Scopes(Vec<(&'static str, u64)>);
-
-impl Scopes {
-    fn of(&mut self, profile: &'static Profile, opts: &Options) -> u64 {
-        if let Some((_, s)) = self.0.iter().find(|(n, _)| *n == profile.name) {
-            return *s;
-        }
-        let s = cache::scope(profile.name, opts);
-        self.0.push((profile.name, s));
-        s
-    }
-}
-
-/// The non-strict rewrite, reported with why strict mode was declined (see [`Report::declined`]).
-fn declined(strict: Report, loose: Done) -> Done {
-    Done { output: loose.output, report: Report::declined(strict, loose.report), unparsed: loose.unparsed }
-}
-
-/// What a request's strict tools have used of the API's per-request limits so far.
-#[derive(Default)]
-struct Spent {
-    tools: usize,
-    optional: usize,
-    unions: usize,
-}
-
-impl Spent {
-    /// Counts one more strict schema (`text`), or says which limit it would pass (and counts nothing).
-    fn add(&mut self, limits: &crate::schema::target::RequestLimits, text: &str) -> Option<String> {
-        let v: Value = serde_json::from_str(text).unwrap_or(Value::Null);
-        let crate::schema::target::Properties { optional, unions, .. } = crate::schema::target::Properties::of(&v);
-        if self.tools + 1 > limits.tools {
-            return Some(format!("more than {} strict tools in one request", limits.tools));
-        }
-        if self.optional + optional > limits.optional {
-            return Some(format!("{} more optional parameters would pass the request's {} for strict tools", optional, limits.optional));
-        }
-        if self.unions + unions > limits.unions {
-            return Some(format!("{} more union parameters would pass the request's {} for strict tools", unions, limits.unions));
-        }
-        self.tools += 1;
-        self.optional += optional;
-        self.unions += unions;
-        None
-    }
-}
-
-/// The edit that sets a schema's `strict` switch: the member's value replaced, or the member added
-/// after the schema.
-fn set_strict(text: &str, site: &Site, on: bool) -> Option<SiteResult> {
-    let value = if on { "true" } else { "false" };
-    let (at, len, output) = match site.strict {
-        StrictAt::Member(v) if v.get() == value => return None,
-        StrictAt::Member(v) => (raw::offset(text, v.get())?, v.get().len(), value.to_string()),
-        StrictAt::Absent { .. } => (raw::offset(text, site.raw.get())? + site.raw.get().len(), 0, format!(",\"strict\":{value}")),
-        StrictAt::NoSwitch => return None,
-    };
-    Some(SiteResult { at, len, output: Some(output), report: Report::default(), tool: false, schema: false, unparsed: None, name: site.tool.clone() })
-}
-
-/// The edit that turns a request's `strict_tools: true` off when its tools, as rewritten, pass the API's
-/// limits for it.
-fn strict_tools(text: &str, top: &raw::RawObject, limits: &crate::schema::target::StrictTools, results: &[SiteResult]) -> Option<SiteResult> {
-    let v = top.get("strict_tools").filter(|v| v.get() == "true")?;
-    let tools: Vec<(String, Value)> = results
-        .iter()
-        .filter(|r| r.tool && r.schema)
-        .filter_map(|r| {
-            let s = r.output.as_deref().or_else(|| text.get(r.at..r.at + r.len))?;
-            Some((r.name.clone(), serde_json::from_str(s).ok()?))
-        })
-        .collect();
-    let why = limits.refuses(&tools)?;
-    let mut report = Report::default();
-    report.push(crate::schema::Record { tool: String::new(), path: String::new(), kind: Kind::StrictDeclined, detail: format!("strict_tools: false: {why}") });
-    Some(SiteResult {
-        at: raw::offset(text, v.get())?,
-        len: v.get().len(),
-        output: Some("false".into()),
-        report,
-        tool: false,
-        schema: false,
-        unparsed: None,
-        name: String::new(),
-    })
-}
-
-/// The edit that removes member `key` (whose value is `v`) with its separator.
-fn drop_member(text: &str, key: &str, v: Raw<'_>, tool: &str) -> Option<SiteResult> {
-    let at = raw::offset(text, v.get())?;
-    let (a, b) = raw::member_span(text, key, at, v.get().len())?;
-    let mut report = Report::default();
-    report.push(crate::schema::Record {
-        tool: tool.to_string(),
-        path: String::new(),
-        kind: Kind::KeywordNormalized,
-        detail: format!("tool member {key:?} removed: the API refuses it"),
-    });
-    Some(SiteResult { at: a, len: b - a, output: Some(String::new()), report, tool: false, schema: false, unparsed: None, name: tool.to_string() })
-}
-
-/// One schema's outcome, placed by its byte range in the body.
-struct SiteResult {
-    at: usize,
-    len: usize,
-    output: Option<String>,
-    report: Report,
-    tool: bool,
-    /// A schema site (else an edit beside the schemas, such as an added description).
-    schema: bool,
-    unparsed: Option<Unparsed>,
-    /// The tool (or structured-output name) the schema belongs to.
-    name: String,
-}
-
-/// The edit that gives a function tool an empty description: `null` replaced, or the member inserted
-/// after `name`.
-fn describe(text: &str, d: &NoDescription) -> Option<SiteResult> {
-    let src = d.anchor.get();
-    let at = raw::offset(text, src)?;
-    let (at, len, output) = if d.null { (at, src.len(), "\"\"") } else { (at + src.len(), 0, ",\"description\":\"\"") };
-    let mut report = Report::default();
-    report.push(crate::schema::Record {
-        tool: d.tool.clone(),
-        path: String::new(),
-        kind: crate::schema::Kind::DescriptionAdded,
-        detail: "function.description added (empty): llama-server up to 2025-08 answers 500 without it".into(),
-    });
-    Some(SiteResult { at, len, output: Some(output.into()), report, tool: false, schema: false, unparsed: None, name: String::new() })
-}
-
-/// The cache's name for a whole member: no tool name can look like it.
-fn member_tag(key: &str, format: Format) -> String {
-    format!("\0member {key} {}", format.name())
-}
-
-/// The body from cached members, if every schema-bearing member was seen before as it is.
-fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)]) -> Option<BodyOutcome> {
-    let mut hits = Vec::with_capacity(members.len());
-    for (key, m) in members {
-        hits.push((raw::offset(text, m)?, m.len(), c.get(scope, &member_tag(key, format), Context::Tool, m)?));
-    }
-    let (mut report, mut tools, mut schemas_changed, mut edits) = (Report::default(), 0, 0, Vec::new());
-    for (at, len, hit) in hits {
-        c.hits += hit.counts.schemas as u64;
-        tools += hit.counts.tools;
-        schemas_changed += hit.counts.changed;
-        report.extend(hit.report);
-        if let Some(o) = hit.output {
-            edits.push(Edit::new(at, at + len, o));
-        }
-    }
-    let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
-    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default(), tool_lists: Vec::new() })
-}
-
-/// Stores each member as a whole: its rewritten text (its schemas' rewrites spliced in), its report
-/// and counts. A member holding a schema that could not be parsed is not stored.
-fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)], results: &[SiteResult]) {
-    for (key, m) in members {
-        let Some(base) = raw::offset(text, m) else { continue };
-        let inside: Vec<&SiteResult> = results.iter().filter(|r| r.at >= base && r.at + r.len <= base + m.len()).collect();
-        if inside.iter().any(|r| r.unparsed.is_some()) {
-            continue;
-        }
-        let mut report = Report::default();
-        for r in &inside {
-            report.extend(r.report.clone());
-        }
-        let edits: Vec<Edit> = inside.iter().filter_map(|r| r.output.as_deref().map(|o| Edit::new(r.at - base, r.at - base + r.len, o))).collect();
-        let counts = cache::Counts {
-            schemas: inside.iter().filter(|r| r.schema).count(),
-            tools: inside.iter().filter(|r| r.tool).count(),
-            changed: inside.iter().filter(|r| r.schema && r.output.is_some()).count(),
-        };
-        let output = (!edits.is_empty()).then(|| splice(m, edits));
-        c.put(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
-    }
-}
-
-/// One change to a body: the bytes `at..end` replaced by `text`. Every rewrite (schemas, names,
-/// switches, repaired calls in a response) is a list of these, applied by [`splice`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Edit {
-    pub at: usize,
-    pub end: usize,
-    pub text: String,
-}
-
-impl Edit {
-    pub fn new(at: usize, end: usize, text: impl Into<String>) -> Edit {
-        Edit { at, end, text: text.into() }
-    }
-}
-
-/// `text` with each edit applied; edits in any order, an overlapping one is skipped (a duplicate
-/// member: the first rewrite wins).
-pub fn splice(text: &str, mut edits: Vec<Edit>) -> String {
-    edits.sort_by_key(|e| e.at);
-    // the exact size: a rewritten catalog is longer than the original, and letting the string double
-    // past it would hold twice the body at the peak
-    let grown: usize = edits.iter().map(|e| e.text.len().saturating_sub(e.end.saturating_sub(e.at))).sum();
-    let mut out = String::with_capacity(text.len() + grown);
-    let mut pos = 0;
-    for e in edits {
-        if e.at < pos {
-            continue;
-        }
-        out.push_str(text.get(pos..e.at).unwrap_or(""));
-        out.push_str(&e.text);
-        pos = e.end;
-    }
-    out.push_str(text.get(pos..).unwrap_or(""));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::schema::profile::LLAMA_CPP;
+    use crate::schema::Kind;
+    use serde_json::Value;
 
     fn run(body: &str, f: Format) -> BodyOutcome {
         match rewrite_body(body.as_bytes(), f, &LLAMA_CPP, &Options::default()) {

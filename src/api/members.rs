@@ -1,0 +1,68 @@
+//! The rewrite cache's whole members: a body's schema-bearing top-level members (which the formats'
+//! descriptors name) stored as wholes, so a catalog sent again is answered without looking inside it.
+
+use super::edit::{splice, Edit, SiteResult};
+use super::locate::Top;
+use super::{cache, format, names, raw, BodyOutcome, Format};
+use crate::schema::{Context, Profile, Report};
+
+/// The schema-bearing members as wholes, for the cache: a catalog sent again is found without looking
+/// inside it. None where a request-level switch depends on every tool together (Cohere's
+/// `strict_tools`), or without a cache.
+pub(super) fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'t>>, profile: &Profile, cached: bool) -> Vec<(&'p str, &'p str)> {
+    match parsed {
+        _ if !cached || profile.target.strict_tools.is_some() => Vec::new(),
+        Some(Top::Object(o)) => o.0.iter().filter(|(k, _)| format::holds_schemas(k)).map(|(k, v)| (k.as_str(), v.get())).collect(),
+        Some(Top::Array(_)) => vec![("", text)],
+        None => Vec::new(),
+    }
+}
+
+/// The cache's name for a whole member: no tool name can look like it.
+pub(super) fn member_tag(key: &str, format: Format) -> String {
+    format!("\0member {key} {}", format.name())
+}
+
+/// The body from cached members, if every schema-bearing member was seen before as it is.
+pub(super) fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)]) -> Option<BodyOutcome> {
+    let mut hits = Vec::with_capacity(members.len());
+    for (key, m) in members {
+        hits.push((raw::offset(text, m)?, m.len(), c.get(scope, &member_tag(key, format), Context::Tool, m)?));
+    }
+    let (mut report, mut tools, mut schemas_changed, mut edits) = (Report::default(), 0, 0, Vec::new());
+    for (at, len, hit) in hits {
+        c.hits += hit.counts.schemas as u64;
+        tools += hit.counts.tools;
+        schemas_changed += hit.counts.changed;
+        report.extend(hit.report);
+        if let Some(o) = hit.output {
+            edits.push(Edit::new(at, at + len, o));
+        }
+    }
+    let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
+    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default(), tool_lists: Vec::new() })
+}
+
+/// Stores each member as a whole: its rewritten text (its schemas' rewrites spliced in), its report
+/// and counts. A member holding a schema that could not be parsed is not stored.
+pub(super) fn remember_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)], results: &[SiteResult]) {
+    for (key, m) in members {
+        let Some(base) = raw::offset(text, m) else { continue };
+        let inside: Vec<&SiteResult> = results.iter().filter(|r| r.at >= base && r.at + r.len <= base + m.len()).collect();
+        if inside.iter().any(|r| r.unparsed.is_some()) {
+            continue;
+        }
+        let mut report = Report::default();
+        for r in &inside {
+            report.extend(r.report.clone());
+        }
+        let edits: Vec<Edit> = inside.iter().filter_map(|r| r.output.as_deref().map(|o| Edit::new(r.at - base, r.at - base + r.len, o))).collect();
+        let counts = cache::Counts {
+            schemas: inside.iter().filter(|r| r.schema).count(),
+            tools: inside.iter().filter(|r| r.tool).count(),
+            changed: inside.iter().filter(|r| r.schema && r.output.is_some()).count(),
+        };
+        let output = (!edits.is_empty()).then(|| splice(m, edits));
+        c.put(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
+    }
+}
