@@ -1,6 +1,9 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
 .PHONY: build extproc wasm lint load fuzz digest mutants test check test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
+# the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
+export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
+
 # the CLI (target/release/toolfit) and the external processor (target/release/toolfit-extproc)
 build:
 	cargo build --release --workspace

@@ -7,10 +7,9 @@ MB/s, ratios and their geometric means, and the targets beside them.
 Every tool gets the same bytes: each catalog becomes the OpenAI chat request an agent would send
 (`tools[].function.parameters`, compact JSON as JavaScript clients write it), the one form all three
 accept."""
-import glob, json, math, os, shutil, subprocess, sys, tempfile
+import glob, json, math, os, shutil, subprocess, tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
-import npm_cache  # noqa: E402
+from harness import npm_cache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 catalogs = sorted(glob.glob(os.path.join(ROOT, "tests", "corpus", "servers", "*.json")))

@@ -106,9 +106,8 @@ COMPLETION = json.dumps({"id": "c", "object": "chat.completion", "created": 1, "
 def litellm_proxy(d, p_sink, port):
     """LiteLLM's proxy (its own venv under ~/.cache/toolfit/litellm-proxy) on loopback, one worker, model `m`
     sent to the sink as an OpenAI-compatible backend; None if it cannot start here."""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "judges"))
     try:
-        from llama_judges import venv as judge_venv
+        from harness.venv import venv as judge_venv
         py = judge_venv("litellm-proxy", LITELLM_PROXY_PINS)
     except Exception as e:  # noqa: BLE001  (a peer that cannot be installed is reported, not fatal)
         print(f"LiteLLM proxy not measured: its venv could not be built ({e})")

@@ -7,12 +7,14 @@ cold: parse, rewrite, serialise). Then the hosted judges' Gemini verdict (google
 FunctionDeclaration plus the documented rules, tests/judges/hosted_worker.py) on three requests per
 catalog: the tools as sent, LiteLLM's output, toolfit's output. Prints one row per catalog, the totals,
 and ratios; no assertions (a benchmark)."""
-import glob, json, math, os, subprocess, sys, tempfile
+import glob, json, math, os, subprocess, tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "judges"))
-from llama_judges import venv  # noqa: E402
-from hosted_judges import PINS as HOSTED_PINS, WORKER as HOSTED_WORKER  # noqa: E402
+from harness.paths import load
+from harness.venv import venv
+
+hosted = load("tests/judges/hosted_judges.py")
+HOSTED_PINS, HOSTED_WORKER = hosted.PINS, hosted.WORKER
 
 LITELLM = ["litellm==1.110.2"]
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")

@@ -5,12 +5,10 @@ recording upstream, delivered as the Wasm filter (envoy/envoy.yaml) or as toolfi
 ones equal to the engine's output for that input, by sha256), counts non-2xx, and samples the RSS of
 Envoy (and of the processor) after warm-up and at the end. Prints the figures; exit 1 on any failure.
   python3 bench/load.py [REQUESTS] [CONCURRENCY] [--delivery wasm|ext_proc]"""
-import hashlib, http.client, json, os, random, subprocess, sys, tempfile, threading, time
+import hashlib, http.client, json, os, random, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
-import e2e  # noqa: E402
-import delivery  # noqa: E402
+from harness import delivery, runner
 
 
 def catalog(name, n=None):
@@ -76,11 +74,11 @@ def main():
     args = [a for a in args if a != kind]
     total = int(args[0]) if args else 20000
     conc = int(args[1]) if len(args) > 1 else 32
-    e2e.use_venv_envoy()
+    runner.use_venv_envoy()
     non_200 = os.path.join(tempfile.mkdtemp(prefix="toolfit-load-"), "non-200.jsonl")
-    e2e.CONFIG_EDITS.append(with_non_200_log(non_200))
-    up = e2e.free_port()
-    _, rec = e2e.echo_upstream.serve(up, digest_only=True)
+    runner.CONFIG_EDITS.append(with_non_200_log(non_200))
+    up = runner.free_port()
+    _, rec = runner.echo_upstream.serve(up, digest_only=True)
     e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, up)
     if not e.ready:
         logs = e.logs()[-2000:]
@@ -93,15 +91,15 @@ def main():
     pids = {"Envoy": e.proc.pid, **({"toolfit-extproc": e.processor.proc.pid} if kind == "ext_proc" else {})}
     mixes = [  # (weight, route, format, body)
         (40, "/v1/chat/completions", "openai-chat", openai(catalog("filesystem.json", 5), 2000)),
-        (25, "/v1/chat/completions", "openai-chat", e2e.chat_body(e2e.FINE)),
+        (25, "/v1/chat/completions", "openai-chat", runner.chat_body(runner.FINE)),
         (15, "/v1/chat/completions", "openai-chat", openai(catalog("azure-all.json", 40), 200_000)),
         (10, "/v1/messages", "anthropic", anthropic(catalog("github.json" if os.path.exists(os.path.join(ROOT, "tests/corpus/servers/github.json")) else "stripe.json"))),
-        (8, "/api/chat", "ollama", json.dumps({"model": "m", "messages": [], "format": e2e.NEEDS_FIX}).encode()),
+        (8, "/api/chat", "ollama", json.dumps({"model": "m", "messages": [], "format": runner.NEEDS_FIX}).encode()),
         (2, "/v1/chat/completions", "openai-chat", openai(catalog("twilio-all-services.json"), 0)),
     ]
     expected = {}
     for _, path, fmt, body in mixes:
-        expected[hashlib.sha256(body).hexdigest()] = hashlib.sha256(e2e.cli(body, fmt) or body).hexdigest()
+        expected[hashlib.sha256(body).hexdigest()] = hashlib.sha256(runner.cli(body, fmt) or body).hexdigest()
     plan = random.Random(7).choices(range(len(mixes)), weights=[m[0] for m in mixes], k=total)
     statuses, lock, idx = {}, threading.Lock(), [0]
     sent = []
@@ -152,7 +150,7 @@ def main():
         got[r["body"]] = got.get(r["body"], 0) + 1
     mismatched = sum(abs(want.get(k, 0) - got.get(k, 0)) for k in set(want) | set(got))
     non2xx = sum(n for s, n in statuses.items() if s != 200)
-    errors = e2e.metric(prom, "toolfit_internal_errors", "chat")
+    errors = runner.metric(prom, "toolfit_internal_errors", "chat")
     hits = sum(int(x) for x in __import__("re").findall(r"^toolfit_cache_hits\{[^}]*\} (\d+)", prom, __import__("re").M))
     print(f"{kind}: {total} requests at concurrency {conc} in {took:.1f} s ({total / took:.0f} req/s): statuses {statuses}")
     print(f"upstream bodies checked: {len(rec)}, not as expected: {mismatched}; toolfit internal errors: {errors}; cache hits: {hits}")

@@ -14,11 +14,10 @@ Every run prints the schema as sent beside the schema the model server received,
 back, and the counters that moved. Envoy listens on $PORT (10000), admin on $ADMIN_PORT (9901).
 `--once` sends the example request, prints, and stops (used by the tests).
 """
-import json, os, re, signal, socket, subprocess, sys, tempfile, time, urllib.request
+import json, os, signal, socket, subprocess, sys, tempfile, time, urllib.request
 from urllib.parse import urlparse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "envoy"))
 
 EXAMPLE = {
     "model": "any",
@@ -60,8 +59,8 @@ def get(url):
 
 def start_llama_server():
     """llama-server 2026-10 with the tiny model, on a free loopback port (built and written on first use)."""
-    sys.path.insert(0, os.path.join(ROOT, "scripts"))
-    import tiny_model
+    from harness.paths import load
+    tiny_model = load("scripts/tiny_model.py")
 
     version = "0.3.36"
     print("building or finding llama-server and the tiny model (the first time takes minutes) ...", flush=True)
@@ -89,10 +88,9 @@ def received(body):
 
 def run_agent(port):
     """openai-agents with a real MCP server (mcp-server-time), the model behind Envoy: one turn."""
-    sys.path.insert(0, os.path.join(ROOT, "tests", "judges"))
-    sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
-    from llama_judges import venv
-    from mcp_agents import PINS
+    from harness.paths import load
+    from harness.venv import venv
+    PINS = load("tests/envoy/mcp_agents.py").PINS
     print("An agent: openai-agents, MCPServerStdio(mcp-server-time), the model through Envoy and toolfit", flush=True)
     py = venv("agents", PINS)
     tap = os.path.join(tempfile.mkdtemp(prefix="toolfit-demo-agent-"), "mcp.jsonl")

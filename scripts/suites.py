@@ -145,6 +145,9 @@ def main(argv):
         return 0
     # one run's mark: a suite reading what an earlier suite wrote (the e2e run's metric names) checks it
     os.environ["TOOLFIT_RUN_ID"] = f"{int(time.time())}-{os.getpid()}"
+    # the suites import their shared harness (tests/harness/) from tests/, as the Makefile sets it
+    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH", "")) if p)
     return report([(name, *run(name, cmd)) for name, cmd in suites])
 
 

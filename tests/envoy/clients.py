@@ -14,12 +14,10 @@ valid against the schema the program sent, for every SDK x profile x plain/strea
 import gzip, http.client, json, os, re, subprocess, sys, tempfile, threading, time, traceback, zlib
 from http.server import ThreadingHTTPServer
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "judges"))
-import e2e  # noqa: E402
-import echo_upstream  # noqa: E402  (e2e put envoy/ on the path)
-from e2e import Envoy, check, free_port, results  # noqa: E402
-from llama_judges import venv  # noqa: E402
+from harness import runner, verdict
+from harness.runner import Envoy, echo_upstream, free_port
+from harness.verdict import check
+from harness.venv import venv
 
 PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1", "ollama==0.6.3",
         "brotli==1.2.1", "zstandard==0.25.0"]
@@ -291,10 +289,10 @@ def routes():
 
 
 def main():
-    env = subprocess.run([os.path.join(e2e.ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    e2e.ENVOY = os.path.join(env, "bin", "envoy")
-    if not os.path.exists(e2e.WASM):
-        sys.exit(f"missing {e2e.WASM}: run make wasm")
+    env = subprocess.run([os.path.join(runner.ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
+    runner.ENVOY = os.path.join(env, "bin", "envoy")
+    if not os.path.exists(runner.WASM):
+        sys.exit(f"missing {runner.WASM}: run make wasm")
     print("building the clients' venv (cached)", flush=True)
     py = venv("clients", PINS)
     up = ThreadingHTTPServer(("127.0.0.1", free_port()), Api)
@@ -424,4 +422,4 @@ if __name__ == "__main__":
     except Exception:  # a crash of the test itself is a failure, shown
         check("the test ran to the end", False, traceback.format_exc()[-2000:])
     finally:
-        e2e.summary("clients")
+        verdict.summary("clients")

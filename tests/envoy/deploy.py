@@ -3,16 +3,13 @@
 EnvoyFilters into the Envoy config Istio would build and run it with the wasm, check plugin configs,
 dashboard and alert metric names, and follow deploy/README.md's walkthrough as far as no cluster is
 needed. Run with the venv's python (PyYAML): make test does. Prints 'N passed, M failed'."""
-import copy, glob, gzip, json, os, re, shutil, subprocess, sys, tempfile, time
+import copy, glob, gzip, json, os, re, shutil, subprocess, tempfile, time
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
-sys.path.insert(0, os.path.join(ROOT, "tests", "support"))
-import e2e  # noqa: E402  (Envoy runner, recording upstream, check())
-from e2e import check, close, results  # noqa: E402
-import npm_cache  # noqa: E402
+from harness import npm_cache, runner
+from harness.paths import ROOT
+from harness.verdict import check, close, results
 
 DEPLOY = os.path.join(ROOT, "deploy")
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
@@ -100,7 +97,7 @@ def assemble_and_validate(name, ef, objs, context, ports, routes, how):
     check(f"{name} EnvoyFilter: every patch applies{how}", applied == len(ef["spec"]["configPatches"]))
     path = os.path.join(tempfile.mkdtemp(), f"{name}.json")
     json.dump(cfg, open(path, "w"))
-    p = subprocess.run([e2e.ENVOY, "--mode", "validate", "-c", path], capture_output=True, text=True)
+    p = subprocess.run([runner.ENVOY, "--mode", "validate", "-c", path], capture_output=True, text=True)
     check(f"{name} EnvoyFilter in an Envoy bootstrap: envoy --mode validate", p.returncode == 0, (p.stdout + p.stderr)[-800:])
     return cfg
 
@@ -144,7 +141,7 @@ def assemble(ef, objs, context, ports, routes):
     for f in filters:
         code = f.get("typed_config", {}).get("config", {}).get("vm_config", {}).get("code", {}).get("local")
         if code:
-            code["filename"] = e2e.WASM
+            code["filename"] = runner.WASM
     cfg = {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin_port}}},
            "stats_flush_interval": "1s",
            "static_resources": {"listeners": [listener], "clusters": [
@@ -155,14 +152,14 @@ def assemble(ef, objs, context, ports, routes):
     return cfg, applied
 
 
-class BootstrapEnvoy(e2e.Envoy):
+class BootstrapEnvoy(runner.Envoy):
     def __init__(self, cfg, port, admin):
         self.port, self.admin = port, admin
         self.dir = tempfile.mkdtemp(prefix="toolfit-deploy-")
         self.cfg = os.path.join(self.dir, "envoy.json")
         json.dump(cfg, open(self.cfg, "w"))
         self.log = open(os.path.join(self.dir, "envoy.log"), "w+")
-        self.proc = subprocess.Popen([e2e.ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(port), "--log-format", "[%l] %v"],
+        self.proc = subprocess.Popen([runner.ENVOY, "-c", self.cfg, "--concurrency", "1", "--base-id", str(port), "--log-format", "[%l] %v"],
                                      stdout=self.log, stderr=subprocess.STDOUT, cwd=ROOT)
         self.ready = self.wait_ready()
 
@@ -262,7 +259,7 @@ def egress(objs, upstream_port, rec):
         routes = [{"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|443||{host}", "timeout": "0s"}}
                   for h in v["spec"]["http"] if any("llm-egress" in m.get("gateways", []) for m in h.get("match", []))]
         vhosts.append({"name": f"{host}:80", "domains": [host], "routes": routes})
-    ports = (e2e.free_port(), e2e.free_port(), upstream_port)
+    ports = (runner.free_port(), runner.free_port(), upstream_port)
     cfg = assemble_and_validate("egress", ef, objs, "GATEWAY", ports, vhosts, " (a route per API host)")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
@@ -273,13 +270,13 @@ def egress(objs, upstream_port, rec):
         for host, (profile, fmt, path, make, _) in EGRESS_CALLS.items():
             body = json.dumps(make(schema)).encode()
             e.request("POST", path, body, {"host": host})
-            got[host] = (e2e.last(rec).get("body"), e2e.cli(body, fmt=fmt, profile=profile), body)
+            got[host] = (runner.last(rec).get("body"), runner.cli(body, fmt=fmt, profile=profile), body)
         check("egress: each API's host rewrites with its own profile (the route's metadata); the dotted name mapped for OpenAI and Anthropic, kept for Gemini and Cohere",
               all(sent == want != body for sent, want, body in got.values()) and all((b"jira.get_issue" in sent) == (host in ("generativelanguage.googleapis.com", "api.cohere.com")) for host, (sent, _, _) in got.items()),
               {h: (sent == want, want != body) for h, (sent, want, body) in got.items()})
         time.sleep(1.2)
         prom = e.prom()
-        check("egress: counters labelled by API route and profile", all(e2e.metric(prom, "toolfit_requests_rewritten", p, p) == 1 for p, *_ in EGRESS_CALLS.values()))
+        check("egress: counters labelled by API route and profile", all(runner.metric(prom, "toolfit_requests_rewritten", p, p) == 1 for p, *_ in EGRESS_CALLS.values()))
     finally:
         e.stop()
     egress_replies(ef, objs, vhosts)
@@ -308,7 +305,7 @@ def tls_api(objs):
         def coding(self, path, accept):
             return "gzip" if "gzip" in accept else "identity"
 
-    port = e2e.free_port()
+    port = runner.free_port()
     srv = ThreadingHTTPServer(("127.0.0.1", port), GzipApi)
     srv.daemon_threads = True
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -339,7 +336,7 @@ def egress_replies(ef, objs, vhosts):
     """The egress chain against TLS doubles of the APIs that answer compressed: what the agent gets back
     carries its own tool name and no null toolfit's strict rewrite made possible."""
     port, ca, api = tls_api(objs)
-    ports = (e2e.free_port(), e2e.free_port(), port)
+    ports = (runner.free_port(), runner.free_port(), port)
     cfg, _ = assemble(ef, objs, "GATEWAY", ports, vhosts)
     tls = originate_tls(cfg, objs, ca)
     check("egress: every API cluster originates TLS as its DestinationRule says", tls == len(EGRESS_CALLS), tls)
@@ -366,8 +363,8 @@ def egress_replies(ef, objs, vhosts):
         prom = e.prom()
         unrepaired = sum(int(x) for x in re.findall(r"^toolfit_responses_unrepaired\{[^}]*\} (\d+)", prom, re.M))
         check("egress: names restored and nulls removed counted, no reply left unrepaired",
-              e2e.metric(prom, "toolfit_names_restored", "openai", "openai") >= 1 and e2e.metric(prom, "toolfit_names_restored", "anthropic", "anthropic") >= 1
-              and e2e.metric(prom, "toolfit_nulls_removed", "openai", "openai") >= 1 and unrepaired == 0,
+              runner.metric(prom, "toolfit_names_restored", "openai", "openai") >= 1 and runner.metric(prom, "toolfit_names_restored", "anthropic", "anthropic") >= 1
+              and runner.metric(prom, "toolfit_nulls_removed", "openai", "openai") >= 1 and unrepaired == 0,
               [l for l in prom.splitlines() if re.match(r"toolfit_(names_restored|nulls_removed|responses_unrepaired)", l)])
     finally:
         e.stop()
@@ -381,7 +378,7 @@ def readme_request():
 
 def main():
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    e2e.ENVOY = os.path.join(venv, "bin", "envoy")
+    runner.ENVOY = os.path.join(venv, "bin", "envoy")
     validator()
     overlays = sorted(os.path.basename(os.path.dirname(k)) for k in glob.glob(os.path.join(DEPLOY, "*", "kustomization.yaml"))
                       if "kind: Kustomization" in open(k).read())
@@ -434,20 +431,20 @@ def main():
             check(f"deploy/{o}: the wasm path {path} is the one the ConfigMap volume mounts", vols[0]["configMap"]["name"] == "toolfit-wasm" and refs)
 
     # EnvoyFilters as Envoy config, validated and run
-    upstream_port = e2e.free_port()
-    _, rec = e2e.echo_upstream.serve(upstream_port)
+    upstream_port = runner.free_port()
+    _, rec = runner.echo_upstream.serve(upstream_port)
     text, request = readme_request()
     body = json.dumps(request).encode()
     sidecar = next(x for x in rendered["envoyfilter"] if x["kind"] == "EnvoyFilter")
     routes = [{"name": "inbound|http|8080", "domains": ["*"], "routes": [{"name": "default", "match": {"prefix": "/"}, "route": {"cluster": "inbound|8080||", "timeout": "0s"}}]}]
-    ports = (e2e.free_port(), e2e.free_port(), upstream_port)
+    ports = (runner.free_port(), runner.free_port(), upstream_port)
     cfg = assemble_and_validate("sidecar", sidecar, rendered["envoyfilter"], "SIDECAR_INBOUND", ports, routes, "")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         check("sidecar EnvoyFilter: Envoy runs it with dist/toolfit.wasm", e.ready, e.logs()[-1500:])
         status, _, _ = e.request("POST", "/v1/chat/completions", body)
-        got = e2e.last(rec)
-        want = e2e.cli(body)
+        got = runner.last(rec)
+        want = runner.cli(body)
         check("deploy/README.md's request through the sidecar config: schema rewritten, exact Content-Length", status == 200 and got.get("body") == want != body
               and got["headers"].get("content-length") == str(len(want)), f"{status} {got.get('framing')}")
         time.sleep(1.2)
@@ -462,20 +459,20 @@ def main():
     routes = [{"name": f"{v['spec']['hosts'][0]}:8080", "domains": [v["spec"]["hosts"][0]], "routes": [
         {"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|{h['route'][0]['destination']['port']['number']}||{h['route'][0]['destination']['host']}.llm.svc.cluster.local", "timeout": "0s"}}
         for h in v["spec"]["http"]]} for v in vs]
-    ports = (e2e.free_port(), e2e.free_port(), upstream_port)
+    ports = (runner.free_port(), runner.free_port(), upstream_port)
     cfg = assemble_and_validate("gateway", gw, rendered["gateway"], "GATEWAY", ports, routes, " (route metadata by VirtualService route name)")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         check("gateway EnvoyFilter: Envoy runs it", e.ready, e.logs()[-1500:])
         e.request("POST", "/v1/chat/completions", body, {"host": "llama.llm.example.com"})
-        llama = e2e.last(rec).get("body")
+        llama = runner.last(rec).get("body")
         e.request("POST", "/v1/chat/completions", body, {"host": "vllm.llm.example.com"})
-        vllm = e2e.last(rec).get("body")
-        check("gateway: the llama route rewrites for llama.cpp, the vllm route's metadata picks the mcp profile", llama == e2e.cli(body) and vllm == body)
+        vllm = runner.last(rec).get("body")
+        check("gateway: the llama route rewrites for llama.cpp, the vllm route's metadata picks the mcp profile", llama == runner.cli(body) and vllm == body)
         time.sleep(1.2)
         prom = e.prom()
-        check("gateway: counters labelled by VirtualService route and profile", e2e.metric(prom, "toolfit_requests_rewritten", "llama") == 1
-              and e2e.metric(prom, "toolfit_requests_unchanged", "vllm", "mcp") == 1)
+        check("gateway: counters labelled by VirtualService route and profile", runner.metric(prom, "toolfit_requests_rewritten", "llama") == 1
+              and runner.metric(prom, "toolfit_requests_unchanged", "vllm", "mcp") == 1)
     finally:
         e.stop()
 
@@ -483,12 +480,12 @@ def main():
         egress(rendered["egress"], upstream_port, rec)
 
     # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/envoy/e2e.py saved them)
-    seen, why = e2e.read_metric_names()
+    seen, why = runner.read_metric_names()
     check("metric names from this module's e2e run are available", seen is not None and len(seen) > 50, why or f"{len(seen or ())} names")
     seen = seen or set()
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as stale:  # the control: another module's file
         stale.write("# module 0000 run -\n" + "\n".join(sorted(seen)) + "\n")
-    check("a metric names file from another module is refused", e2e.read_metric_names(stale.name)[0] is None)
+    check("a metric names file from another module is refused", runner.read_metric_names(stale.name)[0] is None)
     os.unlink(stale.name)
     kinds = {l.split("`")[1] for l in subprocess.run([TOOLFIT, "kinds"], capture_output=True, text=True).stdout.splitlines()[2:]}
     dash = open(os.path.join(DEPLOY, "monitoring", "toolfit-dashboard.json")).read()
@@ -506,11 +503,11 @@ def main():
     check(f"dashboard: the per-kind panel covers all {len(kinds)} kinds", kinds and kinds <= shown, f"missing {sorted(kinds - shown)}: run make dashboard")
 
     # deploy/README.md, step by step
-    check("walkthrough step 1: make wasm gives dist/toolfit.wasm under 1 MiB", "make wasm" in text and os.path.getsize(e2e.WASM) < 1 << 20)
+    check("walkthrough step 1: make wasm gives dist/toolfit.wasm under 1 MiB", "make wasm" in text and os.path.getsize(runner.WASM) < 1 << 20)
     # The module's size budget: a ConfigMap holds 1 MiB and carries the module base64-encoded (4/3 of
     # it), so about 786 KB is the hard limit; the budget keeps growth in sight well before it (530 KB on
     # 2026-11-26; docs/performance.md has the figure and what each part costs).
-    size = os.path.getsize(e2e.WASM)
+    size = os.path.getsize(runner.WASM)
     check(f"dist/toolfit.wasm is {size:,} bytes, within its budget of {WASM_BUDGET:,}", size <= WASM_BUDGET)
     for cmd in re.findall(r"^\s*(kubectl -n llm create configmap .*)$", text, re.M):
         p = subprocess.run(cmd.split() + ["--dry-run=client", "-o", "json"], cwd=ROOT, capture_output=True, text=True)

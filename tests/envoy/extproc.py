@@ -5,13 +5,12 @@ FULL_DUPLEX_STREAMED): a 16 MiB body, 1-byte chunks, a client gone mid-body, a d
 past --max-streams, the processor killed and restarted under load, a message past its timeout, bad
 configurations. e2e.py, responses.py and faults.py run their checks through this delivery too
 (delivery.py). Prints one line per check and 'N passed, M failed'."""
-import http.client, json, os, re, subprocess, sys, tempfile, time
+import json, os, re, sys, time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402  (puts envoy/ on the path too)
-from e2e import ROOT, check, free_port, summary, cli, chat_body, last, NEEDS_FIX, FINE  # noqa: E402
-import echo_upstream  # noqa: E402
-from delivery import EXTPROC, Processor, ExtprocEnvoy as Envoy  # noqa: E402
+from harness import runner
+from harness.delivery import EXTPROC, Processor, ExtprocEnvoy as Envoy
+from harness.runner import FINE, NEEDS_FIX, chat_body, cli, echo_upstream, free_port, last
+from harness.verdict import check, summary
 
 
 def metric(text, name, route, profile="llama-cpp"):
@@ -45,7 +44,7 @@ def delivery(mode, rec, up_port):
             check(f"{mode}: untouched POST {path} byte-identical", status == 200 and r.get("body") == b and exact_or_absent(r, len(b)))
         # a body just under max_body_bytes (16 MiB), four times tonic's default message size: rewritten
         pad = {"role": "user", "content": "x" * ((16 << 20) - 4096)}
-        big = json.dumps({"model": "m", "messages": [pad], "tools": [e2e.tool("lookup", NEEDS_FIX)]}).encode()
+        big = json.dumps({"model": "m", "messages": [pad], "tools": [runner.tool("lookup", NEEDS_FIX)]}).encode()
         status, _, _ = e.request("POST", "/v1/chat/completions", big)
         check(f"{mode}: a 16 MiB body ({len(big)} bytes) is rewritten as the engine says", status == 200 and len(big) <= 16 << 20
               and last(rec).get("body") == cli(big, "openai-chat") != big, f"status {status}")
@@ -178,7 +177,7 @@ def bad_config():
 
 
 def main():
-    e2e.use_venv_envoy()
+    runner.use_venv_envoy()
     if not os.path.exists(EXTPROC):
         sys.exit(f"missing {EXTPROC}: run cargo build --release --workspace")
     up_port = free_port()

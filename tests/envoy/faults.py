@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """Broken bodies and faults through a real Envoy with toolfit: what each does is pinned (status, what
 the upstream got, which counter moved), and Envoy keeps serving afterwards. Prints 'N passed, M failed'."""
-import gzip, http.client, json, os, socket, subprocess, sys, threading, time, zlib
+import gzip, json, os, socket, subprocess, threading, time, zlib
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
-import e2e  # noqa: E402
-import delivery  # noqa: E402
-from e2e import NEEDS_FIX, FINE, chat_body, check, cli, last, metric, results  # noqa: E402
+from harness import delivery, runner, verdict
+from harness.paths import ROOT
+from harness.runner import NEEDS_FIX, chat_body, cli, last, metric
+from harness.verdict import check
 
 LIMIT = 65536
 
@@ -132,7 +131,7 @@ def upstream_header_bytes(kind):
 
 def upstream_faults(kind):
     # upstream down: Envoy's own 503; the filter had rewritten the body, nothing else changed
-    dead = e2e.free_port()
+    dead = runner.free_port()
     e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, dead)
     try:
         status, resp, _ = e.request("POST", "/v1/chat/completions", chat_body(NEEDS_FIX))
@@ -200,16 +199,16 @@ LDS = """resources:
 def reload_under_load():
     """The plugin configuration changes (a new listener from file-based LDS) while requests flow. (Wasm
     only: the processor reads its configuration at start; extproc.py restarts it under load.)"""
-    up = e2e.free_port()
-    _, rec = e2e.echo_upstream.serve(up)
+    up = runner.free_port()
+    _, rec = runner.echo_upstream.serve(up)
     d = os.path.join(ROOT, "target", "faults-lds")
     os.makedirs(d, exist_ok=True)
-    port, admin = e2e.free_port(), e2e.free_port()
+    port, admin = runner.free_port(), runner.free_port()
     lds = os.path.join(d, "lds.yaml")
 
     def write(cfg):
         tmp = lds + ".tmp"
-        open(tmp, "w").write(LDS.format(port=port, wasm=e2e.WASM, config=json.dumps(cfg)))
+        open(tmp, "w").write(LDS.format(port=port, wasm=runner.WASM, config=json.dumps(cfg)))
         os.rename(tmp, lds)  # atomic move: what Envoy's watched_directory expects
 
     write({"profile": "llama-cpp", "framing": "exact"})
@@ -225,8 +224,8 @@ def reload_under_load():
     bf = os.path.join(d, "boot.json")
     json.dump(boot, open(bf, "w"))
     log = open(os.path.join(d, "envoy.log"), "w+")
-    proc = subprocess.Popen([e2e.ENVOY, "-c", bf, "--concurrency", "2", "--base-id", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    e = e2e.Envoy.__new__(e2e.Envoy)
+    proc = subprocess.Popen([runner.ENVOY, "-c", bf, "--concurrency", "2", "--base-id", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    e = runner.Envoy.__new__(runner.Envoy)
     e.port, e.admin, e.proc, e.log = port, admin, proc, log
     try:
         e.ready = e.wait_ready()
@@ -263,11 +262,11 @@ def reload_under_load():
 
 
 def main():
-    e2e.use_venv_envoy()
+    runner.use_venv_envoy()
     for kind in delivery.DELIVERIES:
-        e2e.LABEL = delivery.label(kind)
-        up = e2e.free_port()
-        _, rec = e2e.echo_upstream.serve(up)
+        verdict.LABEL = delivery.label(kind)
+        up = runner.free_port()
+        _, rec = runner.echo_upstream.serve(up)
         e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": LIMIT}, up)
         try:
             check("toolfit and envoy start", e.ready, e.logs()[-1500:])
@@ -279,10 +278,10 @@ def main():
             e.stop()
         upstream_faults(kind)
         upstream_header_bytes(kind)
-    e2e.LABEL = ""
+    verdict.LABEL = ""
     reload_under_load()
 
 
 if __name__ == "__main__":
     main()
-    e2e.summary("faults")
+    verdict.summary("faults")

@@ -42,13 +42,11 @@ several-hundred-tool sample and prints the table of docs/measured.md. Prints a l
 """
 import concurrent.futures, http.client, json, os, re, signal, subprocess, sys, tempfile, time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-import e2e  # noqa: E402  (the Envoy harness: envoy/envoy.yaml with the built wasm)
-import tiny_model  # noqa: E402
-from harness import excuse  # noqa: E402
-from harness.verdict import close  # noqa: E402
+from harness import excuse, runner
+from harness.paths import ROOT, load
+from harness.verdict import close
+
+tiny_model = load("scripts/tiny_model.py")
 
 CACHE = os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit"))
 VERSIONS = {"0.3.36": "2026-10", "0.3.16": "2025-08"}
@@ -111,7 +109,7 @@ class Server:
     def __init__(self, binary, model_path, threads):
         self.binary, self.model, self.threads = binary, model_path, threads
         self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
-        self.port = e2e.free_port()
+        self.port = runner.free_port()
         self.proc = None
         self.start()
 
@@ -177,7 +175,7 @@ class Pair:
 
     def __init__(self, version, template):
         cfg = self.servers(version, template, "")
-        self.env = e2e.Envoy(cfg, self.behind.port, test_routes=False)
+        self.env = runner.Envoy(cfg, self.behind.port, test_routes=False)
         self.sides = {"raw": (self.raw, self.raw.port), "toolfit": (self.behind, self.env.port)}
         self.pool = concurrent.futures.ThreadPoolExecutor(2)
 
@@ -339,7 +337,7 @@ PLAIN = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 8
 
 def lossy_paths(version, body):
     """{tool name: [lossy records]} in toolfit's report for a body, as the filter would rewrite it."""
-    p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", VERSIONS[version], "--report", "-"],
+    p = subprocess.run([runner.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", VERSIONS[version], "--report", "-"],
                        input=json.dumps(body).encode(), capture_output=True)
     out = {}
     for r in json.loads(p.stderr.decode().strip().split("\n")[-1])["records"]:
@@ -646,9 +644,9 @@ class DeliveryPair(Pair):
     back must be the same on both sides, request by request."""
 
     def __init__(self, version, template):
-        import delivery
+        from harness import delivery
         cfg = self.servers(version, template, ", Wasm vs ext_proc")
-        self.env = e2e.Envoy(cfg, self.raw.port, test_routes=False)
+        self.env = runner.Envoy(cfg, self.raw.port, test_routes=False)
         self.ext = delivery.start("ext_proc", cfg, self.behind.port, test_routes=False)
         self.sides = {"wasm": (self.raw, self.env.port), "ext_proc": (self.behind, self.ext.port)}
         self.pool = concurrent.futures.ThreadPoolExecutor(2)
@@ -723,8 +721,8 @@ def demo():
 
 
 def main():
-    e2e.ENVOY = os.path.join(os.path.dirname(venv_python()), "envoy")
-    for f in (e2e.WASM, e2e.TOOLFIT):
+    runner.ENVOY = os.path.join(os.path.dirname(venv_python()), "envoy")
+    for f in (runner.WASM, runner.TOOLFIT):
         if not os.path.exists(f):
             sys.exit(f"missing {f}: run make wasm build")
     full = "--full" in sys.argv

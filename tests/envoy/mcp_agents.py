@@ -16,12 +16,9 @@ that failed through toolfit (must be 0). Prints one line per check, the agent ta
   python tests/envoy/mcp_agents.py [--runs N] [--only 0.3.36]"""
 import json, os, re, shutil, subprocess, sys, tempfile, time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "judges"))
-import e2e  # noqa: E402
-import llama_server as ls  # noqa: E402  (the llama-server builds, the tiny models, Server)
-from llama_judges import cache_dir, venv  # noqa: E402
-from harness import excuse  # noqa: E402
+import llama_server as ls  # the llama-server builds, the tiny models, Server (a sibling)
+from harness import excuse, runner, verdict
+from harness.venv import cache_dir, venv
 
 PINS = ["openai-agents==0.24.0", "pydantic-ai-slim[openai,mcp]==2.68.0", "mcp-server-time==2026.10.19", "httpx==0.28.1"]
 NPM = ["@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31"]
@@ -98,7 +95,7 @@ def refusal_probe(cmd, timeout=60):
 def lossy_tools(listed, since):
     """{tool: its lossy records} in toolfit's rewrite (llama-cpp, this release): where a refusal may be ours."""
     body = {"model": "tiny", "messages": [], "tools": [{"type": "function", "function": {"name": t["name"], "parameters": t["inputSchema"]}} for t in listed]}
-    p = subprocess.run([e2e.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", since, "--report", "-"], input=json.dumps(body).encode(), capture_output=True)
+    p = subprocess.run([runner.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", since, "--report", "-"], input=json.dumps(body).encode(), capture_output=True)
     report = json.loads(p.stderr.decode().strip().split("\n")[-1])  # no report fails the suite
     out = {}
     for r in report.get("records", []):
@@ -108,8 +105,8 @@ def lossy_tools(listed, since):
 
 
 def main():
-    e2e.ENVOY = os.path.join(os.path.dirname(ls.venv_python()), "envoy")
-    for f in (e2e.WASM, e2e.TOOLFIT):
+    runner.ENVOY = os.path.join(os.path.dirname(ls.venv_python()), "envoy")
+    for f in (runner.WASM, runner.TOOLFIT):
         if not os.path.exists(f):
             sys.exit(f"missing {f}: run make wasm build")
     import jsonschema
@@ -127,7 +124,7 @@ def main():
     # the refusal column's control: one call each server must refuse, recognised as a refusal
     for name, cmd in servers.items():
         tool, said = refusal_probe(cmd)
-        e2e.check(f"{name}: a call without its required arguments is refused and recognised as refused ({tool})",
+        verdict.check(f"{name}: a call without its required arguments is refused and recognised as refused ({tool})",
                   tool is not None and bool(REFUSED.search(said)), said[:300] or "the server did not refuse it")
     rows = []
     started = time.time()
@@ -136,9 +133,9 @@ def main():
         if only and version != only:
             continue
         server = ls.Server(ls.server_binary(version), ls.model(version, "qwen2.5"), 2)
-        env = e2e.Envoy({"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": since}, server.port, test_routes=False)
+        env = runner.Envoy({"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": since}, server.port, test_routes=False)
         try:
-            e2e.check(f"llama-server {since}: server and Envoy start", server.alive() and env.ready, env.logs()[-500:])
+            verdict.check(f"llama-server {since}: server and Envoy start", server.alive() and env.ready, env.logs()[-500:])
             for fw in FRAMEWORKS:
                 for name, cmd in servers.items():
                     tap = tempfile.NamedTemporaryFile(prefix="mcp-tap-", suffix=".jsonl", delete=False).name
@@ -166,31 +163,31 @@ def main():
                             if excuse.excused(lossy.get(c["call"], []), s, args) is None:
                                 unexplained.append(c)
                     tag = f"{fw} + {name}, llama-server {since}"
-                    e2e.check(f"{tag}: the agent listed the tools and ran ({len(calls)} calls, {len(listed)} tools)",
+                    verdict.check(f"{tag}: the agent listed the tools and ran ({len(calls)} calls, {len(listed)} tools)",
                               listed and out["requests"] == RUNS and not [x for x in out["errors"] if PARSER not in x and not x.startswith("ToolError")], (out, p.stderr[-400:]))
-                    e2e.check(f"{tag}: no call refused by the MCP server for its arguments outside lossy records ({len(refused)} refused, {len(lossy)} lossy tools)",
+                    verdict.check(f"{tag}: no call refused by the MCP server for its arguments outside lossy records ({len(refused)} refused, {len(lossy)} lossy tools)",
                               not outside, [(c["call"], c["arguments"], c["text"][:120]) for c in outside[:2]])
-                    e2e.check(f"{tag}: calls invalid against the server's inputSchema only where a lossy record explains them ({len(invalid)} invalid)",
+                    verdict.check(f"{tag}: calls invalid against the server's inputSchema only where a lossy record explains them ({len(invalid)} invalid)",
                               not unexplained, [(c["call"], c["arguments"]) for c in unexplained[:2]])
                     failed = [f for f in out["failed"] if PARSER not in f[1]]
                     parser = len(out["failed"]) - len(failed)
-                    e2e.check(f"{tag}: no model request failed through toolfit ({out['requests']} requests, {parser} refused by the server's own parser)",
+                    verdict.check(f"{tag}: no model request failed through toolfit ({out['requests']} requests, {parser} refused by the server's own parser)",
                               out["requests"] > 0 and not failed, failed[:2] or out["errors"][:2])
                     rows.append((fw, name, since, len(listed), out["requests"], len(calls), len(refused), len(outside), len(invalid), len(failed), parser, len(lossy)))
             time.sleep(1.2)
             p = env.prom()
             seen = sum(int(v) for v in re.findall(r'^toolfit_requests_seen\{route="chat",profile="llama-cpp"\} (\d+)', p, re.M))
-            e2e.check(f"llama-server {since}: every agent request went through toolfit (requests_seen {seen})", seen >= sum(r[4] for r in rows if r[2] == since))
-            e2e.check(f"llama-server {since}: the models' calls reached every MCP server", all(sum(r[5] for r in rows if r[2] == since and r[1] == n) > 0 for n in servers),
+            verdict.check(f"llama-server {since}: every agent request went through toolfit (requests_seen {seen})", seen >= sum(r[4] for r in rows if r[2] == since))
+            verdict.check(f"llama-server {since}: the models' calls reached every MCP server", all(sum(r[5] for r in rows if r[2] == since and r[1] == n) > 0 for n in servers),
                       [(r[0], r[1], r[5]) for r in rows if r[2] == since])
         finally:
             env.stop()
             server.stop()
     # what a newcomer runs: make demo AGENT=1
     denv = dict(os.environ, AGENT="1", PORT="0", ADMIN_PORT="0")
-    p = subprocess.run([sys.executable, os.path.join(e2e.ROOT, "scripts", "demo.py"), "--once"], env=denv, capture_output=True, text=True, timeout=900)
+    p = subprocess.run([sys.executable, os.path.join(runner.ROOT, "scripts", "demo.py"), "--once"], env=denv, capture_output=True, text=True, timeout=900)
     out = p.stdout + p.stderr
-    e2e.check("make demo AGENT=1: the agent lists the MCP server's tools, the model calls one, the MCP server answers; only moved counters shown",
+    verdict.check("make demo AGENT=1: the agent lists the MCP server's tools, the model calls one, the MCP server answers; only moved counters shown",
               p.returncode == 0 and "the agent listed 2 tools" in out and "the model called " in out and "the MCP server answered" in out
               and "Counters that moved" in out and not re.search(r"^  toolfit_\S+ 0$", out, re.M), out[-1500:])
     print(f"\nagent table ({RUNS} runs each, {time.time() - started:.0f} s):")
@@ -205,6 +202,6 @@ if __name__ == "__main__":
         main()
     except Exception:  # a crash of the test itself is a failure, shown
         import traceback
-        e2e.check("the agent test ran to the end", False, traceback.format_exc()[-2000:])
+        verdict.check("the agent test ran to the end", False, traceback.format_exc()[-2000:])
     finally:
-        e2e.summary("agents")
+        verdict.summary("agents")

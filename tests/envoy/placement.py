@@ -21,17 +21,16 @@ import json, os, subprocess, sys, tempfile, time
 
 import yaml
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))
-import e2e  # noqa: E402
-from e2e import check, free_port  # noqa: E402
-import delivery  # noqa: E402
+from harness import delivery, runner, verdict
+from harness.paths import ROOT
+from harness.runner import free_port
+from harness.verdict import check
 
 STANDIN = os.path.join(ROOT, "target", "release", "examples", "epp_standin")
 DESTINATION = "x-gateway-destination-endpoint"
 
 
-class Standin(e2e.Process):
+class Standin(runner.Process):
     """The EPP stand-in on a loopback port; `records()` is what it read, one dict per request."""
 
     def __init__(self, upstream_port):
@@ -82,7 +81,7 @@ def wasm_filter(plugin):
     return {"name": "toolfit", "typed_config": {
         "@type": "type.googleapis.com/envoy.extensions.filters.http.wasm.v3.Wasm",
         "config": {"name": "toolfit", "root_id": "toolfit", "fail_open": True,
-                   "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": e2e.WASM}}},
+                   "vm_config": {"vm_id": "toolfit", "runtime": "envoy.wasm.runtime.v8", "code": {"local": {"filename": runner.WASM}}},
                    "configuration": {"@type": "type.googleapis.com/google.protobuf.StringValue", "value": json.dumps(plugin)}}}}
 
 
@@ -107,7 +106,7 @@ def agentgateway_modes(policy):
             "response_body_mode": word(o["responseBodyMode"]), "response_trailer_mode": word(o["responseTrailerMode"])}
 
 
-class Chain(e2e.Envoy):
+class Chain(runner.Envoy):
     """An Envoy whose HTTP filters are `filters` then the router, routing every request to the pod the
     EPP names (an original-destination cluster on its header)."""
 
@@ -152,17 +151,17 @@ def body_of(request_text):
 
 
 REWRITE = {"model": "qwen2.5-7b", "messages": [{"role": "user", "content": "Get issue PROJ-7"}],
-           "tools": [e2e.tool("get_issue", e2e.NEEDS_FIX)]}
+           "tools": [runner.tool("get_issue", runner.NEEDS_FIX)]}
 UNTOUCHED = b'{"model": "qwen2.5-7b",  "messages": [{"role": "user", "content": "hi"}], "stream": false}'
 
 
 def contract(name, envoy, epp, rec, want_rewrite=True):
     """The placement contract through `envoy`; `want_rewrite`: toolfit runs before the EPP."""
     body = body_of(REWRITE)
-    want = e2e.cli(body)
+    want = runner.cli(body)
     status, _, _ = envoy.request("POST", "/v1/chat/completions", body, {"x-gateway-model-name": "qwen2.5-7b"})
     scored = epp.records()[-1] if epp.records() else {}
-    got = e2e.last(rec)
+    got = runner.last(rec)
     pod = got.get("body")
     if not want_rewrite:
         # the wrong order: the EPP read what the client sent, the pod received toolfit's rewrite
@@ -181,19 +180,19 @@ def contract(name, envoy, epp, rec, want_rewrite=True):
     check(f"{name}: the same input gives the same bytes (prefix-cache scoring repeats)", again == scored.get("body"))
     vllm = body_of({**REWRITE, "model": "qwen2.5-7b-vllm"})
     envoy.request("POST", "/v1/chat/completions", vllm)
-    check(f"{name}: the vLLM pool's model gets the vllm profile (the overlay's models map)", epp.records()[-1]["body"] == e2e.cli(vllm, profile="vllm") != vllm)
+    check(f"{name}: the vLLM pool's model gets the vllm profile (the overlay's models map)", epp.records()[-1]["body"] == runner.cli(vllm, profile="vllm") != vllm)
     envoy.request("POST", "/v1/chat/completions", UNTOUCHED)
     check(f"{name}: a body toolfit does not rewrite reaches the EPP and the pod byte for byte",
-          epp.records()[-1]["body"] == UNTOUCHED == e2e.last(rec).get("body"))
+          epp.records()[-1]["body"] == UNTOUCHED == runner.last(rec).get("body"))
 
 
 def main():
-    e2e.use_venv_envoy()
-    for f in (e2e.WASM, e2e.TOOLFIT, delivery.EXTPROC, STANDIN):
+    runner.use_venv_envoy()
+    for f in (runner.WASM, runner.TOOLFIT, delivery.EXTPROC, STANDIN):
         if not os.path.exists(f):
             sys.exit(f"missing {f}: run make build wasm (and cargo build --release --workspace --example epp_standin)")
     upstream_port = free_port()
-    _, rec = e2e.echo_upstream.serve(upstream_port)
+    _, rec = runner.echo_upstream.serve(upstream_port)
     istio, eg, ext, (agw_config, agw_modes) = deployed_configs()
 
     epp = Standin(upstream_port)
@@ -248,7 +247,7 @@ def llama_pod(plugin):
         except ValueError:
             answer = {}
         check("Istio's chain to a real llama-server pod: the EPP read toolfit's rewrite and llama-server answered that request",
-              status == 200 and epp.records() and epp.records()[-1]["body"] == e2e.cli(body) != body and "choices" in answer, (status, out[:300]))
+              status == 200 and epp.records() and epp.records()[-1]["body"] == runner.cli(body) != body and "choices" in answer, (status, out[:300]))
     finally:
         envoy.stop()
         epp.stop()
@@ -257,4 +256,4 @@ def llama_pod(plugin):
 
 if __name__ == "__main__":
     main()
-    e2e.summary("placement")
+    verdict.summary("placement")

@@ -6,13 +6,12 @@ and none of the nulls toolfit's strict rewrite made the model write, every other
 sent it; a response to a request that needs no repair must reach the client before the upstream has
 finished it; invalid calls are counted against the schema the client sent. Prints one line per check
 and 'N passed, M failed'."""
-import http.client, json, os, re, socket, subprocess, sys, threading, time
+import http.client, json, os, re, sys, threading, time
 from http.server import ThreadingHTTPServer
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e  # noqa: E402
-import echo_upstream  # noqa: E402  (e2e put envoy/ on the path)
-from e2e import ROOT, WASM, Envoy, check, free_port, results  # noqa: E402
+from harness import runner, verdict
+from harness.runner import WASM, echo_upstream, free_port
+from harness.verdict import check
 
 
 class Script:
@@ -349,7 +348,7 @@ def reject(kind="wasm", **delivery_options):
     """`on_invalid_tool_call: reject`: the response's headers wait for its body (the Wasm filter holds
     it; the processor has Envoy buffer it, or holds it itself when the body comes full-duplex), and an
     invalid call turns the answer into a 502."""
-    import delivery
+    from harness import delivery
     port = free_port()
     srv = ThreadingHTTPServer(("127.0.0.1", port), Upstream)
     srv.daemon_threads = True
@@ -400,7 +399,7 @@ PARTS = (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, pat
 
 def run_parts(e, parts, label=""):
     """Runs each part against `e` (an Envoy, or a delivery.ExtProc), every check named after `label`."""
-    e2e.LABEL = label
+    verdict.LABEL = label
     try:
         for part in parts:
             try:
@@ -408,12 +407,12 @@ def run_parts(e, parts, label=""):
             except Exception as x:  # one broken part must not hide the others' results
                 check(f"{part.__name__} ran", False, repr(x))
     finally:
-        e2e.LABEL = ""
+        verdict.LABEL = ""
 
 
 def main():
-    import delivery
-    e2e.use_venv_envoy()
+    from harness import delivery
+    runner.use_venv_envoy()
     if not os.path.exists(WASM):
         sys.exit(f"missing {WASM}: run make wasm")
     port = free_port()
@@ -433,21 +432,21 @@ def main():
                 run_parts(e, PARTS, label)
                 if kind == "wasm":
                     # the per-tool metric names join what e2e.py saved for the deploy/ tests' dashboard check
-                    names = e2e.read_metric_names()[0] or set()
+                    names = runner.read_metric_names()[0] or set()
                     names |= set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
-                    e2e.write_metric_names(sorted(names))
+                    runner.write_metric_names(sorted(names))
             finally:
                 e.stop()
     finally:
         srv.shutdown()
     for kind in delivery.DELIVERIES:
-        e2e.LABEL = delivery.label(kind)
+        verdict.LABEL = delivery.label(kind)
         reject(kind)
-    e2e.LABEL = FULL_DUPLEX
+    verdict.LABEL = FULL_DUPLEX
     reject("ext_proc", response_mode="FULL_DUPLEX_STREAMED")
-    e2e.LABEL = ""
+    verdict.LABEL = ""
 
 
 if __name__ == "__main__":
     main()
-    e2e.summary("responses")
+    verdict.summary("responses")

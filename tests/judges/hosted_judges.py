@@ -31,8 +31,10 @@ Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any
 """
 import json, os, subprocess, sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import ROOT, TOOLFIT, close, by_file, check, corpus_tools, results, venv  # noqa: E402
+from harness.paths import ROOT, TOOLFIT
+from harness.venv import venv
+from harness.verdict import check, close, results
+from llama_judges import by_file, corpus_tools
 
 PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker.py")

@@ -14,22 +14,15 @@
   listed unspellable ones and (objects closed) those refused only for a key the schema does not declare.
 Prints the matrices and a closing 'N passed, M failed' line; exit 1 on any failure.
 """
-import collections, concurrent.futures, glob, json, os, re, shutil, subprocess, sys, tarfile
+import collections, concurrent.futures, glob, json, os, re, subprocess, sys, tarfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CORPUS = os.path.join(ROOT, "tests", "corpus")
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))  # tests/: the harness package
-from harness.verdict import close  # noqa: E402
-from harness import excuse  # noqa: E402
-TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
+from harness import excuse
+from harness.paths import CORPUS, ROOT, TOOLFIT  # noqa: F401  (the other judges read them here)
+from harness.venv import cache_dir
+from harness.verdict import check, close, results  # noqa: F401
+
 VERSIONS = ["0.3.36", "0.3.16", "0.3.9", "0.3.4", "0.2.90"]  # llama.cpp 2026-10, 2025-08, 2025-05, 2024-12, 2024-08
 CURRENT = VERSIONS[0]
-results = []
-
-
-def check(name, ok, detail=""):
-    results.append(ok)
-    print(("ok    " if ok else "FAIL  ") + name + (f": {detail}" if detail else ""), flush=True)
 
 
 def judge(version):
@@ -241,30 +234,6 @@ DRAFTS = {  # suite folder -> the `$schema` a user's document declares
     "draft6": "http://json-schema.org/draft-06/schema#",
     "draft4": "http://json-schema.org/draft-04/schema#",
 }
-
-
-def cache_dir(name):
-    d = os.path.join(os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit")), name)
-    os.makedirs(d, exist_ok=True)
-    return d
-
-
-def venv(name, pins, no_deps=()):
-    """A judge's own venv under ~/.cache/toolfit/NAME holding exactly `pins` (and `no_deps`, installed without
-    their requirements), rebuilt when they change; returns its python."""
-    d = cache_dir(name)
-    py = os.path.join(d, "venv", "bin", "python")
-    stamp = os.path.join(d, "venv", "pins")
-    want = "\n".join(list(pins) + list(no_deps))
-    if not (os.path.exists(stamp) and open(stamp).read() == want):
-        shutil.rmtree(os.path.join(d, "venv"), ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", os.path.join(d, "venv")], check=True)
-        pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-        subprocess.run(pip + list(pins), check=True)
-        if no_deps:
-            subprocess.run(pip + ["--no-deps", *no_deps], check=True)
-        open(stamp, "w").write(want)
-    return py
 
 
 def jsts_groups(draft):

@@ -15,8 +15,10 @@ Prints a closing 'N passed, M failed' line; exit 1 on any failure.
 """
 import json, os, subprocess, sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import TOOLFIT, close, by_file, check, corpus_tools, results, toolfit, venv  # noqa: E402
+from harness.paths import TOOLFIT
+from harness.venv import venv
+from harness.verdict import check, close, results
+from llama_judges import by_file, corpus_tools, toolfit
 
 PINS = ["ollama==0.6.3", "pydantic==2.14.3"]
 # the client's model, round trip: what the client (and Ollama's server) keeps of a tool

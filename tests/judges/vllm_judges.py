@@ -19,10 +19,12 @@ and a closing 'N passed, M failed' line; exit 1 on any failure.
 """
 import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from llama_judges import ROOT, TOOLFIT, close, by_file, cache_dir, check, corpus_schemas, corpus_tools, jsts_groups, results, spellings, venv  # noqa: E402
-from llama_judges import excuse, toolfit as toolfit_body  # noqa: E402
-from llama_judges import resolve as llama_resolve  # noqa: E402
+from harness import excuse
+from harness.paths import ROOT, TOOLFIT
+from harness.venv import cache_dir, venv
+from harness.verdict import check, close, results
+from llama_judges import by_file, corpus_schemas, corpus_tools, jsts_groups, spellings
+from llama_judges import resolve as llama_resolve, toolfit as toolfit_body
 
 WORKER = os.path.join(ROOT, "tests", "judges", "vllm_worker.py")
 PINS = ["llguidance==1.9.1", "outlines-core==0.2.14", "apache-tvm-ffi==0.1.15.post2", "transformers==5.23.0",

@@ -5,17 +5,17 @@ gives an object with .ready, .port, .request(), .prom(), .logs() and .stop() whi
 - "ext_proc": target/release/toolfit-extproc beside Envoy (envoy/extproc.yaml, BUFFERED unless told),
   the same plugin JSON as its --config, counters on the processor's /metrics.
 
-The suites (e2e.py, responses.py, faults.py) run their checks through both; checks only one host can
+The suites (tests/envoy/e2e.py, responses.py, faults.py) run their checks through both; checks only one host can
 make (the Wasm VM's trap policy, a dead processor) stay with that host."""
 import http.client, json, os, subprocess, sys, tempfile, time
 
-import e2e
-from e2e import ROOT, free_port
+from harness import runner
+from harness.paths import EXTPROC, ROOT  # noqa: F401
+from harness.runner import free_port
 
-EXTPROC = os.path.join(ROOT, "target", "release", "toolfit-extproc")
 DELIVERIES = ("wasm", "ext_proc")
 
-# e2e.TEST_ROUTES turns the Wasm filter off on one route by its per-filter config; ext_proc's own
+# runner.TEST_ROUTES turns the Wasm filter off on one route by its per-filter config; ext_proc's own
 WASM_OFF = """                  toolfit:
                     "@type": type.googleapis.com/envoy.config.route.v3.FilterConfig
                     disabled: true
@@ -26,7 +26,7 @@ EXTPROC_OFF = """                  envoy.filters.http.ext_proc:
 """
 
 
-class Processor(e2e.Process):
+class Processor(runner.Process):
     """toolfit-extproc on loopback ports, `config` written as its --config file."""
 
     def __init__(self, config, flags=(), ports=None):
@@ -71,7 +71,7 @@ class Processor(e2e.Process):
         return "\n".join(out)
 
 
-class ExtprocEnvoy(e2e.Envoy):
+class ExtprocEnvoy(runner.Envoy):
     """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted."""
 
     def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED"):
@@ -97,7 +97,7 @@ class ExtProc:
 
     def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=(), response_mode="STREAMED"):
         self.processor = Processor(plugin, flags)
-        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or e2e.TEST_ROUTES) if (test_routes or routes) else None, response_mode)
+        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or runner.TEST_ROUTES) if (test_routes or routes) else None, response_mode)
         self.port, self.admin, self.proc = self.envoy.port, self.envoy.admin, self.envoy.proc
         self.ready = self.processor.ready and self.envoy.ready
 
@@ -121,7 +121,7 @@ class ExtProc:
 def start(kind, plugin, upstream_port, **kw):
     """toolfit in front of `upstream_port`, delivered as `kind` (one of DELIVERIES)."""
     if kind == "wasm":
-        return e2e.Envoy(plugin, upstream_port, **kw)
+        return runner.Envoy(plugin, upstream_port, **kw)
     if not os.path.exists(EXTPROC):
         sys.exit(f"missing {EXTPROC}: run cargo build --release --workspace")
     return ExtProc(plugin, upstream_port, **kw)
