@@ -17,6 +17,9 @@ one with it on): the same requests in the same rounds, their added latency besid
 and each processor's CPU time per request and resident memory. The peer: LiteLLM's proxy (PyPI `litellm`
 in ~/.cache/toolfit/litellm-proxy, one worker, the sink as its OpenAI-compatible backend) gets the same
 requests in the same rounds, its added latency beside toolfit's (`--no-peer` leaves it out).
+Saturation: requests per second at `wrk -t2 -c64` for the untouched and typical requests through Envoy
+alone, Envoy with the buffer filter, toolfit Wasm, toolfit ext_proc and LiteLLM's proxy, on the same
+cores in the same run (`--no-saturation` leaves it out).
 """
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -195,6 +198,42 @@ def wrk(port, path_lua, seconds):
     return ms("50"), ms("99"), int(reqs.group(1)) if reqs else 0, int(non2xx.group(1)) if non2xx else 0
 
 
+def rps(port, path_lua, seconds, connections=64):
+    """Requests per second wrk completes at `connections` connections (2 threads), and its non-2xx count."""
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "-s", path_lua, f"http://127.0.0.1:{port}/v1/chat/completions"],
+                         capture_output=True, text=True).stdout
+    m = re.search(r"^Requests/sec:\s+([\d.]+)", out, re.M)
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return float(m.group(1)) if m else 0.0, int(non2xx.group(1)) if non2xx else 0
+
+
+def saturation(cases, targets, d, rounds, secs):
+    """Requests per second at wrk -c64 through each listener, untouched and typical requests, rounds
+    interleaved: what toolfit costs a saturated Envoy worker, beside the buffer filter and the peer."""
+    keep = [(n, b) for n, b in cases if n in ("untouched", "typical")]
+    names = {"without": "Envoy alone", "buffer": "buffer filter", "warm": "toolfit Wasm", "ext warm": "toolfit ext_proc", "litellm": "LiteLLM proxy"}
+    chosen = [(t, p) for t, p in targets if t in names]
+    if not keep:
+        return
+    got = {(n, t): [] for n, _ in keep for t, _ in chosen}
+    for r in range(rounds):
+        for name, _ in keep:
+            lua = os.path.join(d, f"{name}.lua")
+            for target, port in (chosen if r % 2 == 0 else chosen[::-1]):
+                got[(name, target)].append(rps(port, lua, secs))
+    print("\nsaturation: requests per second at wrk -t2 -c64, Envoy --concurrency 1 (one worker), the same 2 cores for every listener;")
+    print(f"{rounds} interleaved rounds of {secs} s, the median; in brackets the share of Envoy alone")
+    print(f"{'case':10} | " + " ".join(f"{names[t]:>18}" for t, _ in chosen) + " | non-2xx")
+    for name, _ in keep:
+        base = statistics.median(x[0] for x in got[(name, "without")]) or 1.0
+        cells = []
+        for t, _ in chosen:
+            v = statistics.median(x[0] for x in got[(name, t)])
+            cells.append(f"{v:9.0f} ({v / base * 100:4.0f}%)".rjust(18))
+        bad = sum(x[1] for t, _ in chosen for x in got[(name, t)])
+        print(f"{name:10} | " + " ".join(cells) + f" | {bad:7}")
+
+
 def main():
     quick = "--quick" in sys.argv
     if not shutil.which("wrk"):
@@ -298,6 +337,8 @@ def main():
                 ratio = f"{lite / warm:16.0f}x" if warm > 0.001 else f"{'-':>17}"
                 print(f"{name:10} | {warm:12.3f} {xwarm:13.3f} {lite:9.3f} {ratio} | {med(res[(name, 'litellm')], 1):11.3f} {sum(x[3] for x in res[(name, 'litellm')]):7}")
             print(f"LiteLLM proxy: {rss_mib(peer.pid):.0f} MiB resident")
+        if "--no-saturation" not in sys.argv:
+            saturation(cases, targets, d, rounds, secs)
         for t, p in procs.items():
             secs_cpu, n = cpu[t]
             print(f"toolfit-extproc ({t.split()[1]}): {1000 * secs_cpu / max(n, 1):.3f} ms CPU per request over {n} requests, resident memory {rss_mib(p.pid):.1f} MiB")

@@ -189,7 +189,6 @@ def exact_mode(e, rec):
 def model_map(kind="wasm"):
     """One route, several backends: the body's `model` picks the profile; counters carry its label. Ollama's
     own API gets the ollama profile by default."""
-    import delivery
     port = free_port()
     _, rec = echo_upstream.serve(port)
     e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact", "models": {"qwen*": "vllm", "*-ollama": "ollama", "gpt-*": "openai-strict"}}, port)
@@ -252,7 +251,6 @@ def observe_mode(kind="wasm"):
     """`mode: observe`: the same traffic through an enforcing and an observing toolfit (chunked framing,
     the model map, a strict route). Observing, the upstream gets every request as the client sent it,
     body and headers, and no 400; every counter moves as enforcing, plus `requests_observed`."""
-    import delivery
     mapped = json.dumps({"model": "gpt-4o", "messages": MESSAGES, "tools": [tool("gh.search", {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]})]}).encode()
     lossy = chat_body({"type": "object", "properties": {"k": {"type": "string", "pattern": "^(?!x)"}}})
     traffic = [("needs a fix", chat_body(NEEDS_FIX), {}), ("untouched", chat_body(FINE), {}),
@@ -332,7 +330,6 @@ def chunked_mode():
 
 def strict_upstream(kind="wasm"):
     """An upstream that requires Content-Length: exact framing (ext_proc: BUFFERED) serves it."""
-    import delivery
     port = free_port()
     _, rec = echo_upstream.serve(port, strict_cl=True)
     e = delivery.start(kind, {"profile": "llama-cpp", "framing": "exact"}, port)
