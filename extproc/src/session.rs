@@ -171,7 +171,7 @@ impl Session {
             *held = Some(m);
             return None;
         }
-        Some(headers_answer(true, Some(m.common())))
+        Some(headers_answer(Leg::Request, Some(m.common())))
     }
 
     fn request_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
@@ -200,14 +200,14 @@ impl Session {
         if self.streamed() {
             streamed_answer(b.body, b.end_of_stream)
         } else {
-            body_answer(true, None)
+            body_answer(Leg::Request, None)
         }
     }
 
     /// Held request headers go out as they were asked for (`None` if none are held).
     fn release_headers(&mut self) -> Option<ProcessingResponse> {
         let RequestBody::Streamed { held } = &mut self.request_body else { return None };
-        held.take().map(|m| headers_answer(true, Some(m.common())))
+        held.take().map(|m| headers_answer(Leg::Request, Some(m.common())))
     }
 
     fn request_trailers(&mut self) -> Vec<ProcessingResponse> {
@@ -219,7 +219,7 @@ impl Session {
         } else if let Some(h) = self.release_headers() {
             out.push(h);
         }
-        out.push(trailers_answer(true));
+        out.push(trailers_answer(Leg::Request));
         out
     }
 
@@ -227,7 +227,7 @@ impl Session {
     /// `end`: the body's last piece is answered here (else trailers follow).
     fn finish(&mut self, body: Vec<u8>, end: bool) -> Vec<ProcessingResponse> {
         if !self.exchange.reading() {
-            return vec![body_answer(true, None)];
+            return vec![body_answer(Leg::Request, None)];
         }
         let waiting = match &mut self.request_body {
             RequestBody::Streamed { held } => held.take(),
@@ -242,12 +242,12 @@ impl Session {
             return vec![reject(status, err)];
         }
         if !self.streamed() {
-            return vec![body_answer(true, Some(m.common()))];
+            return vec![body_answer(Leg::Request, Some(m.common()))];
         }
         let new = m.body.take().unwrap_or(body);
         let mut out = Vec::new();
         if held {
-            out.push(headers_answer(true, Some(m.common())));
+            out.push(headers_answer(Leg::Request, Some(m.common())));
         }
         out.push(streamed_answer(new, end));
         out
@@ -261,7 +261,7 @@ impl Session {
         let Session { shared, exchange, .. } = self;
         let Some(next) = with_env(shared, |env| exchange.response_headers(env, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk)) else {
             // a full-duplex body is answered piece by piece whatever happens (no mode override there)
-            return Some(if self.response_streamed() { headers_answer(false, None) } else { skip_response(None) });
+            return Some(if self.response_streamed() { headers_answer(Leg::Response, None) } else { skip_response(None) });
         };
         if self.response_streamed() {
             if next == Next::Pause && self.exchange.reading_response() && !h.end_of_stream {
@@ -269,7 +269,7 @@ impl Session {
                 self.response_body = ResponseBody::Duplex { held: Some(chunk.common()) };
                 return None;
             }
-            return Some(headers_answer(false, Some(chunk.common())));
+            return Some(headers_answer(Leg::Response, Some(chunk.common())));
         }
         if !self.exchange.reading_response() {
             // nothing of this response is read: Envoy sends the body straight on
@@ -281,29 +281,29 @@ impl Session {
             self.response_body = ResponseBody::Buffered;
             return Some(buffer_response(chunk.common()));
         }
-        Some(headers_answer(false, Some(chunk.common())))
+        Some(headers_answer(Leg::Response, Some(chunk.common())))
     }
 
     fn response_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
         if !self.exchange.reading_response() {
             if self.response_streamed() {
-                return self.release_response(None).into_iter().chain([streamed_body(false, b.body, b.end_of_stream)]).collect();
+                return self.release_response(None).into_iter().chain([streamed_body(Leg::Response, b.body, b.end_of_stream)]).collect();
             }
-            return vec![body_answer(false, None)];
+            return vec![body_answer(Leg::Response, None)];
         }
         if matches!(self.response_body, ResponseBody::Buffered) && !b.end_of_stream {
             // Envoy's buffer limit was reached: this is the body's first part, the rest streams on
             // without coming here. It goes on as it came, counted.
             let Session { shared, exchange, .. } = self;
             with_env(shared, |env| exchange.response_unseen(env));
-            return vec![body_answer(false, None)];
+            return vec![body_answer(Leg::Response, None)];
         }
         let mut chunk = Chunk { bytes: b.body, ..Chunk::default() };
         let size = chunk.bytes.len();
         let Session { shared, exchange, .. } = self;
         let _ = with_env(shared, |env| exchange.response_body(env, &mut chunk, size, b.end_of_stream));
         if !self.response_streamed() {
-            return vec![body_answer(false, Some(chunk.common()))];
+            return vec![body_answer(Leg::Response, Some(chunk.common()))];
         }
         let Chunk { bytes, out, headers } = chunk;
         let out = out.unwrap_or(bytes);
@@ -311,7 +311,7 @@ impl Session {
             // still held, with the headers
             return Vec::new();
         }
-        self.release_response(Some(headers)).into_iter().chain([streamed_body(false, out, b.end_of_stream)]).collect()
+        self.release_response(Some(headers)).into_iter().chain([streamed_body(Leg::Response, out, b.end_of_stream)]).collect()
     }
 
     /// Held response headers go out, with the changes the body's end made to them (`None` if none are
@@ -324,7 +324,7 @@ impl Session {
             m.set_headers.extend(later.set_headers);
             m.remove_headers.extend(later.remove_headers);
         }
-        Some(headers_answer(false, Some(common)))
+        Some(headers_answer(Leg::Response, Some(common)))
     }
 
     fn response_trailers(&mut self) -> Vec<ProcessingResponse> {
@@ -336,14 +336,14 @@ impl Session {
         let _ = with_env(shared, |env| exchange.response_trailers(env, &mut chunk, streamed));
         let held = chunk.out.take().unwrap_or_default();
         if !streamed {
-            return vec![trailers_answer(false)];
+            return vec![trailers_answer(Leg::Response)];
         }
         // full duplex: what was held goes out as the body's last piece, before the trailers
         let mut out: Vec<ProcessingResponse> = self.release_response(Some(chunk.headers)).into_iter().collect();
         if !held.is_empty() {
-            out.push(streamed_body(false, held, false));
+            out.push(streamed_body(Leg::Response, held, false));
         }
-        out.push(trailers_answer(false));
+        out.push(trailers_answer(Leg::Response));
         out
     }
 }
@@ -516,54 +516,70 @@ impl ResponseHost for Chunk {
     }
 }
 
-fn headers_answer(request: bool, common: Option<CommonResponse>) -> ProcessingResponse {
+/// Which half of the exchange an answer is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Leg {
+    Request,
+    Response,
+}
+
+fn headers_answer(leg: Leg, common: Option<CommonResponse>) -> ProcessingResponse {
     let h = HeadersResponse { response: common };
-    let response = if request { processing_response::Response::RequestHeaders(h) } else { processing_response::Response::ResponseHeaders(h) };
+    let response = match leg {
+        Leg::Request => processing_response::Response::RequestHeaders(h),
+        Leg::Response => processing_response::Response::ResponseHeaders(h),
+    };
     ProcessingResponse { response: Some(response), ..ProcessingResponse::default() }
 }
 
-fn body_answer(request: bool, common: Option<CommonResponse>) -> ProcessingResponse {
+fn body_answer(leg: Leg, common: Option<CommonResponse>) -> ProcessingResponse {
     let b = BodyResponse { response: common };
-    let response = if request { processing_response::Response::RequestBody(b) } else { processing_response::Response::ResponseBody(b) };
+    let response = match leg {
+        Leg::Request => processing_response::Response::RequestBody(b),
+        Leg::Response => processing_response::Response::ResponseBody(b),
+    };
     ProcessingResponse { response: Some(response), ..ProcessingResponse::default() }
 }
 
 /// The answer to the last piece of a `FULL_DUPLEX_STREAMED` request body: the whole body, in one piece.
 fn streamed_answer(body: Vec<u8>, end_of_stream: bool) -> ProcessingResponse {
-    streamed_body(true, body, end_of_stream)
+    streamed_body(Leg::Request, body, end_of_stream)
 }
 
-/// Bytes of a `FULL_DUPLEX_STREAMED` body (the request's if `request`, else the response's).
-fn streamed_body(request: bool, body: Vec<u8>, end_of_stream: bool) -> ProcessingResponse {
+/// Bytes of a `FULL_DUPLEX_STREAMED` body of the request or the response.
+fn streamed_body(leg: Leg, body: Vec<u8>, end_of_stream: bool) -> ProcessingResponse {
     let m = BodyMutation {
         mutation: Some(body_mutation::Mutation::StreamedResponse(StreamedBodyResponse { body, end_of_stream, ..StreamedBodyResponse::default() })),
     };
-    body_answer(request, Some(CommonResponse { body_mutation: Some(m), ..CommonResponse::default() }))
+    body_answer(leg, Some(CommonResponse { body_mutation: Some(m), ..CommonResponse::default() }))
 }
 
-fn trailers_answer(request: bool) -> ProcessingResponse {
+fn trailers_answer(leg: Leg) -> ProcessingResponse {
     let t = TrailersResponse::default();
-    let response = if request { processing_response::Response::RequestTrailers(t) } else { processing_response::Response::ResponseTrailers(t) };
+    let response = match leg {
+        Leg::Request => processing_response::Response::RequestTrailers(t),
+        Leg::Response => processing_response::Response::ResponseTrailers(t),
+    };
     ProcessingResponse { response: Some(response), ..ProcessingResponse::default() }
 }
 
 /// The request is not toolfit's: its headers go on unchanged, and Envoy sends nothing more of this
 /// stream (no body, no response).
 fn skip_rest() -> ProcessingResponse {
-    answer_then(headers_answer(true, None), processing_mode::HeaderSendMode::Skip, processing_mode::BodySendMode::None)
+    answer_then(headers_answer(Leg::Request, None), processing_mode::HeaderSendMode::Skip, processing_mode::BodySendMode::None)
 }
 
 /// The response's headers, with what toolfit changes in them, and no more of the stream: its body and
 /// trailers go to the client without a round trip here (most requests: no reply to repair).
 fn skip_response(common: Option<CommonResponse>) -> ProcessingResponse {
-    answer_then(headers_answer(false, common), processing_mode::HeaderSendMode::Default, processing_mode::BodySendMode::None)
+    answer_then(headers_answer(Leg::Response, common), processing_mode::HeaderSendMode::Default, processing_mode::BodySendMode::None)
 }
 
 /// The response's headers, answered, waiting with their changes for the body, which Envoy buffers and
 /// sends whole (`BUFFERED_PARTIAL`: a body past Envoy's buffer limit is sent up to it and the rest goes
 /// on, rather than failing the response as `BUFFERED` would).
 fn buffer_response(common: CommonResponse) -> ProcessingResponse {
-    answer_then(headers_answer(false, Some(common)), processing_mode::HeaderSendMode::Default, processing_mode::BodySendMode::BufferedPartial)
+    answer_then(headers_answer(Leg::Response, Some(common)), processing_mode::HeaderSendMode::Default, processing_mode::BodySendMode::BufferedPartial)
 }
 
 /// `answer` with a mode override for the rest of the stream: no request body or trailers (they are

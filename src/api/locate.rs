@@ -45,14 +45,24 @@ impl<'a> Site<'a> {
         Site { raw, tool, context, strict: StrictAt::NoSwitch, json_field: false }
     }
 
-    /// The site with the `strict` member of `o` (the object holding the schema or its switch).
-    pub(super) fn switch(mut self, o: &raw::RawObject<'a>, default: bool) -> Self {
+    /// The site with the `strict` member of `o` (the object holding the schema or its switch), and
+    /// what the API reads when `o` has none.
+    pub(super) fn switch(mut self, o: &raw::RawObject<'a>, unset: Unset) -> Self {
         self.strict = match o.get("strict") {
             Some(v) => StrictAt::Member(v),
-            None => StrictAt::Absent { default },
+            None => StrictAt::Absent { default: unset == Unset::Strict },
         };
         self
     }
+}
+
+/// What an API reads when a schema's `strict` member is absent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unset {
+    /// Strict (the Responses API's function tools).
+    Strict,
+    /// Not strict (the others).
+    Loose,
 }
 
 /// A function tool with no usable `description`: where one goes, and whose it is.
@@ -71,17 +81,26 @@ pub(super) enum Top<'a> {
     Object(raw::RawObject<'a>),
 }
 
-/// The top level; with `lists`, also the format's first top-level list of tools split into tools in
+/// How much of a body's top level one scan reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Read {
+    /// Its members alone (a warm cache answers most bodies from them whole).
+    Members,
+    /// Its members and the first list of tools, split into tools (every schema will be read).
+    WithLists,
+}
+
+/// The top level; with [`Read::WithLists`], also the format's first top-level list of tools split into tools in
 /// the same scan (for a body whose schemas are all read: without a rewrite cache). With a cache, most
 /// requests are answered from their members whole, and splitting the lists first would only cost (a
 /// third of the warm path).
-pub(super) fn top(text: &str, format: Format, lists: bool) -> (Option<Top<'_>>, raw::ToolLists<'_>) {
+pub(super) fn top(text: &str, format: Format, read: Read) -> (Option<Top<'_>>, raw::ToolLists<'_>) {
     if text.trim_start().starts_with('[') {
         let bare = format::bare(format).and_then(|b| raw::tools(text, b.split)).map(Top::Array);
         return (bare, Vec::new());
     }
     match format::presplit(format) {
-        Some(list) if lists => raw::object_and_tools(text, list).map_or((None, Vec::new()), |(o, lists)| (Some(Top::Object(o)), lists)),
+        Some(list) if read == Read::WithLists => raw::object_and_tools(text, list).map_or((None, Vec::new()), |(o, lists)| (Some(Top::Object(o)), lists)),
         _ => (raw::object(text).map(Top::Object), Vec::new()),
     }
 }
@@ -98,7 +117,7 @@ pub fn locate_tools(text: &str, format: Format) -> Vec<Site<'_>> {
 
 /// Finds every schema site of `format` in `text`. `None` when the text is not JSON of a known shape.
 pub fn locate(text: &str, format: Format) -> Option<Vec<Site<'_>>> {
-    let (top, lists) = top(text, format, true);
+    let (top, lists) = top(text, format, Read::WithLists);
     locate_in(&top?, &lists, format, &mut Vec::new())
 }
 

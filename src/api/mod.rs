@@ -16,10 +16,10 @@ pub mod skim;
 mod strict;
 
 pub use edit::{splice, Edit};
-pub use locate::{locate, locate_tools, NoDescription, Site, StrictAt, ToolList};
+pub use locate::{locate, locate_tools, NoDescription, Site, StrictAt, ToolList, Unset};
 
 use edit::{assemble, describe, SiteResult};
-use locate::{locate_in, tool_lists, top, Top};
+use locate::{locate_in, tool_lists, top, Read, Top};
 use members::{cached_members, from_members, remember_members};
 use strict::{strict_tools, StrictPolicy};
 
@@ -202,7 +202,7 @@ fn rewrite_schemas(
 ) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = skim::text(body).ok_or(Skip::NotJson)?;
-    let (parsed, lists) = top(text, format, cache.is_none());
+    let (parsed, lists) = top(text, format, if cache.is_some() { Read::Members } else { Read::WithLists });
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
         Some(Top::Object(o)) => tool_lists(text, o, format),

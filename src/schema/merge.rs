@@ -51,10 +51,23 @@ fn num(v: &Value) -> Option<f64> {
     v.as_f64()
 }
 
-fn tighter(a: &Value, b: &Value, larger: bool) -> Value {
+/// Which side of a value a bound keyword limits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    /// `minimum`, `minLength`, ...: the larger of two is the tighter.
+    Lower,
+    /// `maximum`, `maxLength`, ...: the smaller.
+    Upper,
+}
+
+fn tighter(a: &Value, b: &Value, bound: Bound) -> Value {
     match (num(a), num(b)) {
         (Some(x), Some(y)) => {
-            if (larger && y > x) || (!larger && y < x) {
+            let b_tighter = match bound {
+                Bound::Lower => y > x,
+                Bound::Upper => y < x,
+            };
+            if b_tighter {
                 b.clone()
             } else {
                 a.clone()
@@ -200,10 +213,10 @@ fn merge_keyword(
             out.insert(k.to_string(), Value::Array(all));
         }
         _ if LOWER.contains(&key) => {
-            out.insert(k.to_string(), tighter(va, vb, true));
+            out.insert(k.to_string(), tighter(va, vb, Bound::Lower));
         }
         _ if UPPER.contains(&key) => {
-            out.insert(k.to_string(), tighter(va, vb, false));
+            out.insert(k.to_string(), tighter(va, vb, Bound::Upper));
         }
         _ if is_annotation(key) => {
             // the more specific side (b: a branch, or a later allOf member) describes the value

@@ -538,6 +538,15 @@ const GEMINI_JSON_KEYWORDS: &[&str] = &[
 /// What Cohere's tool-use documentation names.
 const COHERE_KEYWORDS: &[&str] = &["type", "description", "properties", "required", "items", "enum", "anyOf", "additionalProperties", "format", "title"];
 
+/// Where in a document a schema sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// The document itself (a tool's parameters).
+    Root,
+    /// Anywhere below it.
+    Inside,
+}
+
 impl Target {
     /// What every grammar compiler shares; each backend below states how it differs.
     const GRAMMAR: Target = Target {
@@ -873,8 +882,8 @@ impl Target {
 
     /// The loosest schema for a place: what a cut or a dropped schema becomes. A tool's parameters
     /// stay an object.
-    pub fn any(&self, context: Context, root: bool) -> Map<String, Value> {
-        let v = if root && context == Context::Tool {
+    pub fn any(&self, context: Context, place: Place) -> Map<String, Value> {
+        let v = if place == Place::Root && context == Context::Tool {
             json!({"type": "object"})
         } else if self.typed_any {
             json!({"type": Types::ALL.to_json()})

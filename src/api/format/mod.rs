@@ -18,7 +18,7 @@ pub mod openai_responses;
 pub mod probe;
 
 use super::raw::{self, RawObject, RawTool, Step};
-use super::{Format, NoDescription, Site};
+use super::{Format, NoDescription, Site, Unset};
 use crate::api::raw::Raw;
 use crate::schema::Profile;
 
@@ -388,7 +388,7 @@ pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribe
             _ => {}
         }
         for p in fo.all("parameters") {
-            sites.push(Site::new(p, name.clone(), crate::schema::Context::Tool).switch(fo, false));
+            sites.push(Site::new(p, name.clone(), crate::schema::Context::Tool).switch(fo, Unset::Loose));
         }
     }
 }

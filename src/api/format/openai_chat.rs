@@ -6,7 +6,7 @@
 use super::{function_tools, index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site};
+use crate::api::{Format, NoDescription, Site, Unset};
 use crate::schema::profile;
 use crate::schema::Context;
 use serde_json::{json, Value};
@@ -60,7 +60,7 @@ pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
             if let Some(j) = raw::object(js.get()) {
                 let name = j.str("name").unwrap_or_else(|| "response_format".into());
                 for s in j.all("schema") {
-                    sites.push(Site::new(s, name.clone(), Context::Output).switch(&j, false));
+                    sites.push(Site::new(s, name.clone(), Context::Output).switch(&j, Unset::Loose));
                 }
             }
         }

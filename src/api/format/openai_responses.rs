@@ -6,7 +6,7 @@
 use super::{index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Nested, Routes, StreamCalls, Summary, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site};
+use crate::api::{Format, NoDescription, Site, Unset};
 use crate::schema::profile;
 use crate::schema::Context;
 use serde_json::{json, Value};
@@ -54,7 +54,7 @@ pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<No
     }
     // the Responses API reads a function tool without `strict` as strict
     for p in t.members.all("parameters") {
-        sites.push(Site::new(p, t.members.str("name").unwrap_or_default(), Context::Tool).switch(&t.members, true));
+        sites.push(Site::new(p, t.members.str("name").unwrap_or_default(), Context::Tool).switch(&t.members, Unset::Strict));
     }
 }
 
@@ -65,7 +65,7 @@ pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
             if let Some(fo) = raw::object(f.get()) {
                 let name = fo.str("name").unwrap_or_else(|| "text.format".into());
                 for s in fo.all("schema") {
-                    sites.push(Site::new(s, name.clone(), Context::Output).switch(&fo, false));
+                    sites.push(Site::new(s, name.clone(), Context::Output).switch(&fo, Unset::Loose));
                 }
             }
         }

@@ -79,6 +79,14 @@ impl Source {
     }
 }
 
+/// Whether a call is seen for the first time (checked and counted) or said again whole (a stream's
+/// closing summary: repaired the same, counted once already).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Seen {
+    First,
+    Again,
+}
+
 /// A call's repaired name and arguments (`None`: as the model wrote them).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Fixed {
@@ -188,7 +196,8 @@ impl Reply {
     }
 
     /// Repairs and checks one call: `name` as the model wrote it, `args` the arguments' JSON text.
-    pub(super) fn fix(&self, name: &str, args: &str, count: bool, tally: &mut Tally) -> Fixed {
+    pub(super) fn fix(&self, name: &str, args: &str, seen: Seen, tally: &mut Tally) -> Fixed {
+        let count = seen == Seen::First;
         let mut out = Fixed::default();
         let Some(tool) = self.tool(name) else {
             if count && self.validate {
@@ -232,7 +241,7 @@ impl Reply {
     }
 
     /// The calls of a complete JSON document at `paths`, repaired: the new text if anything changed.
-    pub(super) fn repair_doc(&self, text: &str, paths: &[CallPath], count: bool, tally: &mut Tally) -> Option<String> {
+    pub(super) fn repair_doc(&self, text: &str, paths: &[CallPath], seen: Seen, tally: &mut Tally) -> Option<String> {
         let top = raw::value(text)?;
         let mut edits: Vec<api::Edit> = Vec::new();
         for p in paths {
@@ -250,7 +259,7 @@ impl Reply {
                     (Some(a), Args::Object) => a.get().to_string(),
                     (None, _) => "{}".to_string(),
                 };
-                let fixed = self.fix(&name, &args, count, tally);
+                let fixed = self.fix(&name, &args, seen, tally);
                 if let (Some(new), Some(at)) = (fixed.name, raw::offset(text, name_v.get())) {
                     edits.push(api::Edit::new(at, at + name_v.get().len(), quoted(&new)));
                 }
@@ -273,7 +282,7 @@ impl Reply {
     pub fn repair_json(&self, body: &[u8], tally: &mut Tally) -> Option<Vec<u8>> {
         let text = crate::api::skim::text(body)?;
         let before = tally.clone();
-        let (out, placed) = crate::api::raw::placed(|| self.repair_doc(text, self.calls(), true, tally));
+        let (out, placed) = crate::api::raw::placed(|| self.repair_doc(text, self.calls(), Seen::First, tally));
         if !placed {
             // toolfit's own mistake: the body goes on as it came, said as unrepaired
             *tally = Tally { unrepaired: before.unrepaired + 1, ..before };

@@ -1,7 +1,7 @@
 //! Streamed responses (SSE events, NDJSON lines): cut into events as they come, the events that carry
 //! part of a call held only while that call may need repair, then released in order.
 
-use super::reply::{decode_limit, quoted, Fixed, Reply};
+use super::reply::{decode_limit, quoted, Fixed, Reply, Seen};
 use super::tally::Tally;
 use crate::api;
 use crate::api::format::{CallKey, CallPath, Frag, StreamCalls};
@@ -235,13 +235,13 @@ impl Stream {
         let summary = self.summary(json);
         if self.whole_calls() || summary.is_some() {
             // whole calls in one event: repaired (and, but for a closing summary, counted) here
-            let count = self.whole_calls();
+            let seen = if self.whole_calls() { Seen::First } else { Seen::Again };
             // (a summary comes only in formats that stream calls in parts, never with whole calls)
             let paths: &[CallPath] = summary.unwrap_or(self.reply.calls());
-            if !count {
+            if seen == Seen::Again {
                 self.close(None);
             }
-            let fixed = self.reply.repair_doc(json, paths, count, &mut self.tally);
+            let fixed = self.reply.repair_doc(json, paths, seen, &mut self.tally);
             match fixed {
                 Some(new) => {
                     let text = format!("{}{new}{}", text.get(..json_at).unwrap_or(""), text.get(json_at + json.len()..).unwrap_or(""));
@@ -322,7 +322,7 @@ impl Stream {
         let (closing, open): (Vec<Open>, Vec<Open>) = std::mem::take(&mut self.open).into_iter().partition(|o| key.is_none_or(|k| k == o.key));
         self.open = open;
         for o in closing {
-            let fixed = self.reply.fix(&o.name, &o.args, true, &mut self.tally);
+            let fixed = self.reply.fix(&o.name, &o.args, Seen::First, &mut self.tally);
             self.done.push((o.key, fixed));
         }
     }

@@ -1,5 +1,6 @@
 //! The response path's tests: plain and streamed, every format, split anywhere, compressed.
 
+use super::reply::Seen;
 use super::*;
 use crate::api;
 use crate::api::names::NameMap;
@@ -454,19 +455,19 @@ fn fix_changes_arguments_only_when_it_changed_something() {
     let r = Reply::with_tools(Format::OpenAiChat, vec![tool], true, OnInvalid::Count, 1 << 20);
     let mut t = Tally::default();
     // spelled with spaces: a rewrite would respell it, so no repair must give no new text
-    let same = r.fix("s", r#"{ "q": "x" }"#, true, &mut t);
+    let same = r.fix("s", r#"{ "q": "x" }"#, Seen::First, &mut t);
     assert_eq!((same.name, same.args), (None, None));
-    let keys = r.fix("s", r#"{"q": "x", "a_b": 1}"#, true, &mut t);
+    let keys = r.fix("s", r#"{"q": "x", "a_b": 1}"#, Seen::First, &mut t);
     assert_eq!(keys.args.as_deref(), Some(r#"{"q":"x","a.b":1}"#));
-    let nulls = r.fix("s", r#"{"q": "x", "n": null}"#, true, &mut t);
+    let nulls = r.fix("s", r#"{"q": "x", "n": null}"#, Seen::First, &mut t);
     assert_eq!(nulls.args.as_deref(), Some(r#"{"q":"x"}"#));
     assert_eq!((t.properties_restored, t.nulls_removed, t.calls.len()), (1, 1, 3));
     // a call not counted (a stream's call seen again) adds no call, also for an undeclared tool
     let mut quiet = Tally::default();
-    r.fix("s", "{}", false, &mut quiet);
-    r.fix("nope", "{}", false, &mut quiet);
+    r.fix("s", "{}", Seen::Again, &mut quiet);
+    r.fix("nope", "{}", Seen::Again, &mut quiet);
     assert!(quiet.calls.is_empty());
-    r.fix("nope", "{}", true, &mut quiet);
+    r.fix("nope", "{}", Seen::First, &mut quiet);
     assert_eq!(quiet.calls.len(), 1);
 }
 

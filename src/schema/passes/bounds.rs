@@ -9,6 +9,7 @@
 //! A backend that limits how deep a schema document's JSON nests ([`crate::schema::Target::nesting`],
 //! data and keyword containers included) gets the same cut where a node would reach past that limit.
 
+use crate::schema::target::Place;
 use crate::schema::walk::{children_mut, Path, Slot, MAP};
 use crate::schema::{Context, Cx, Kind};
 use serde_json::{Map, Value};
@@ -29,7 +30,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         // Too many nodes to rewrite within bounded time and memory: the schema as a whole is replaced
         // (cutting off only the excess would still leave, say, a million properties to walk and emit).
         let what = if cx.context == Context::Tool { "any object" } else { "any value" };
-        *root = Value::Object(cx.target.any(cx.context, true));
+        *root = Value::Object(cx.target.any(cx.context, Place::Root));
         cx.record("", Kind::BoundsExceeded, format!("more than {max_nodes} schema nodes: schema replaced by {what}"));
         return;
     }
@@ -38,7 +39,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     if let Some(n) = cx.target.nesting {
         let levels = n.levels(cx.context);
         // what a cut leaves must fit itself: typed "any value" holds an array one level down
-        let any_height = height(&Value::Object(cx.target.any(cx.context, false)));
+        let any_height = height(&Value::Object(cx.target.any(cx.context, Place::Inside)));
         fit_levels(root, 0, levels, any_height, &Path::root(""), cx);
     }
 }
@@ -73,7 +74,7 @@ fn fit_levels(v: &mut Value, level: usize, levels: usize, any_height: usize, pat
     let fits = level + own_height(node) <= levels + 1 && (!has_subschemas(node) || level + 2 + any_height <= levels + 1);
     if !fits {
         cx.record(path, Kind::BoundsExceeded, format!("JSON nested deeper than {levels} levels: subtree replaced by any value"));
-        *v = Value::Object(cx.target.any(cx.context, level == 0));
+        *v = Value::Object(cx.target.any(cx.context, if level == 0 { Place::Root } else { Place::Inside }));
         return;
     }
     children_mut(node, |seg, child| {
@@ -147,7 +148,7 @@ fn visit(v: &mut Value, depth: usize, nodes: &mut usize, path: &Path, cx: &mut C
     if depth > max_depth || *nodes > max_nodes || arrays_past {
         let why = if depth > max_depth { format!("nesting deeper than {max_depth}") } else { format!("more than {max_nodes} schema nodes") };
         cx.record(path, Kind::BoundsExceeded, format!("{why}: subtree replaced by any value"));
-        *v = Value::Object(cx.target.any(cx.context, false));
+        *v = Value::Object(cx.target.any(cx.context, Place::Inside));
         return;
     }
     let Value::Object(node) = v else { return };

@@ -8,6 +8,7 @@
 
 use super::primary_type;
 use crate::schema::lookup::Lookup;
+use crate::schema::target::Place;
 use crate::schema::types::Types;
 use crate::schema::walk::{is_annotation, post_order_cx};
 use crate::schema::{Context, Cx, Kind};
@@ -26,7 +27,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let release = cx.release();
     let need_items = cx.target.counts_need_room && !release.is_some_and(|r| r.item_counts_without_items());
     let empty_ok = release.is_none_or(|r| r.empty_arrays_beside_items());
-    let any_item = Value::Object(cx.target.any(Context::Output, false));
+    let any_item = Value::Object(cx.target.any(Context::Output, Place::Inside));
     post_order_cx(root, cx, &mut |node, path, cx| {
         let Some(t) = primary_type(node) else { return };
         if !t.contains(Types::ARRAY) || node.has("prefixItems") || super::typed_elsewhere(node) {

@@ -27,7 +27,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             if key == "allOf" {
                 // an intersection: every branch's properties and requirements hold together
                 for b in v.as_array().into_iter().flatten() {
-                    absorb(node, &deref(b.clone(), &defs), true);
+                    absorb(node, &deref(b.clone(), &defs), Branch::AllOf);
                 }
                 said.push((key.to_string(), v));
                 continue;
@@ -54,7 +54,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         if let Value::Object(m) = &mut one {
             m.remove("required");
         }
-        absorb(node, &one, false);
+        absorb(node, &one, Branch::Union);
     }
     if let Some(c) = common.filter(|c| !c.is_empty()) {
         let req = node.entry("required").or_insert_with(|| json!([]));
@@ -77,9 +77,17 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     );
 }
 
+/// What a root branch is: one of an intersection (`allOf`: every branch holds) or of a union.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Branch {
+    AllOf,
+    Union,
+}
+
 /// Adds a branch's properties (and, for an `allOf` branch, its requirements) to the root. A name the
 /// root or an earlier branch declares otherwise becomes a union of both declarations.
-fn absorb(node: &mut Map<String, Value>, branch: &Value, all: bool) {
+fn absorb(node: &mut Map<String, Value>, branch: &Value, of: Branch) {
+    let all = of == Branch::AllOf;
     let Value::Object(b) = branch else { return };
     if let Some(Value::Object(props)) = b.at("properties") {
         let root_props = node.entry("properties").or_insert_with(|| json!({}));
