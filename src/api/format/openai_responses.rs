@@ -1,5 +1,7 @@
 //! OpenAI Responses: tools flat as `tools[].parameters` (strict unless the tool says otherwise), and
-//! inside namespaces (`{"type": "namespace", "name", "tools": [...]}`, how Codex sends MCP tools),
+//! inside namespaces (`{"type": "namespace", "name", "tools": [...]}`, how Codex sends MCP tools; a
+//! namespace holds function and custom tools, never another namespace, and its calls come back as
+//! `name` beside `namespace`),
 //! structured output as `text.format.schema`; calls as `output[]` items of type `function_call`,
 //! streamed as `response.function_call_arguments.*` events and said again whole at the end.
 

@@ -613,3 +613,36 @@ fn a_tally_counts_only_what_happened_and_says_it_in_one_line() {
     assert!(line(vec![bad("a")], 1).contains("expected response forwarded unrepaired"));
     assert!(!line(vec![bad("a")], 0).contains("unrepaired"));
 }
+
+/// Codex's request: an MCP server's tools inside a Responses namespace, beside tools toolfit has no
+/// schema for (`web_search`, a `custom` free-form tool). The nested tool is rewritten and renamed, the
+/// others go on byte for byte; the call comes back as `name` with its `namespace`, and gets its name
+/// back (the namespace is the client's own, never renamed).
+#[test]
+fn a_call_to_a_tool_inside_a_namespace_gets_its_name_back() {
+    let web = r#"{"type":"web_search"}"#;
+    let custom = r#"{"type":"custom","name":"apply_patch","description":"d","format":{"type":"grammar","syntax":"lark","definition":"start: /.+/"}}"#;
+    let body = format!(
+        r#"{{"model":"m","input":[],"tools":[{web},{custom},{{"type":"namespace","name":"mcp__srv","description":"d","tools":[{{"type":"function","name":"get.weather","strict":false,"parameters":{{"type":"object","properties":{{"city":{{"type":"string"}}}}}}}}]}}]}}"#
+    );
+    let out = api::rewrite_body(body.as_bytes(), Format::OpenAiResponses, &crate::schema::profile::OPENAI, &Default::default()).unwrap();
+    let sent = String::from_utf8(out.body.clone().unwrap_or_default()).unwrap();
+    assert!(sent.contains(web) && sent.contains(custom), "tools without a schema go on as they came: {sent}");
+    assert!(sent.contains(r#""name":"get_weather""#) && sent.contains(r#""name":"mcp__srv""#), "{sent}");
+    let r = Reply::of(
+        out.tool_lists_of(std::borrow::Cow::Borrowed(body.as_bytes())),
+        Format::OpenAiResponses,
+        out.names.clone(),
+        &out.report,
+        true,
+        OnInvalid::Count,
+        1 << 20,
+    );
+    assert_eq!(r.tools().iter().map(|t| (t.sent.as_str(), t.name.as_str())).collect::<Vec<_>>(), [("get_weather", "get.weather")]);
+    let answer = r#"{"output":[{"type":"function_call","call_id":"c","namespace":"mcp__srv","name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}]}"#;
+    let mut t = Tally::default();
+    let fixed = String::from_utf8(r.repair_json(answer.as_bytes(), &mut t).unwrap_or_default()).unwrap();
+    assert_eq!(fixed, answer.replace("get_weather", "get.weather"));
+    assert_eq!((t.names_restored, t.calls.len()), (1, 1));
+    assert!(t.calls[0].violation.is_none(), "checked against the nested tool's schema");
+}
