@@ -11,9 +11,11 @@ pub mod nesting;
 pub mod passes;
 pub mod pattern;
 pub mod profile;
+pub mod python_re;
 pub mod report;
 pub mod target;
 pub mod types;
+pub mod unicode;
 pub mod validate;
 pub mod walk;
 

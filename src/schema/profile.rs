@@ -289,7 +289,8 @@ pub static OPENAI: Profile = Profile {
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: false }),
     json_fields: None,
     plans: unplanned(),
-    passes: &[tested!(bounds), pass!(tool_root), pass!(structure)],
+    // `regex_dialect`: OpenAI compiles every pattern with Python's re, strict or not
+    passes: &[tested!(bounds), pass!(tool_root), pass!(structure), gated!(regex_dialect)],
 };
 
 /// OpenAI strict mode, for every tool and output format that can be made strict.
@@ -303,7 +304,7 @@ pub static OPENAI_STRICT: Profile = Profile {
     json_fields: None,
     plans: unplanned(),
     // `structure` for what strict mode leaves as it was: an object it declined to close
-    passes: strict_passes![pass!(structure)],
+    passes: strict_passes![pass!(structure), gated!(regex_dialect)],
 };
 
 /// Anthropic without strict mode: a tool's root is an object and not a union.
@@ -486,6 +487,10 @@ mod tests {
                     let before: Vec<&str> = list.iter().take(i).map(|x| x.name).collect();
                     for need in pass.after {
                         assert!(before.contains(need), "{}: {} runs before {need}, which it needs", p.name, pass.name);
+                    }
+                    // the grammar subset's parser reads ECMA-262: a dialect's translation comes after it
+                    if pass.name == "patterns" {
+                        assert!(!before.contains(&"regex_dialect"), "{}: patterns runs after regex_dialect", p.name);
                     }
                 }
             }

@@ -65,6 +65,8 @@ pub struct Target {
     /// Where the server reads a tool's parameters into fixed fields and drops every other keyword
     /// without a word (Ollama): those fields. Structured output is compiled as the rest says.
     pub tool_fields: Option<ToolFields>,
+    /// The regex dialect the backend compiles `pattern` with (see [`Regex`]).
+    pub regex: Regex,
     /// Every keyword the API accepts in a schema, where it answers 400 on any other (hosted APIs):
     /// the `keywords` pass removes the rest. `None`: the API takes unknown keywords.
     pub keywords: Option<&'static [&'static str]>,
@@ -538,6 +540,18 @@ const GEMINI_JSON_KEYWORDS: &[&str] = &[
 /// What Cohere's tool-use documentation names.
 const COHERE_KEYWORDS: &[&str] = &["type", "description", "properties", "required", "items", "enum", "anyOf", "additionalProperties", "format", "title"];
 
+/// The regex dialect a backend compiles `pattern` with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Regex {
+    /// ECMA-262, as JSON Schema writes patterns (hosted APIs that take them as written; the grammar
+    /// compilers, whose subset the `patterns` pass writes).
+    Ecma,
+    /// Python's `re`: OpenAI compiles every `pattern` with it, strict or not, and answers 400 for the
+    /// whole request on one it refuses (`\p{..}`, `(?<name>`); `regex_dialect` translates them into what
+    /// both read alike. Strict mode also refuses look-around.
+    Python { look_around: bool },
+}
+
 /// Where in a document a schema sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Place {
@@ -568,6 +582,7 @@ impl Target {
         multiple_of_states: None,
         tool_fields: None,
         keywords: None,
+        regex: Regex::Ecma,
         ref_siblings: None,
         refs: Refs::Defs,
         openapi: false,
@@ -677,7 +692,8 @@ impl Target {
     /// OpenAI function tools and structured outputs without `strict` (Chat Completions, Responses):
     /// nothing enforced, but a tool's root must be an object, an array must say `items` and an object
     /// `properties` (400 `invalid_function_parameters` otherwise).
-    pub const OPENAI: Target = Target { structure: Structure::SPELLED, names: Some(Names::OPENAI), ..Target::HOSTED };
+    pub const OPENAI: Target =
+        Target { structure: Structure::SPELLED, names: Some(Names::OPENAI), regex: Regex::Python { look_around: true }, ..Target::HOSTED };
 
     /// OpenAI strict mode (`strict: true` tools, `json_schema` response formats): every object closed
     /// with every property required (optional ones nullable), the documented keywords and formats only,
@@ -687,6 +703,7 @@ impl Target {
         unenforced: &["patternProperties", "propertyNames", "minProperties", "maxProperties"],
         formats: Some(&["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"]),
         keywords: Some(OPENAI_STRICT_KEYWORDS),
+        regex: Regex::Python { look_around: false },
         ref_siblings: Some(&[]),
         root_union: false,
         structure: Structure::SPELLED,
@@ -819,6 +836,7 @@ impl Target {
             never,
             tool_fields,
             keywords,
+            regex,
             ref_siblings,
             refs,
             openapi,
@@ -850,6 +868,7 @@ impl Target {
             ("never", never != n.never),
             ("tool_fields", tool_fields != n.tool_fields),
             ("keywords", keywords != n.keywords),
+            ("regex", regex != n.regex),
             ("ref_siblings", ref_siblings != n.ref_siblings),
             ("refs", refs != n.refs),
             ("openapi", openapi != n.openapi),

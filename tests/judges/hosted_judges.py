@@ -29,7 +29,7 @@ own under ~/.cache/toolfit/hosted, built on first use) and by the documented rul
 Raw (as the corpus has them) the same requests are judged too, to show what each API would refuse.
 Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any failure.
 """
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 
 from harness.paths import ROOT, TOOLFIT
 from harness.venv import venv
@@ -199,9 +199,98 @@ def shapes(py):
             check(f"gemini shape {name} as {field}: accepted after the gemini profile", not fixed["errors"], "; ".join(fixed["errors"][:2]))
 
 
+# Claude Code 2.1.265's `Artifact` tool: every request routed to OpenAI failed with 400 "is not a 'regex'"
+# (anthropics/claude-code#92969)
+ARTIFACT = "^(?!__.*__$)[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\"\\\\./[\\]]{1,200}$"
+# strings every pattern is tried on besides its own tests: ASCII, Latin-1, other scripts, separators,
+# format characters, emoji (astral, joined), a trailing newline
+SAMPLES = ["", "a", "abc", "ABC", "abc\n", "__x__", "__x", "a b", "a/b", "a.b", 'a"b', "a\\b", "[x]", "123", "1999-12-31", "123-abc", "é", "Ünïcödé",
+           "Привет", "漢字", "x\u2028y", "x\u2029y", "\u00ad", "zero\u200bwidth", "\t\x0b\x0c\r", "\u00a0", "\u0085", "😀", "😀👍🏽", "👨‍👩‍👧", "#️⃣", "9",
+           "١٢٣", "x" * 201, "_", "foo bar", "foobar"]
+
+
+def corpus_patterns():
+    """Every distinct `pattern` string in the corpus's tools."""
+    found = set()
+
+    def walk(n):
+        if isinstance(n, dict):
+            if isinstance(n.get("pattern"), str):
+                found.add(n["pattern"])
+            for k, v in n.items():
+                if k not in ("enum", "const", "default", "examples"):
+                    walk(v)
+        elif isinstance(n, list):
+            for v in n:
+                walk(v)
+    for _, rows in by_file(corpus_tools()):
+        for row in rows:
+            walk(row)
+    return sorted(found)
+
+
+def patterns():
+    """§2.2: every pattern reaches OpenAI as one Python's re compiles, meaning what the original means
+    (ECMA-262 with the u flag): each JSON-Schema-Test-Suite 2020-12 `pattern` group with the suite's own
+    verdicts, the Artifact pattern and every corpus pattern with SAMPLES judged by Node's RegExp; through
+    `openai` (look-around kept) and `openai-strict` (compiled only: strict mode has its own matcher)."""
+    cases = []  # (label, pattern, [(string, expected or None: ask Node)])
+    for line in open(os.path.join(ROOT, "tests", "corpus", "jsts-2020-12.jsonl")):
+        g = json.loads(line)
+        sch = g["schema"]
+        if isinstance(sch, dict) and isinstance(sch.get("pattern"), str) and set(sch) <= {"$schema", "type", "pattern"}:
+            cases.append((f"JSTS {g['description']}", sch["pattern"], [(t["data"], t["valid"]) for t in g["tests"] if isinstance(t["data"], str)]))
+    for i, pat in enumerate([ARTIFACT] + corpus_patterns()):
+        cases.append(("the Artifact pattern" if i == 0 else f"corpus pattern {pat[:40]!r}", pat, [(x, None) for x in SAMPLES]))
+    asks = [(pat, [x for x, want in tests if want is None]) for _, pat, tests in cases]
+    node = subprocess.run(["node", "-e", "const a=JSON.parse(require('fs').readFileSync(0,'utf8'));"
+                           "console.log(JSON.stringify(a.map(([p,xs])=>{try{const r=new RegExp(p,'u');return xs.map(x=>r.test(x))}catch(e){return null}})))"],
+                          input=json.dumps(asks), capture_output=True, text=True)
+    said = json.loads(node.stdout) if node.returncode == 0 else []
+    check("Node judged every pattern as ECMA-262 (the u flag)", len(said) == len(cases) and all(x is not None for x in said), node.stderr[-300:])
+    if len(said) != len(cases):
+        return
+    tools = [{"type": "function", "function": {"name": f"p{i}", "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": pat}}}}}
+             for i, (_, pat, _) in enumerate(cases)]
+    # the controls: raw, Python's re refuses the Artifact pattern and reads `$` otherwise than ECMA-262
+    try:
+        re.compile(ARTIFACT)
+        refused = False
+    except re.error:
+        refused = True
+    check("control: Python's re refuses the Artifact pattern as sent", refused)
+    check("control: Python's re matches '^abc$' on 'abc\\n', which ECMA-262 does not", re.search("^abc$", "abc\n") is not None)
+    for profile in ("openai", "openai-strict"):
+        out, report = rewrite({"model": "m", "messages": [], "tools": tools}, "openai-chat", profile)
+        removed = {r["tool"] for r in report["records"] if r["kind"] == "pattern_removed" and r["lossy"]}
+        kept = compiled = agree = 0
+        for i, (label, pat, tests) in enumerate(cases):
+            got = out["tools"][i]["function"]["parameters"]["properties"]["s"].get("pattern")
+            if got is None:
+                check(f"{profile}: {label}: removed only with a lossy record", f"p{i}" in removed)
+                continue
+            kept += 1
+            try:
+                r = re.compile(got)
+            except re.error as e:
+                check(f"{profile}: {label}: compiles with Python's re", False, f"{got[:80]!r}: {e}")
+                continue
+            compiled += 1
+            if profile != "openai":
+                continue
+            answers = iter(said[i])
+            wrong = [x for x, want in tests if bool(r.search(x)) != (want if want is not None else next(answers))]
+            agree += not wrong
+            check(f"{profile}: {label}: Python's re matches as ECMA-262 does", not wrong, f"{got[:60]!r} differs on {wrong[:3]!r}")
+        check(f"{profile}: every pattern kept compiles with Python's re ({compiled} of {kept}, {len(cases) - kept} removed)", compiled == kept and kept > 0)
+        if profile == "openai":
+            check(f"openai: every pattern kept ({kept} of {len(cases)}), Artifact's included", kept == len(cases))
+
+
 def main():
     py = venv("hosted", PINS)
     negatives(py)
+    patterns()
     golden(py)
     shapes(py)
     files = by_file(corpus_tools())

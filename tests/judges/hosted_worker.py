@@ -41,9 +41,22 @@ def types_of(n):
     return set(t) if isinstance(t, list) else {t} if isinstance(t, str) else set()
 
 
-def openai_structural(s):
-    """§2.2: root an object schema; every array has `items`, every object `properties` (400 otherwise)."""
+def python_re_refuses(s):
+    """§2.2: OpenAI compiles every `pattern` with Python's re, strict or not; one it refuses is a 400."""
     errs = []
+    for p, n, _ in nodes(s):
+        if isinstance(n.get("pattern"), str):
+            try:
+                re.compile(n["pattern"])
+            except re.error as e:
+                errs.append(f"{p}: pattern is not a 'regex' for Python's re ({e}) (§2.2)")
+    return errs
+
+
+def openai_structural(s):
+    """§2.2: root an object schema; every array has `items`, every object `properties` (400 otherwise);
+    every pattern one Python's re compiles."""
+    errs = python_re_refuses(s)
     if not isinstance(s, dict) or s.get("type") != "object":
         errs.append("root is not type: object (§2.2)")
     for p, n, _ in nodes(s):
@@ -75,8 +88,9 @@ def object_depth(s, depth=0):
 
 
 def openai_strict(s):
-    """§2.1, rule by rule, then openai-agents' ensure_strict_json_schema must leave the schema as it is."""
-    errs = []
+    """§2.1, rule by rule (and §2.2's patterns), then openai-agents' ensure_strict_json_schema must leave
+    the schema as it is."""
+    errs = python_re_refuses(s)
     if not isinstance(s, dict) or s.get("type") != "object" or "anyOf" in s:
         errs.append("root must be type: object, not anyOf (§2.1 root)")
     props_total, enums_total = 0, 0

@@ -19,6 +19,7 @@ pub mod prefix_items;
 pub mod property_names;
 pub mod refs;
 pub mod refs_listed;
+pub mod regex_dialect;
 pub mod repetition;
 pub mod root_union;
 pub mod strict_objects;
