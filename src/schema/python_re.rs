@@ -71,6 +71,10 @@ pub fn translate_with(pattern: &str, look: LookAround) -> Result<String, Unsuppo
     let mut class: Option<usize> = None; // where the open class's items start in `out`
     while let Some(&c) = s.get(i) {
         i += 1;
+        // bounded as it grows: each written-out class can add kilobytes
+        if out.len() > MAX_LEN {
+            return Err(Unsupported::Feature(format!("written out, longer than {MAX_LEN} bytes")));
+        }
         match c {
             '\\' => {
                 let (set, text, used) = escape(&s, i, class.is_some(), &groups)?;
@@ -359,5 +363,7 @@ mod tests {
         assert!(matches!(translate("[a"), Err(Unsupported::Invalid(_))));
         assert!(matches!(translate("\\k<nope>(a)"), Err(Unsupported::Invalid(_))));
         assert!(matches!(translate(&"a".repeat(MAX_LEN + 1)), Err(Unsupported::Feature(_))));
+        // growth is bounded while the output is written, not after
+        assert!(matches!(translate(&"\\p{L}".repeat(10_000)), Err(Unsupported::Feature(_))));
     }
 }
