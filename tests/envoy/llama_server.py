@@ -106,8 +106,8 @@ def bounded():
 class Server:
     """One llama-server process on loopback; restarted when a request kills it."""
 
-    def __init__(self, binary, model_path, threads):
-        self.binary, self.model, self.threads = binary, model_path, threads
+    def __init__(self, binary, model_path, threads, flags=()):
+        self.binary, self.model, self.threads, self.flags = binary, model_path, threads, list(flags)
         self.log = tempfile.NamedTemporaryFile(prefix="llama-server-", suffix=".log", delete=False)
         self.port = runner.free_port()
         self.proc = None
@@ -115,7 +115,7 @@ class Server:
 
     def start(self):
         self.proc = subprocess.Popen([self.binary, "-m", self.model, "--jinja", "--host", "127.0.0.1", "--port", str(self.port),
-                                      "-t", str(self.threads), "-c", "32768", "-np", "1", "--seed", "1"],
+                                      "-t", str(self.threads), "-c", "32768", "-np", "1", "--seed", "1", *self.flags],
                                      stdout=self.log, stderr=subprocess.STDOUT, preexec_fn=bounded)
         end = time.time() + 60
         while time.time() < end and self.proc.poll() is None:
