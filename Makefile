@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm lint load fuzz digest mutants test check test-agents test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: build extproc wasm lint load fuzz digest mutants test check test-agents test-clis test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -88,6 +88,12 @@ test-llama-server: build wasm
 # Envoy with toolfit; prints the agent table. RUNS=n turns per framework and server (default 4).
 test-agents: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/mcp_agents.py $(if $(RUNS),--runs $(RUNS))
+
+# The coding agents from npm (Claude Code, Codex, Gemini CLI, opencode; pinned in agent_clis.py, cached
+# in ~/.cache/toolfit/clis) with real MCP servers, raw and through both deliveries, against llama-server
+# and the hosted APIs' judging doubles: the README's agent CLI table. ONLY=claude,codex picks CLIs.
+test-clis: build wasm
+	PYTHONPATH=tests $$(scripts/venv.sh)/bin/python tests/envoy/agent_clis.py $(if $(ONLY),--only $(ONLY))
 
 # deploy/ rendered and validated (Kubernetes, Istio, Gateway API, Prometheus Operator models; the CRD
 # subsets in tests/deploy/), its EnvoyFilters run in Envoy, and the placement contract before an

@@ -16,7 +16,7 @@ use common::best_of;
 fn reply(repairs: bool) -> Reply {
     let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"tags":{"type":"array","items":{"type":"string"}},"n":{"type":"integer"}},"required":["q","tags"]}"#;
     let (sent, name) = if repairs { ("gh_search", "gh.search") } else { ("gh_search", "gh_search") };
-    let tool = Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: Vec::new(), keys: Vec::new() };
+    let tool = Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: Vec::new(), keys: Vec::new(), namespace: None };
     Reply::with_tools(Format::OpenAiChat, vec![tool], true, OnInvalid::Count, 16 << 20)
 }
 

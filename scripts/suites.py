@@ -45,6 +45,7 @@ def tiers():
             ("extproc", ["python3", "tests/envoy/extproc.py"]),
             ("llama-server", [py, "tests/envoy/llama_server.py"]),
             ("agents", [py, "tests/envoy/mcp_agents.py"]),
+            ("agent CLIs", [py, "tests/envoy/agent_clis.py"]),
             ("deploy", [py, "tests/envoy/deploy.py"]),
             ("placement", ["sh", "-c", f"cargo build --release --workspace --example epp_standin && exec {py} tests/envoy/placement.py"]),
             ("fuzz", ["scripts/fuzz.sh", "20"]),

@@ -8,6 +8,7 @@ pub mod convert;
 mod defs;
 mod edit;
 pub mod format;
+pub mod lift;
 mod locate;
 mod members;
 pub mod names;
@@ -178,19 +179,41 @@ fn rewrite_placed(body: &[u8], format: Format, profile: &'static Profile, opts: 
     let mut out = rewrite_schemas(body, format, profile, opts, cache)?;
     // names last, over the body as rewritten: schema edits never touch a name, and a body whose
     // names are all valid costs one scan of its tool list
-    let Some(rule) = profile.target.names else { return Ok(out) };
+    if let Some(rule) = profile.target.names {
+        if let Some(map) = apply(&mut out, body, &|t| names::plan(t, format, &rule))? {
+            out.names = map;
+        }
+    }
+    // namespaces after names, over the body as it goes: a lifted tool's name is the one sent
+    if let Some(mut map) = apply(&mut out, body, &|t| lift::plan(t, format, profile.target.namespaces))? {
+        // the client's names: a name the API refused was renamed before it was lifted
+        for l in &mut map.lifted {
+            if let Some(o) = out.names.original(&l.name) {
+                l.name = o.to_string();
+            }
+        }
+        out.names.lifted = map.lifted;
+    }
+    Ok(out)
+}
+
+/// What a plan over a whole body gives: its edits, the names it changed, its records.
+type Plan = (Vec<Edit>, names::NameMap, Report);
+
+/// A plan over the body as it goes (rewritten, else as it came) applied to it: its edits spliced in,
+/// its records added; its map returned. One copy for both plans (Wasm size).
+#[inline(never)]
+fn apply(out: &mut BodyOutcome, body: &[u8], plan: &dyn Fn(&str) -> Option<Plan>) -> Result<Option<names::NameMap>, Skip> {
     let text = match &out.body {
         Some(b) => skim::text(b).ok_or(Skip::NotJson)?,
         None => skim::text(body).ok_or(Skip::NotJson)?,
     };
-    if let Some((edits, map, report)) = names::plan(text, format, &rule) {
-        if !edits.is_empty() {
-            out.body = Some(splice(text, edits).into_bytes());
-        }
-        out.report.extend(report);
-        out.names = map;
+    let Some((edits, map, report)) = plan(text) else { return Ok(None) };
+    if !edits.is_empty() {
+        out.body = Some(splice(text, edits).into_bytes());
     }
-    Ok(out)
+    out.report.extend(report);
+    Ok(Some(map))
 }
 
 fn rewrite_schemas(

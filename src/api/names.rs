@@ -14,19 +14,23 @@ use crate::schema::target::Names;
 use crate::schema::{Kind, Record, Report};
 use std::collections::{HashMap, HashSet};
 
-/// Names sent in place of the originals: `(sent, original)`.
+/// Names sent in place of the originals: `renamed` as `(sent, original)`, and the tools lifted out of
+/// a namespace (see [`super::lift`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NameMap(pub Vec<(String, String)>);
+pub struct NameMap {
+    pub renamed: Vec<(String, String)>,
+    pub lifted: Vec<super::lift::Lifted>,
+}
 
 impl NameMap {
     pub fn original<'s>(&'s self, sent: &str) -> Option<&'s str> {
-        self.0.iter().find(|(s, _)| s == sent).map(|(_, o)| o.as_str())
+        self.renamed.iter().find(|(s, _)| s == sent).map(|(_, o)| o.as_str())
     }
     pub fn sent<'s>(&'s self, original: &str) -> Option<&'s str> {
-        self.0.iter().find(|(_, o)| o == original).map(|(s, _)| s.as_str())
+        self.renamed.iter().find(|(_, o)| o == original).map(|(s, _)| s.as_str())
     }
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.renamed.is_empty() && self.lifted.is_empty()
     }
 }
 
@@ -64,7 +68,7 @@ pub fn plan(text: &str, format: Format, rule: &Names) -> Option<(Vec<Edit>, Name
         taken.insert(sent.clone());
         report.push(Record { tool: n.clone(), path: String::new(), kind: Kind::NameMapped, detail: format!("sent as {sent:?}: the API refuses the name") });
         by_original.insert(n.clone(), sent.clone());
-        map.0.push((sent, n.clone()));
+        map.renamed.push((sent, n.clone()));
     }
     let mut edits = Vec::new();
     let again = values(top, d.mentioned);
@@ -91,7 +95,7 @@ mod tests {
             "tool_choice":{"type":"function","function":{"name":"github.create_issue"}},
             "messages":[{"role":"assistant","tool_calls":[{"id":"1","function":{"name":"github.create_issue","arguments":"{}"}}]}]}"#;
         let (edits, map, report) = plan(body, Format::OpenAiChat, &Names::OPENAI).unwrap();
-        assert_eq!(map.0, vec![("github_create_issue".to_string(), "github.create_issue".to_string())]);
+        assert_eq!(map.renamed, vec![("github_create_issue".to_string(), "github.create_issue".to_string())]);
         assert_eq!(edits.len(), 3);
         let out = apply(body, &edits);
         assert!(!out.contains("github.create_issue") && out.matches("github_create_issue").count() == 3, "{out}");
@@ -111,7 +115,7 @@ mod tests {
             let (_, map, _) = plan(&body, Format::Anthropic, &rule).unwrap();
             let (_, again, _) = plan(&body, Format::Anthropic, &rule).unwrap();
             assert_eq!(map, again);
-            let mut sent: Vec<&str> = map.0.iter().map(|(s, _)| s.as_str()).collect();
+            let mut sent: Vec<&str> = map.renamed.iter().map(|(s, _)| s.as_str()).collect();
             sent.push("a_b");
             assert!(sent.iter().all(|s| rule.allows(s)), "{sent:?}");
             let unique: HashSet<&&str> = sent.iter().collect();
@@ -129,7 +133,7 @@ mod tests {
     fn gemini_names_start_with_a_letter_and_keep_dots() {
         let body = r#"{"tools":[{"functionDeclarations":[{"name":"9lives"},{"name":"ns:tool.v1"}]}],"contents":[{"parts":[{"functionCall":{"name":"9lives","args":{}}}]}]}"#;
         let (edits, map, _) = plan(body, Format::Gemini, &Names::GEMINI).unwrap();
-        assert_eq!(map.0, vec![("_9lives".to_string(), "9lives".to_string())]);
+        assert_eq!(map.renamed, vec![("_9lives".to_string(), "9lives".to_string())]);
         assert_eq!(edits.len(), 2);
     }
 }

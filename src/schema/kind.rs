@@ -160,6 +160,11 @@ kinds! {
     /// everywhere the request names it (tool choice, earlier calls); the response gets the original
     /// name back (`names_restored`). Changes the body, not the schema.
     NameMapped = "name_mapped", lossy = false;
+    /// A tool the client declared inside a Responses API namespace (Codex's MCP tools) was sent as a
+    /// top-level function tool named `<namespace>__<name>`, for a server that reads no tool inside a
+    /// namespace (llama-server's `/v1/responses`); earlier calls in `input` follow, and the response's
+    /// calls get `name` and `namespace` back (`names_restored`). Changes the body, not the schema.
+    NamespaceLifted = "namespace_lifted", lossy = false;
     /// A property name the API refuses in a tool's parameters (Gemini's `parameters` take
     /// `[A-Za-z0-9_]`, a letter or `_` first, 64 at most; MCP tools use `-` and `.`) was sent under a
     /// valid name unique in the tool, everywhere the schema names it (`properties`, `required`,

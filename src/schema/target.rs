@@ -97,6 +97,20 @@ pub struct Target {
     /// allows (Gemini's `parameters`: no `-` or `.`): such a property is sent under a valid name and
     /// the call's arguments get the original key back.
     pub property_names: Option<Names>,
+    /// Whether the server reads the tools inside a Responses API namespace (what Codex sends its MCP
+    /// tools in), or skips them so they must be lifted to the top-level list (see `api::lift`).
+    pub namespaces: Namespaces,
+}
+
+/// How a server reads the tools inside an OpenAI Responses `namespace` tool.
+#[derive(Debug, PartialEq, Eq, Clone, Copy)]
+pub enum Namespaces {
+    /// As the API defines them (the hosted APIs; also where a server's reading is not known).
+    Read,
+    /// Not at all: llama-server 2026-10's `/v1/responses` keeps only `type: "function"` tools
+    /// (tools/server/server-chat.cpp). Each is sent as a top-level function tool named
+    /// `<namespace>__<name>`, and its calls come back as `name` beside `namespace`.
+    Lift,
 }
 
 /// Which function names an API accepts: 1 to `max_len` ASCII letters, digits and `extra` characters,
@@ -593,6 +607,7 @@ impl Target {
         strict_tools: None,
         names: None,
         property_names: None,
+        namespaces: Namespaces::Read,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -609,12 +624,13 @@ impl Target {
         counts_need_room: true,
         versioned: true,
         reserved_names: LLAMA_CPP_RULES,
+        namespaces: Namespaces::Lift,
         ..Target::GRAMMAR
     };
 
     /// Ollama: `format` is compiled by the llama.cpp converter it vendors (the route's `llama_cpp_since`
     /// names that release); tools are never compiled, only read into fixed fields.
-    pub const OLLAMA: Target = Target { tool_description: false, tool_fields: Some(ToolFields::OLLAMA), ..Target::LLAMA_CPP };
+    pub const OLLAMA: Target = Target { tool_description: false, tool_fields: Some(ToolFields::OLLAMA), namespaces: Namespaces::Read, ..Target::LLAMA_CPP };
 
     /// xgrammar as vLLM runs it (`strict_mode`, the formats vLLM's pre-check lets through). It ignores
     /// `allOf` of two or more branches (merged by `all_of`), the relational keywords, and lengths beside
@@ -847,6 +863,7 @@ impl Target {
             strict_tools,
             names,
             property_names,
+            namespaces,
         } = *self;
         let n = Target::JSON_SCHEMA;
         let set = [
@@ -879,6 +896,7 @@ impl Target {
             ("strict_tools", strict_tools != n.strict_tools),
             ("names", names != n.names),
             ("property_names", property_names != n.property_names),
+            ("namespaces", namespaces != n.namespaces),
         ];
         set.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect()
     }

@@ -30,7 +30,7 @@ pub const FORMAT: Descriptor = Descriptor {
 
 /// `convert --to anthropic`: `input_schema`, strict with `--strict-tools`.
 const CONVERT: &[Convert] =
-    &[Convert { name: "anthropic", profile: &profile::ANTHROPIC, strict: Some(&profile::ANTHROPIC_STRICT), tool, list: Convert::array }];
+    converts!(&[Convert { name: "anthropic", profile: &profile::ANTHROPIC, strict: Some(&profile::ANTHROPIC_STRICT), tool, list: Convert::array }]);
 
 fn tool(t: &McpTool) -> Value {
     let mut f = t.head();

@@ -27,8 +27,13 @@ pub const FORMAT: Descriptor = Descriptor {
 };
 
 /// `convert --to cohere`: chat function tools.
-const CONVERT: &[Convert] =
-    &[Convert { name: "cohere", profile: &crate::schema::profile::COHERE, strict: None, tool: super::openai_chat::function_tool, list: Convert::array }];
+const CONVERT: &[Convert] = converts!(&[Convert {
+    name: "cohere",
+    profile: &crate::schema::profile::COHERE,
+    strict: None,
+    tool: super::openai_chat::function_tool,
+    list: Convert::array
+}]);
 
 pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
     for rf in top.all("response_format") {

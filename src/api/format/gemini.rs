@@ -47,7 +47,7 @@ pub const FORMAT: Descriptor = Descriptor {
 
 /// `convert --to gemini` (`parameters`) and `gemini-json` (`parametersJsonSchema`): the declarations in
 /// one `functionDeclarations` entry.
-const CONVERT: &[Convert] = &[
+const CONVERT: &[Convert] = converts!(&[
     Convert { name: "gemini", profile: &crate::schema::profile::GEMINI, strict: None, tool: |t| declaration(t, "parameters"), list: declarations },
     Convert {
         name: "gemini-json",
@@ -56,7 +56,7 @@ const CONVERT: &[Convert] = &[
         tool: |t| declaration(t, "parametersJsonSchema"),
         list: declarations,
     },
-];
+]);
 
 fn declaration(t: &McpTool, key: &str) -> Value {
     let mut f = t.head();

@@ -28,7 +28,7 @@ pub const FORMAT: Descriptor = Descriptor {
 };
 
 /// `convert --to mcp`: the tools as an MCP server would list them, rewritten by the `mcp` profile.
-const CONVERT: &[Convert] = &[Convert { name: "mcp", profile: &crate::schema::profile::MCP, strict: None, tool, list: Convert::array }];
+const CONVERT: &[Convert] = converts!(&[Convert { name: "mcp", profile: &crate::schema::profile::MCP, strict: None, tool, list: Convert::array }]);
 
 fn tool(t: &McpTool) -> Value {
     let mut o = t.head();

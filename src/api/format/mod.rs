@@ -6,6 +6,19 @@
 //!
 //! Adding a format is a module here, a [`Format`] variant and a line in [`ALL`].
 
+/// A format's `convert` lists: what `toolfit convert` writes. The Wasm filter never converts, and
+/// leaves them (and the tool writers they point to, 5.6 KB) out of the module: the branch a constant
+/// does not take is not linked.
+macro_rules! converts {
+    ($list:expr) => {
+        if cfg!(target_family = "wasm") {
+            &[]
+        } else {
+            $list
+        }
+    };
+}
+
 pub mod anthropic;
 pub mod cohere;
 pub mod gemini;

@@ -27,8 +27,13 @@ pub const FORMAT: Descriptor = Descriptor {
 };
 
 /// `convert --to ollama`: chat function tools.
-const CONVERT: &[Convert] =
-    &[Convert { name: "ollama", profile: &crate::schema::profile::OLLAMA, strict: None, tool: super::openai_chat::function_tool, list: Convert::array }];
+const CONVERT: &[Convert] = converts!(&[Convert {
+    name: "ollama",
+    profile: &crate::schema::profile::OLLAMA,
+    strict: None,
+    tool: super::openai_chat::function_tool,
+    list: Convert::array
+}]);
 
 pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
     for f in top.all("format") {

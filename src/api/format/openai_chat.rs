@@ -32,7 +32,7 @@ pub const FORMAT: Descriptor = Descriptor {
 
 /// `convert --to openai`: chat function tools, strict with `--strict-tools`.
 const CONVERT: &[Convert] =
-    &[Convert { name: "openai", profile: &profile::OPENAI, strict: Some(&profile::OPENAI_STRICT), tool: function_tool, list: Convert::array }];
+    converts!(&[Convert { name: "openai", profile: &profile::OPENAI, strict: Some(&profile::OPENAI_STRICT), tool: function_tool, list: Convert::array }]);
 
 /// An MCP tool as a chat function tool (OpenAI, Ollama and Cohere declare tools so).
 pub fn function_tool(t: &McpTool) -> Value {

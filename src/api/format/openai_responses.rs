@@ -36,7 +36,7 @@ pub const FORMAT: Descriptor = Descriptor {
 /// `convert --to openai-responses`: flat function tools; the Responses API reads a tool without
 /// `strict` as strict, so the profile states it.
 const CONVERT: &[Convert] =
-    &[Convert { name: "openai-responses", profile: &profile::OPENAI, strict: Some(&profile::OPENAI_STRICT), tool, list: Convert::array }];
+    converts!(&[Convert { name: "openai-responses", profile: &profile::OPENAI, strict: Some(&profile::OPENAI_STRICT), tool, list: Convert::array }]);
 
 fn tool(t: &McpTool) -> Value {
     let mut o = serde_json::Map::new();

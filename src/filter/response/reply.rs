@@ -27,6 +27,9 @@ pub struct Tool {
     pub lossy: Vec<String>,
     /// Property names sent in place of ones the API refuses: (sent, original), unique in the tool.
     pub keys: Vec<(String, String)>,
+    /// The namespace the client declared it in, where it was sent lifted out of it (`api::lift`):
+    /// its calls get `namespace` back beside the name.
+    pub namespace: Option<String>,
 }
 
 /// Everything the response needs from its request.
@@ -63,19 +66,31 @@ struct Source {
 
 impl Source {
     fn read(&self, format: Format) -> Vec<Tool> {
-        let sent: HashMap<&str, &str> = self.names.0.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
-        let sites = api::skim::text(&self.lists).map(|t| api::locate_tools(t, format)).unwrap_or_default();
-        sites
-            .iter()
-            .map(|s| Tool {
-                sent: sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool).to_string(),
-                name: s.tool.clone(),
-                schema: s.raw.get().to_string(),
-                nulls: self.nullable.as_ref().is_none_or(|n| n.contains(&s.tool)),
-                lossy: self.lossy.get(&s.tool).cloned().unwrap_or_default(),
-                keys: self.keys.get(&s.tool).cloned().unwrap_or_default(),
-            })
-            .collect()
+        let sent: HashMap<&str, &str> = self.names.renamed.iter().map(|(s, o)| (o.as_str(), s.as_str())).collect();
+        let text = api::skim::text(&self.lists);
+        let sites = text.map(|t| api::locate_tools(t, format)).unwrap_or_default();
+        let mut tools: Vec<Tool> = sites.iter().map(|s| self.tool(sent.get(s.tool.as_str()).copied().unwrap_or(&s.tool), &s.tool, s.raw.get(), None)).collect();
+        // a lifted tool is known by its namespace too: two namespaces may each have a `search`
+        if let (false, Some(t)) = (self.names.lifted.is_empty(), text) {
+            let schemas = api::lift::schemas(t, format);
+            for l in &self.names.lifted {
+                let schema = schemas.iter().find(|(ns, n, _)| *ns == l.namespace && *n == l.name).map_or("{}", |(_, _, s)| s.as_str());
+                tools.push(self.tool(&l.sent, &l.name, schema, Some(l.namespace.clone())));
+            }
+        }
+        tools
+    }
+
+    fn tool(&self, sent: &str, name: &str, schema: &str, namespace: Option<String>) -> Tool {
+        Tool {
+            sent: sent.to_string(),
+            name: name.to_string(),
+            schema: schema.to_string(),
+            nulls: self.nullable.as_ref().is_none_or(|n| n.contains(name)),
+            lossy: self.lossy.get(name).cloned().unwrap_or_default(),
+            keys: self.keys.get(name).cloned().unwrap_or_default(),
+            namespace,
+        }
     }
 }
 
@@ -92,6 +107,21 @@ pub(super) enum Seen {
 pub(super) struct Fixed {
     pub(super) name: Option<String>,
     pub(super) args: Option<String>,
+    /// The namespace the name goes back into (a tool lifted out of one).
+    pub(super) namespace: Option<String>,
+}
+
+impl Fixed {
+    /// What the name's JSON string is replaced with: the client's name and, for a tool lifted out
+    /// of a namespace, a `namespace` member after it (the call's object, or the stream event's).
+    pub(super) fn name_text(&self) -> Option<String> {
+        let mut name = quoted(self.name.as_ref()?);
+        if let Some(ns) = &self.namespace {
+            name.push_str(",\"namespace\":");
+            name.push_str(&quoted(ns));
+        }
+        Some(name)
+    }
 }
 
 /// Gives every object key in `v` that is a sent property name its original back (the names are
@@ -209,6 +239,7 @@ impl Reply {
         };
         if tool.sent != tool.name {
             out.name = Some(tool.name.clone());
+            out.namespace = tool.namespace.clone();
             tally.names_restored += 1;
         }
         let args = if args.trim().is_empty() { "{}" } else { args };
@@ -260,8 +291,8 @@ impl Reply {
                     (None, _) => "{}".to_string(),
                 };
                 let fixed = self.fix(&name, &args, seen, tally);
-                if let (Some(new), Some(at)) = (fixed.name, raw::offset(text, name_v.get())) {
-                    edits.push(api::Edit::new(at, at + name_v.get().len(), quoted(&new)));
+                if let (Some(new), Some(at)) = (fixed.name_text(), raw::offset(text, name_v.get())) {
+                    edits.push(api::Edit::new(at, at + name_v.get().len(), new));
                 }
                 if let (Some(new), Some(a)) = (fixed.args, args_v) {
                     if let Some(at) = raw::offset(text, a.get()) {

@@ -353,13 +353,13 @@ impl Stream {
                     continue;
                 }
                 let Some((_, fixed)) = done.iter().find(|(k, _)| *k == key) else { continue };
-                let Some(new) = (if name { fixed.name.as_ref() } else { fixed.args.as_ref() }) else { continue };
+                let Some(new) = (if name { fixed.name_text() } else { fixed.args.as_deref().map(quoted) }) else { continue };
                 let seen = if name { &mut seen_name } else { &mut seen_args };
                 let first = whole || !seen.contains(&key);
                 if !whole {
                     seen.push(key);
                 }
-                edits.push(api::Edit::new(h.json_at + a, h.json_at + b, if first { quoted(new) } else { "\"\"".into() }));
+                edits.push(api::Edit::new(h.json_at + a, h.json_at + b, if first { new } else { "\"\"".into() }));
             }
             if edits.is_empty() {
                 out.extend_from_slice(h.text.as_bytes());

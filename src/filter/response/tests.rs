@@ -15,7 +15,15 @@ fn reply(format: Format, names: &[(&str, &str)], nulls: bool) -> Reply {
     let schema = r#"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":"integer"}},"required":["q"]}"#;
     let tools = names
         .iter()
-        .map(|(sent, name)| Tool { sent: sent.to_string(), name: name.to_string(), schema: schema.into(), nulls, lossy: Vec::new(), keys: Vec::new() })
+        .map(|(sent, name)| Tool {
+            sent: sent.to_string(),
+            name: name.to_string(),
+            schema: schema.into(),
+            nulls,
+            lossy: Vec::new(),
+            keys: Vec::new(),
+            namespace: None,
+        })
         .collect();
     let mut r = Reply::with_tools(format, tools, true, OnInvalid::Count, 1 << 20);
     r.route = "r".into();
@@ -249,7 +257,7 @@ fn gzip_streams_are_repaired_decoded_or_passed_compressed() {
 fn gemini_argument_keys_get_their_original_names_back() {
     let schema = r#"{"type":"object","properties":{"issue-key":{"type":"string"},"page":{"type":"object","properties":{"per.page":{"type":"integer"}}}},"required":["issue-key"]}"#;
     let keys = vec![("issue_key".to_string(), "issue-key".to_string()), ("per_page".to_string(), "per.page".to_string())];
-    let tool = Tool { sent: "jira".into(), name: "jira".into(), schema: schema.into(), nulls: false, lossy: Vec::new(), keys };
+    let tool = Tool { sent: "jira".into(), name: "jira".into(), schema: schema.into(), nulls: false, lossy: Vec::new(), keys, namespace: None };
     let r = Reply::with_tools(Format::Gemini, vec![tool], true, OnInvalid::Count, 1 << 20);
     assert!(r.repairs());
     let body = r#"{"candidates":[{"content":{"parts":[{"functionCall":{"name":"jira","args":{"issue_key":"AB-1","page":{"per_page":5}}}}]}}]}"#;
@@ -380,7 +388,7 @@ fn a_held_json_response_comes_out_repaired_whole_without_its_length() {
 #[test]
 fn reject_answers_502_with_the_tool_and_pauses_until_the_end() {
     let schema = r#"{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}"#;
-    let tool = Tool { sent: "s".into(), name: "s".into(), schema: schema.into(), nulls: false, lossy: vec![], keys: vec![] };
+    let tool = Tool { sent: "s".into(), name: "s".into(), schema: schema.into(), nulls: false, lossy: vec![], keys: vec![], namespace: None };
     let mut r = Reply::with_tools(Format::OpenAiChat, vec![tool], true, OnInvalid::Reject, 1 << 20);
     (r.route, r.profile) = ("r".into(), "p");
     let body = r#"{"choices":[{"message":{"tool_calls":[{"function":{"name":"s","arguments":"{}"}}]}}]}"#;
@@ -645,4 +653,43 @@ fn a_call_to_a_tool_inside_a_namespace_gets_its_name_back() {
     assert_eq!(fixed, answer.replace("get_weather", "get.weather"));
     assert_eq!((t.names_restored, t.calls.len()), (1, 1));
     assert!(t.calls[0].violation.is_none(), "checked against the nested tool's schema");
+}
+
+/// Codex against llama-server: the namespace's tools go as top-level function tools (`api::lift`), and
+/// a call to one comes back, plain or streamed, under its own name with its namespace beside it, which
+/// is how Codex finds the MCP tool; checked against the nested tool's schema.
+#[test]
+fn a_call_to_a_lifted_tool_gets_its_name_and_namespace_back() {
+    let body = r#"{"model":"m","input":[],"tools":[{"type":"function","name":"exec","parameters":{"type":"object"}},{"type":"namespace","name":"mcp__time","description":"d","tools":[{"type":"function","name":"now","strict":false,"parameters":{"type":"object","properties":{"tz":{"type":"string"}},"required":["tz"]}}]}]}"#;
+    let out = api::rewrite_body(body.as_bytes(), Format::OpenAiResponses, &crate::schema::profile::LLAMA_CPP, &Default::default()).unwrap();
+    let sent: serde_json::Value = serde_json::from_slice(&out.body.clone().unwrap_or_default()).unwrap_or_default();
+    assert_eq!(sent["tools"][1]["name"], "mcp__time__now", "{sent}");
+    assert_eq!(out.report.counters.get(&crate::schema::Kind::NamespaceLifted), Some(&1));
+    let r = Reply::of(
+        out.tool_lists_of(std::borrow::Cow::Borrowed(body.as_bytes())),
+        Format::OpenAiResponses,
+        out.names.clone(),
+        &out.report,
+        true,
+        OnInvalid::Count,
+        1 << 20,
+    );
+    assert!(r.repairs());
+    let answer = r#"{"output":[{"type":"function_call","call_id":"c","name":"mcp__time__now","arguments":"{\"tz\":\"UTC\"}"}]}"#;
+    let mut t = Tally::default();
+    let fixed = String::from_utf8(r.repair_json(answer.as_bytes(), &mut t).unwrap_or_default()).unwrap_or_default();
+    assert_eq!(fixed, answer.replace(r#""mcp__time__now""#, r#""now","namespace":"mcp__time""#));
+    assert_eq!((t.names_restored, t.calls.len()), (1, 1));
+    assert!(t.calls[0].violation.is_none());
+    // streamed: every event that names the call says its name and namespace, split anywhere
+    let stream = concat!(
+        "event: response.output_item.added\ndata: {\"type\":\"response.output_item.added\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"mcp__time__now\",\"arguments\":\"\"}}\n\n",
+        "event: response.function_call_arguments.delta\ndata: {\"type\":\"response.function_call_arguments.delta\",\"output_index\":0,\"delta\":\"{\\\"tz\\\":3}\"}\n\n",
+        "event: response.output_item.done\ndata: {\"type\":\"response.output_item.done\",\"output_index\":0,\"item\":{\"type\":\"function_call\",\"name\":\"mcp__time__now\",\"arguments\":\"{\\\"tz\\\":3}\"}}\n\n",
+        "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"output\":[{\"type\":\"function_call\",\"name\":\"mcp__time__now\",\"arguments\":\"{\\\"tz\\\":3}\"}]}}\n\n",
+    );
+    let (out, t) = every_split(&r, Events::Sse, stream);
+    assert_eq!(out, stream.replace("\"mcp__time__now\"", "\"now\",\"namespace\":\"mcp__time\""));
+    assert_eq!((t.names_restored > 0, t.calls.len()), (true, 1));
+    assert_eq!(t.calls[0].violation.as_ref().map(|v| v.instance.as_str()), Some("/tz"), "checked against the nested tool's schema");
 }
