@@ -10,6 +10,10 @@ Upstream, one of:
 AGENT=1 (`make demo AGENT=1`, implies LLAMA=local): after the example, an agent loop as users run it
 (openai-agents with its MCPServerStdio) lists the tools of a real MCP server (mcp-server-time from PyPI,
 in ~/.cache/toolfit/agents) and the model behind Envoy calls one; the MCP server runs it.
+AGENT=claude, codex or opencode (`make demo AGENT=claude`): that coding agent's CLI (from npm, pinned in
+tests/envoy/agent_clis.py, cached in ~/.cache/toolfit/clis) with real MCP servers (server-everything,
+mcp-server-time) runs one turn against llama-server through Envoy and toolfit: the demo prints one MCP
+tool as the CLI sent it and as llama-server received it, and the tool the model called and the CLI ran.
 Every run prints the schema as sent beside the schema the model server received, the call that came
 back, and the counters that moved. Envoy listens on $PORT (10000), admin on $ADMIN_PORT (9901).
 `--once` sends the example request, prints, and stops (used by the tests).
@@ -57,7 +61,7 @@ def get(url):
         return r.read().decode()
 
 
-def start_llama_server():
+def start_llama_server(context=8192):
     """llama-server 2026-10 with the tiny model, on a free loopback port (built and written on first use)."""
     from harness.paths import load
     tiny_model = load("scripts/tiny_model.py")
@@ -68,7 +72,8 @@ def start_llama_server():
     model = tiny_model.cached(version, "qwen2.5")
     port = pick(0)
     log = os.path.join(tempfile.mkdtemp(prefix="toolfit-demo-llama-"), "llama-server.log")
-    p = subprocess.Popen([binary, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", str(port), "-t", "2", "-c", "8192", "--seed", "1"],
+    p = subprocess.Popen([binary, "-m", model, "--jinja", "--host", "127.0.0.1", "--port", str(port), "-t", "2", "--seed", "1",
+                          "--override-kv", f"qwen2.context_length=int:{context}", "-c", str(context)],
                          stdout=open(log, "w"), stderr=subprocess.STDOUT)
     p.port, p.log_path = port, log
     return p
@@ -109,6 +114,48 @@ def run_agent(port):
     print()
 
 
+CLIS = ("claude", "codex", "opencode")
+
+
+def run_cli(cli, port, inner):
+    """One turn of the coding agent `cli` against Envoy on `port` (a tap in front, so the demo sees what it sent)."""
+    import agent_clis, mcp_agents
+    from harness.venv import venv
+    print(f"A coding agent: {cli} ({agent_clis.CLIS[cli]}) with server-everything and mcp-server-time, the model through Envoy and toolfit", flush=True)
+    bins = agent_clis.install()
+    py = venv("agents", mcp_agents.PINS)
+    servers = {n: c for n, c in agent_clis.mcp_servers(mcp_agents.npm_servers(), py, tempfile.mkdtemp()).items() if n != "filesystem"}
+    outer = agent_clis.Tap(port, force=False)
+    n0 = len(inner.seen)
+    code, out, err = agent_clis.run_cli(cli, bins, f"http://127.0.0.1:{outer.port}", servers, "tiny")
+    outer.shutdown()
+    first = lambda seen: next((x for x in seen if x["body"] and agent_clis.functions(x["fmt"], x["body"])), None)
+    a, b = first(outer.seen), first(inner.seen[n0:])
+    if a and b:
+        before = {(n, ns): s for n, ns, s, _ in agent_clis.functions(a["fmt"], a["body"])}
+        after = {(n, ns): s for n, ns, s, _ in agent_clis.functions(b["fmt"], b["body"])}
+        print(f"\n  {cli} sent {len(before)} tools in its first request ({a['path']}); llama-server received {len(after)}")
+        # one MCP tool toolfit changed (its name may have moved out of a namespace too)
+        # an MCP tool whose schema toolfit changed, else one it lifted out of a namespace (Codex)
+        shown = None
+        for wanted in ("changed", "lifted"):
+            for (n, ns), s in before.items():
+                lifted = (f"{ns}__{n}", None) if ns else None
+                got = after.get((n, ns)) if (n, ns) in after else after.get(lifted) if lifted else None
+                mcp = (ns or "").startswith("mcp__") or n.startswith("mcp__") or "everything" in n
+                if shown is None and got is not None and mcp and (got != s if wanted == "changed" else lifted in after):
+                    shown = ((n, ns), s, got, lifted[0] if lifted and lifted in after else n)
+        if shown:
+            (n, ns), s, got, sent_as = shown
+            print(f"\n  the MCP tool {n!r}{f' in namespace {ns!r}' if ns else ''} as {cli} sent it:\n\n    {json.dumps(s)[:900]}")
+            print(f"\n  as llama-server received it{f' (as {sent_as!r}, a top-level function tool)' if sent_as != n else ''}:\n\n    {json.dumps(got)[:900]}")
+    ran, result, text = agent_clis.transcript(cli, out)
+    print(f"\n  {cli} exited {code}; it ran {', '.join(ran) or 'no tool'}{' and sent the result back to the model' if any(x['body'] and agent_clis.has_result(x['fmt'], x['body']) for x in inner.seen[n0:]) else ''}")
+    if code != 0:
+        print("  " + (err[-600:] or out[-600:]))
+    print()
+
+
 def wait_health(port, seconds=60):
     end = time.time() + seconds
     while time.time() < end:
@@ -128,19 +175,29 @@ def main():
     procs = PROCS
     llama = os.environ.get("LLAMA_URL")
     agent = os.environ.get("AGENT") == "1"
-    local = os.environ.get("LLAMA") == "local" or agent
+    cli = os.environ.get("AGENT") if os.environ.get("AGENT") in CLIS else None
+    if os.environ.get("AGENT") not in (None, "", "0", "1") and not cli:
+        sys.exit(f"AGENT={os.environ['AGENT']}: one of 1 (openai-agents), {', '.join(CLIS)}")
+    local = os.environ.get("LLAMA") == "local" or agent or bool(cli)
     example = dict(EXAMPLE)
     if local:
-        procs.append(start_llama_server())
+        # Claude Code's first request is some 22,000 tokens
+        procs.append(start_llama_server(131072 if cli else 8192))
         llama = f"http://127.0.0.1:{procs[-1].port}"
         # a random-weight model writes a call only if made to: "required" and, as llama.cpp's own tests do,
         # the assistant's turn opened with the template's call opener
         example["messages"] = EXAMPLE["messages"] + [{"role": "assistant", "content": "<tool_call>\n"}]
         example["tool_choice"] = "required"
+    tap = None
     if llama:
         u = urlparse(llama)
         up_host, up_port = u.hostname or "127.0.0.1", u.port or 8080
         print(f"upstream: llama-server at {up_host}:{up_port}")
+        if cli:
+            sys.path.insert(0, os.path.join(ROOT, "tests", "envoy"))  # agent_clis and its siblings
+            from agent_clis import Tap
+            tap = Tap(up_port)  # what llama-server received, and the marked turn's call (agent_clis.py)
+            up_port = tap.port
     else:
         up_host, up_port = "127.0.0.1", pick(int(os.environ.get("UPSTREAM_PORT", 8080)))
         if not free(up_port):
@@ -204,6 +261,8 @@ def main():
             print("llama-server answered (no tool call in it):\n  " + answer[:600] + "\n")
     if agent:
         run_agent(port)
+    if cli:
+        run_cli(cli, port, tap)
     time.sleep(1.2)
     stats = [l for l in get(f"http://127.0.0.1:{admin}/stats/prometheus").splitlines() if l.startswith("toolfit_") and not l.startswith("toolfit_rewrite_us")]
     moved = [l for l in stats if not l.startswith("#") and not l.endswith(" 0")]

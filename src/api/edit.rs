@@ -82,7 +82,6 @@ impl Edit {
 
 /// `text` with each edit applied; edits in any order, an overlapping one is skipped (a duplicate
 /// member: the first rewrite wins).
-#[inline(never)] // one copy for every caller (Wasm size)
 pub fn splice(text: &str, mut edits: Vec<Edit>) -> String {
     edits.sort_by_key(|e| e.at);
     // the exact size: a rewritten catalog is longer than the original, and letting the string double

@@ -124,8 +124,8 @@ class Tap(ThreadingHTTPServer):
     first request it narrows the tools to the time tool, requires a call and opens it."""
     daemon_threads = True
 
-    def __init__(self, upstream):
-        self.upstream, self.seen = upstream, []
+    def __init__(self, upstream, force=True):
+        self.upstream, self.seen, self.force = upstream, [], force
         super().__init__(("127.0.0.1", 0), TapHandler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -196,7 +196,7 @@ class TapHandler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         forced = False
-        if isinstance(body, dict) and self.command == "POST":
+        if isinstance(body, dict) and self.command == "POST" and self.server.force:
             new, forced = lever(fmt, body)
             if forced:
                 sent = json.dumps(new).encode()
@@ -635,8 +635,20 @@ def main():
         llama_legs(bins, servers, only)
     if "--no-hosted" not in sys.argv:
         hosted_legs(bins, servers, only)
+    if "--no-llama" not in sys.argv and "codex" in only:
+        demo()
     table()
     print(f"({time.time() - started:.0f} s)")
+
+
+def demo():
+    """What a newcomer runs: make demo AGENT=codex (the CLI whose tools toolfit lifts for llama-server)."""
+    env = dict(os.environ, AGENT="codex", PORT="0", ADMIN_PORT="0")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "demo.py"), "--once"], env=env, capture_output=True, text=True, timeout=900)
+    out = p.stdout + p.stderr
+    verdict.check("make demo AGENT=codex: one MCP tool as Codex sent it and as llama-server received it (lifted), the tool run, only moved counters shown",
+                  p.returncode == 0 and "in namespace 'mcp__" in out and "a top-level function tool" in out and f"it ran {TIME}/{TIME_TOOL}" in out
+                  and "sent the result back to the model" in out and "Counters that moved" in out and not re.search(r"^  toolfit_\S+ 0$", out, re.M), out[-1500:])
 
 
 if __name__ == "__main__":
