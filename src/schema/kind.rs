@@ -112,10 +112,10 @@ kinds! {
     /// A boolean subschema became its object form (`true` is any value; `false` never matches). Exact.
     BooleanSchema = "boolean_schema", lossy = false;
     /// A regex was rewritten into the subset the backend compiles (`\d`, `\w`, `\s`, `(?:`, anchors,
-    /// escapes). Exact.
+    /// escapes, `\p{..}` written out as its ranges). Exact.
     PatternRewritten = "pattern_rewritten", lossy = false;
-    /// A regex the backend cannot express (look-around, back-references, Unicode classes, invalid
-    /// syntax) was removed, or it was kept while `minLength`/`maxLength`/`format` beside it, which the
+    /// A regex the backend cannot express (look-around, back-references, a Unicode property past 2 KB
+    /// written out, invalid syntax) was removed, or it was kept while `minLength`/`maxLength`/`format` beside it, which the
     /// backend does not enforce together with it, were removed.
     PatternRemoved = "pattern_removed", lossy = true;
     /// A repetition count (`minLength`, `maxLength`, `minItems`, `maxItems`, a regex `{n,m}`) past

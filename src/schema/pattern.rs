@@ -5,6 +5,7 @@
 //! do, and the whole parser is smaller than such a crate in the wasm. Work is bounded by the pattern
 //! length and a nesting limit.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 /// Why a pattern cannot be kept.
@@ -36,13 +37,34 @@ enum Node {
 const MAX_PATTERN_LEN: usize = 8_192;
 const MAX_NESTING: usize = 32;
 
-/// One escape: a character, or a class (negated?, ranges) such as `\d`.
-type Escape = Result<char, (bool, &'static [(char, char)])>;
+/// One escape: a character, or a class (negated?, ranges) such as `\d` or `\p{Lu}`.
+type Escape = Result<char, (bool, Cow<'static, [(char, char)]>)>;
+
+/// The longest a pattern may grow to by written-out Unicode properties (or twice its length): the
+/// schema, pattern and all, is in the model's prompt (`\p{L}` is about 4 KB as ranges).
+pub const MAX_WRITTEN: usize = 2_048;
+
+/// `\p{name}` (or, `neg`, `\P{name}`) as char ranges: surrogates, which no JSON string holds, left out.
+fn property_ranges(name: &str, neg: bool) -> Option<Vec<(char, char)>> {
+    let r = crate::schema::unicode::property(name)?;
+    let r = if neg { crate::schema::unicode::complement(&r) } else { r };
+    let mut out = Vec::with_capacity(r.len() + 1);
+    for (lo, hi) in r {
+        for (a, b) in [(lo, hi.min(0xD7FF)), (lo.max(0xE000), hi)] {
+            if let (true, Some(a), Some(b)) = (a <= b, char::from_u32(a), char::from_u32(b)) {
+                out.push((a, b));
+            }
+        }
+    }
+    Some(out)
+}
 
 struct Parser<'a> {
     s: &'a [char],
     i: usize,
     depth: usize,
+    /// What written-out properties may still add, in ranges: the pattern stops here, not after.
+    room: usize,
 }
 
 fn feature(m: &str) -> Unsupported {
@@ -193,12 +215,12 @@ impl Parser<'_> {
         let Some(c) = self.peek() else { return Err(invalid("trailing backslash")) };
         self.i += 1;
         Ok(Ok(match c {
-            'd' => return Ok(Err((false, DIGIT))),
-            'D' => return Ok(Err((true, DIGIT))),
-            'w' => return Ok(Err((false, WORD))),
-            'W' => return Ok(Err((true, WORD))),
-            's' => return Ok(Err((false, SPACE))),
-            'S' => return Ok(Err((true, SPACE))),
+            'd' => return Ok(Err((false, Cow::Borrowed(DIGIT)))),
+            'D' => return Ok(Err((true, Cow::Borrowed(DIGIT)))),
+            'w' => return Ok(Err((false, Cow::Borrowed(WORD)))),
+            'W' => return Ok(Err((true, Cow::Borrowed(WORD)))),
+            's' => return Ok(Err((false, Cow::Borrowed(SPACE)))),
+            'S' => return Ok(Err((true, Cow::Borrowed(SPACE)))),
             'n' => '\n',
             't' => '\t',
             'r' => '\r',
@@ -209,7 +231,18 @@ impl Parser<'_> {
             'b' | 'B' => return Err(feature("word boundary")),
             '1'..='9' => return Err(feature("back-reference")),
             'k' => return Err(feature("named back-reference")),
-            'p' | 'P' => return Err(feature("Unicode property class")),
+            // a Unicode property as its ranges (inside a class, `\P` as the complement's)
+            'p' | 'P' => {
+                let end = (self.peek() == Some('{')).then(|| self.s.get(self.i..)?.iter().position(|&x| x == '}')).flatten();
+                let Some(end) = end else { return Err(invalid("\\p without {name}")) };
+                let name: String = self.s.get(self.i + 1..self.i + end).unwrap_or_default().iter().collect();
+                self.i += end + 1;
+                let outside = c == 'P' && !in_class;
+                let Some(r) = property_ranges(&name, c == 'P' && in_class) else { return Err(feature("Unicode property toolfit has no table for")) };
+                // each range is at least two characters written out
+                self.room = self.room.checked_sub(2 * r.len()).ok_or_else(|| feature("Unicode property too long written out"))?;
+                return Ok(Err((outside, Cow::Owned(r))));
+            }
             'c' => match self.peek() {
                 Some(l) if l.is_ascii_alphabetic() => {
                     self.i += 1;
@@ -265,7 +298,7 @@ impl Parser<'_> {
                 match self.escape(true)? {
                     Ok(ch) => ch,
                     Err((false, set)) => {
-                        items.extend_from_slice(set);
+                        items.extend_from_slice(&set);
                         continue;
                     }
                     Err((true, _)) => return Err(feature("negated shorthand inside a class")),
@@ -340,7 +373,7 @@ impl Parser<'_> {
             '*' | '+' | '?' => Err(invalid("nothing to repeat")),
             '\\' => match self.escape(false)? {
                 Ok(ch) => Ok(Node::Lit(ch)),
-                Err((neg, set)) => Ok(Node::Class { neg, items: set.to_vec() }),
+                Err((neg, set)) => Ok(Node::Class { neg, items: set.into_owned() }),
             },
             c => Ok(Node::Lit(c)),
         }
@@ -472,7 +505,8 @@ pub fn rewrite(pattern: &str, max_repetition: u64) -> Result<Rewritten, Unsuppor
         return Err(feature("pattern too long"));
     }
     let chars: Vec<char> = pattern.chars().collect();
-    let mut p = Parser { s: &chars, i: 0, depth: 0 };
+    let budget = MAX_WRITTEN.max(2 * pattern.len());
+    let mut p = Parser { s: &chars, i: 0, depth: 0, room: budget };
     let alts = p.alternation(true)?;
     if p.i < chars.len() {
         return Err(invalid("unbalanced parentheses"));
@@ -504,6 +538,10 @@ pub fn rewrite(pattern: &str, max_repetition: u64) -> Result<Rewritten, Unsuppor
     e.out.push('$');
     if e.empty_alt {
         return Err(feature("empty alternative"));
+    }
+    // written-out properties are held to the budget as a whole (other escapes were always kept)
+    if p.room < budget && e.out.len() > budget {
+        return Err(feature("Unicode property too long written out"));
     }
     if e.out == "^$" && !(alts.len() == 1 && alts.first().is_some_and(|a| a.0 && a.2)) {
         return Err(invalid("empty pattern"));
@@ -549,7 +587,11 @@ mod tests {
     fn what_no_grammar_can_say_is_refused() {
         assert!(matches!(rewrite("^(?=.*\\d)[a-z\\d]+$", 1000), Err(Unsupported::Feature(_))));
         assert!(matches!(rewrite("^(a)\\1$", 1000), Err(Unsupported::Feature(_))));
-        assert!(matches!(rewrite("^\\p{L}+$", 1000), Err(Unsupported::Feature(_))));
+        assert!(matches!(rewrite("^\\p{L}+$", 1000), Err(Unsupported::Feature(_))), "4 KB written out: past the budget");
+        // what fits is written out as ranges, astral ones as themselves, and reads back the same
+        let cf = rewrite("^\\p{Cf}+$", 1000).map(|r| r.pattern).unwrap_or_default();
+        assert!(cf.starts_with("^[\u{ad}\u{600}-\u{605}") && cf.contains("\u{e0001}"), "{cf}");
+        assert_eq!(rewrite(&cf, 1000).map(|r| r.pattern), Ok(cf.clone()), "idempotent");
         assert!(rewrite("^(ab$", 1000).is_err());
         assert!(matches!(rewrite("^[b-a]$", 1000), Err(Unsupported::Invalid(_))));
     }
@@ -607,7 +649,11 @@ mod tests {
             ("\\bfoo", "F: word boundary"),
             ("^(a)\\1$", "F: back-reference"),
             ("^\\k<x>$", "F: named back-reference"),
-            ("^\\P{L}$", "F: Unicode property class"),
+            ("^\\P{L}$", "F: Unicode property too long written out"),
+            ("^\\p{Zl}\\P{Cc}$", "^[\u{2028}][^\\x00-\\x1F\\x7F-\u{9f}]$"),
+            ("^[\\p{Zl}\\p{Zp}x]$", "^[\u{2028}\u{2029}x]$"),
+            ("^\\p{Script=Greek}$", "F: Unicode property toolfit has no table for"),
+            ("^\\p{Lu$", "I: \\p without {name}"),
             ("^a\\", "I: trailing backslash"),
             // classes
             ("^[^a-z]$", "^[^a-z]$"),

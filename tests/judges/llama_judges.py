@@ -288,6 +288,40 @@ def rewrite_all(groups, extra):
         return list(ex.map(one, groups))
 
 
+# Patterns with Unicode properties (`\p{..}`), as MCP servers and Claude Code write them: toolfit writes
+# each out as class ranges the converters compile (checked on every release), unless past the 2 KB budget
+# (`\p{Letter}`), where it is removed with a record. The strings: what each means, judged by Node.
+PROPERTY_PATTERNS = ["^\\p{Zl}\\P{Cc}$", "^[^\\p{Cc}\\p{Cf}\\p{Zl}\\p{Zp}\"\\\\./[\\]]{1,20}$", "^\\p{Nd}+$", "^\\p{Extended_Pictographic}$",
+                     "^[\\p{Zs}x]+$", "^\\p{Letter}+$"]
+PROPERTY_SAMPLES = ["a", "x", "\u2028A", "\u2028\u0001", "abc", "a\u200bb", "a.b", "\u0661\u0662", "123", "\U0001F600", "\u3000x ", "\u0085", "\u00e9", ""]
+SINCE = {"0.3.36": "2026-10", "0.3.16": "2025-08", "0.3.9": "2025-05", "0.3.4": "2024-12", "0.2.90": "2024-08"}
+
+
+def unicode_properties(judges):
+    node = subprocess.run(["node", "-e", "const [ps, ss] = JSON.parse(process.argv[1]); console.log(JSON.stringify(ps.map(p => ss.map(s => new RegExp(p, 'u').test(s)))))",
+                           json.dumps([PROPERTY_PATTERNS, PROPERTY_SAMPLES])], capture_output=True, text=True)
+    want = json.loads(node.stdout)
+    for v in VERSIONS:
+        kept, removed, items = [], [], []
+        for p in PROPERTY_PATTERNS:
+            s = {"type": "object", "properties": {"v": {"type": "string", "pattern": p}}, "required": ["v"]}
+            body = {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "t", "description": "d", "parameters": s}}]}
+            out, rep = toolfit(body, extra=("--llama-cpp-since", SINCE[v]))
+            got = out["tools"][0]["function"]["parameters"]["properties"]["v"]
+            (kept if "pattern" in got else removed).append((p, got.get("pattern"), rep))
+            items.append({"schema": {"type": "string", **({"pattern": got["pattern"]} if "pattern" in got else {})}, "instances": PROPERTY_SAMPLES})
+        res = run_judge(judges[v], items)
+        wrong = [(p, [x for x, a, b in zip(PROPERTY_SAMPLES, r.get("accepts") or [], w) if a != b] or r)
+                 for (p, w, r, it) in zip(PROPERTY_PATTERNS, want, res, items) if "pattern" in it["schema"] and (not r.get("ok") or r["accepts"] != w)]
+        check(f"{v}: Unicode properties written out compile and match as Node's RegExp does ({len(kept)} kept, {len(removed)} removed past the budget)",
+              not wrong and len(kept) == len(PROPERTY_PATTERNS) - 1, wrong[:2] or [p for p, _, _ in removed])
+        check(f"{v}: the one past the budget is removed with a lossy record", [p for p, _, _ in removed] == ["^\\p{Letter}+$"]
+              and all(any(r["kind"] == "pattern_removed" for r in rep["records"]) for _, _, rep in removed), removed[:1])
+    # the control: the same strings against a pattern written out wrong (a range short) must disagree somewhere
+    bad = run_judge(judges[CURRENT], [{"schema": {"type": "string", "pattern": "^[ \u00a0x]+$"}, "instances": PROPERTY_SAMPLES}])[0]
+    check("control: a class missing ranges of \\p{Zs} disagrees with Node's verdicts", bad.get("ok") and bad["accepts"] != want[4], bad)
+
+
 def main():
     global VERSIONS, DRAFTS
     if not os.path.exists(TOOLFIT):
@@ -326,6 +360,8 @@ def main():
         check(f"{v}: the 10,000-deep schema crashes llama.cpp raw", crashed, f"exit {raw.returncode}")
         ours = run_judge(judges[v], [{"schema": cut}])[0]
         check(f"{v}: the 10,000-deep schema cut compiles", ours["ok"], str(ours)[:160])
+
+    unicode_properties(judges)
 
     for draft in DRAFTS:
         groups = jsts_groups(draft)
