@@ -1,13 +1,14 @@
 // Writes src/schema/unicode.rs: the code point ranges of the Unicode properties toolfit translates from
 // ECMA-262 `\p{..}` (a pattern's Unicode classes) into dialects without them, as the JavaScript engine
 // running this script reads each property (so the tables mean what `new RegExp(p, "u")` means).
-// Stored as the general category's leaves (a union such as L is made of them) and two emoji properties,
+// Stored as the general category's leaves (a union such as L is made of them) and the binary properties
+// MCP schemas use (the emoji ones, Regional_Indicator, White_Space, the hex digits),
 // each a delta-encoded varint string: about 3 bytes a range. Run: node scripts/unicode_tables.mjs
 import { writeFileSync } from "node:fs";
 
 const LEAVES = ["Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po",
   "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Cs", "Co"];
-const BINARY = ["Extended_Pictographic", "Emoji_Component"];
+const BINARY = ["Extended_Pictographic", "Emoji_Component", "Regional_Indicator", "White_Space", "ASCII_Hex_Digit", "Hex_Digit"];
 
 function ranges(prop) {
   const re = new RegExp(`^\\p{${prop}}$`, "u");

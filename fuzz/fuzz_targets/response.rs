@@ -19,7 +19,7 @@ fn formats() -> impl Iterator<Item = Format> {
 
 fn reply(format: Format, repairs: bool) -> Reply {
     let schema = r##"{"type":"object","properties":{"q":{"type":"string"},"n":{"type":["integer"]},"o":{"$ref":"#"}},"required":["q"]}"##;
-    let tool = |sent: &str, name: &str| Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: vec![String::new()], keys: Vec::new() };
+    let tool = |sent: &str, name: &str| Tool { sent: sent.into(), name: name.into(), schema: schema.into(), nulls: repairs, lossy: vec![String::new()], keys: Vec::new(), namespace: None };
     let tools = if repairs { vec![tool("gh_search", "gh.search"), tool("s", "s")] } else { vec![tool("s", "s")] };
     Reply::with_tools(format, tools, true, OnInvalid::Count, 4096)
 }

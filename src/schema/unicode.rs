@@ -57,8 +57,19 @@ const CATEGORIES: &[(&str, &str, &[&str])] = &[
 ];
 
 /// Other spellings ECMA-262 accepts for a category or property.
-const ALIASES: &[(&str, &str)] =
-    &[("Combining_Mark", "M"), ("digit", "Nd"), ("punct", "P"), ("cntrl", "Cc"), ("ExtPict", "Extended_Pictographic"), ("EComp", "Emoji_Component")];
+const ALIASES: &[(&str, &str)] = &[
+    ("Combining_Mark", "M"),
+    ("digit", "Nd"),
+    ("punct", "P"),
+    ("cntrl", "Cc"),
+    ("ExtPict", "Extended_Pictographic"),
+    ("EComp", "Emoji_Component"),
+    ("RI", "Regional_Indicator"),
+    ("space", "White_Space"),
+    ("WSpace", "White_Space"),
+    ("AHex", "ASCII_Hex_Digit"),
+    ("Hex", "Hex_Digit"),
+];
 
 /// The ranges of property `name` as written inside `\p{..}`; `None` when toolfit does not know it.
 pub fn property(name: &str) -> Option<Ranges> {

@@ -559,13 +559,14 @@ def llama_legs(bins, servers, only):
                     verdict.check(f"{tag}: the model's call ran on the MCP server under the tool's original name and its result went back to the model",
                                   original_name(cli) in row["ran"] and back, (row["ran"], back, [s["forced"] for s in row["seen"]]))
                     # what reached the server is what toolfit makes of what the CLI sent (the raw run's first request)
-                    first = next((s for s in row["seen"] if s["body"] and functions(s["fmt"], s["body"])), None)
+                    # every request that declared tools (each turn sends the catalog again)
+                    sent = [s for s in row["seen"] if s["body"] and functions(s["fmt"], s["body"])]
                     base = next((s for s in (raw or {}).get("seen", []) if s["body"] and functions(s["fmt"], s["body"])), None)
                     want = normalized_tools(base["fmt"], base["body"], "llama-cpp", since) if base else None
-                    got = [(n, ns, s) for n, ns, s, _ in functions(first["fmt"], first["body"])] if first else None
-                    verdict.check(f"{tag}: every schema reached llama-server as toolfit normalize writes it ({len(got or [])} tools)",
-                                  want is not None and got == want and len(got) > 0,
-                                  next(((g, w) for g, w in zip(got or [], want or []) if g != w), (len(got or []), len(want or []))))
+                    gots = [[(n, ns, x) for n, ns, x, _ in functions(s["fmt"], s["body"])] for s in sent]
+                    off = next(((i, g, w) for i, got in enumerate(gots) for g, w in zip(got, want or []) if g != w), None)
+                    verdict.check(f"{tag}: every schema of every request reached llama-server as toolfit normalize writes it ({len(gots)} requests, {len(want or [])} tools)",
+                                  want is not None and len(gots) > 0 and all(got == want for got in gots), off or [len(g) for g in gots] + [len(want or [])])
         finally:
             tap.shutdown()
             server.stop()
