@@ -9,6 +9,9 @@
   hoisted and merged, a clash refused, pointers left pointing into the wrapper) and compiles; a request made
   of the clashes (same `$defs` name, `#` and `#/properties/..` refs, draft-07 `definitions`) keeps every
   tool's meaning, shown by calls accepted and refused.
+- Patterns by meaning: every corpus pattern, Claude Code's `Artifact` pattern and the Unicode-property ones,
+  rewritten with each profile, are matched by the backend's own matcher on exactly the strings Node's
+  RegExp accepts (a removed one needs a lossy record; a control class written a range short must disagree).
 - The JSON-Schema-Test-Suite 2020-12 (outside optional/): valid/invalid instances matched by each backend's
   own matcher, raw and through toolfit. toolfit must have 0 schemas refused and 0 silent groups (a group
   accepting an invalid instance without a lossy record); xgrammar's own warnings that it ignored something
@@ -316,6 +319,35 @@ def matrix(judge, backend, groups, rewritten):
     return m, silent, refused, valid_refused, ignored
 
 
+def patterns_by_meaning(judge):
+    """Every corpus pattern, Claude Code's `Artifact` pattern and the Unicode-property ones the llama judges
+    use, rewritten with each profile: each kept one is accepted by the backend's own matcher on exactly the
+    strings Node's RegExp (`u`) accepts; each removed one has a lossy record. Strings JSON writes with an
+    escape are left out, as for llama.cpp."""
+    import re
+    import hosted_judges
+    from llama_judges import PROPERTY_PATTERNS, PROPERTY_SAMPLES
+    pats = PROPERTY_PATTERNS + [hosted_judges.ARTIFACT] + hosted_judges.corpus_patterns()
+    samples = [x for x in dict.fromkeys(PROPERTY_SAMPLES + hosted_judges.SAMPLES) if not re.search(r'["\\\x00-\x1f]', x)]
+    node = subprocess.run(["node", "-e", "const [ps, ss] = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify(ps.map(p => ss.map(s => new RegExp(p, 'u').test(s)))))"],
+                          input=json.dumps([pats, samples]), capture_output=True, text=True)
+    want = json.loads(node.stdout)
+    for profile, backend in PROFILES.items():
+        done = [toolfit(profile, {"type": "string", "pattern": p}) for p in pats]
+        kept = [i for i, (s, _) in enumerate(done) if "pattern" in s]
+        res = judge.run([{"backend": backend, "schema": done[i][0], "instances": samples} for i in kept])
+        wrong = [(pats[i][:50], r.get("error", "")[:120] if not r["ok"] else [x for x, a, b in zip(samples, r["accepts"], want[i]) if a != b][:3])
+                 for i, r in zip(kept, res) if not r["ok"] or r["accepts"] != want[i]]
+        unexplained = [pats[i][:50] for i, (s, rep) in enumerate(done)
+                       if "pattern" not in s and not any(r["kind"] == "pattern_removed" and r["lossy"] for r in rep["records"])]
+        check(f"{profile}: every pattern kept is matched by {backend} on {len(samples)} strings as Node's RegExp does ({len(kept)} kept of {len(pats)})",
+              not wrong and len(kept) >= len(PROPERTY_PATTERNS) - 1, wrong[:3])
+        check(f"{profile}: every pattern removed has a lossy record ({len(pats) - len(kept)})", not unexplained, unexplained[:3])
+    # the control: a class written a range short of \p{Zs} must disagree with Node on some string
+    bad = judge.run([{"backend": "xgrammar", "schema": {"type": "string", "pattern": "^[ \u00a0x]+$"}, "instances": samples}])[0]
+    check("control: xgrammar on a class missing ranges of \\p{Zs} disagrees with Node's verdicts", bad["ok"] and bad["accepts"] != want[4], bad)
+
+
 def main():
     if not os.path.exists(TOOLFIT):
         sys.exit("build first: cargo build --release")
@@ -329,6 +361,7 @@ def main():
             check(f"{profile}: every corpus schema rewritten compiles on {backend}", not bad,
                   f"{len(schemas)} schemas" if not bad else f"{len(bad)} refused: {bad[:3]}")
         required_checks(judge)
+        patterns_by_meaning(judge)
 
         groups = [g for g in jsts_groups("draft2020-12") if not remote(g)]
         print(f"JSON-Schema-Test-Suite 2020-12: {len(groups)} groups outside optional/ (without the remote metaschemas)")
