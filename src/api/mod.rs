@@ -185,7 +185,9 @@ fn rewrite_placed(body: &[u8], format: Format, profile: &'static Profile, opts: 
         }
     }
     // namespaces after names, over the body as it goes: a lifted tool's name is the one sent
-    if let Some(mut map) = apply(&mut out, body, &|t| lift::plan(t, format, profile.target.namespaces))? {
+    // only where the target lifts and the format has namespaces: no other request pays for the look
+    let lifts = profile.target.namespaces == crate::schema::target::Namespaces::Lift && format.descriptor().is_some_and(|d| d.tools.nested.is_some());
+    if let Some(mut map) = if lifts { apply(&mut out, body, &|t| lift::plan(t, format, profile.target.namespaces))? } else { None } {
         // the client's names: a name the API refused was renamed before it was lifted
         for l in &mut map.lifted {
             if let Some(o) = out.names.original(&l.name) {
