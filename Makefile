@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm lint load fuzz digest mutants test check test-agents test-clis test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: build extproc wasm lint load fuzz digest mutants test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -94,6 +94,12 @@ test-agents: build wasm
 # and the hosted APIs' judging doubles: the README's agent CLI table. ONLY=claude,codex picks CLIs.
 test-clis: build wasm
 	PYTHONPATH=tests $$(scripts/venv.sh)/bin/python tests/envoy/agent_clis.py $(if $(ONLY),--only $(ONLY))
+
+# The MCP leg (envoy/mcp.yaml, envoy/mcp-extproc.yaml): real MCP servers (the Python SDK's MCPServer,
+# server-everything over streamable HTTP and HTTP+SSE, the catalog server of tests/envoy/) and the Python
+# SDK's client through both deliveries; sessions across two Envoys. DELIVERY=wasm|ext_proc picks one.
+test-mcp: build wasm
+	PYTHONPATH=tests $$(scripts/venv.sh)/bin/python tests/envoy/mcp_leg.py $(if $(DELIVERY),--delivery=$(DELIVERY))
 
 # deploy/ rendered and validated (Kubernetes, Istio, Gateway API, Prometheus Operator models; the CRD
 # subsets in tests/deploy/), its EnvoyFilters run in Envoy, and the placement contract before an

@@ -362,7 +362,7 @@ def main():
         one_request_memory(venv, dict(cases)["huge"], d)
     vm_start(venv, d)
     size = os.path.getsize(WASM)
-    print(f"dist/toolfit.wasm: {size} bytes  [budget <= 565,000: {'met' if size <= 565_000 else 'MISSED'}; make test holds it too]")
+    print(f"dist/toolfit.wasm: {size} bytes  [budget <= 590,000: {'met' if size <= 590_000 else 'MISSED'}; make test holds it too]")
 
 
 def one_request_memory(venv, b, d):

@@ -46,6 +46,7 @@ def tiers():
             ("llama-server", [py, "tests/envoy/llama_server.py"]),
             ("agents", [py, "tests/envoy/mcp_agents.py"]),
             ("agent CLIs", [py, "tests/envoy/agent_clis.py"]),
+            ("mcp leg", [py, "tests/envoy/mcp_leg.py"]),
             ("deploy", [py, "tests/envoy/deploy.py"]),
             ("placement", ["sh", "-c", f"cargo build --release --workspace --example epp_standin && exec {py} tests/envoy/placement.py"]),
             ("fuzz", ["scripts/fuzz.sh", "20"]),

@@ -203,6 +203,7 @@ impl HttpContext for Http {
         }
         let (method, path) = (header(":method").unwrap_or_default(), header(":path").unwrap_or_default());
         let (ct, ce, ae) = (header("content-type"), header("content-encoding"), header("accept-encoding"));
+        let (sid, tp, authority) = (header("mcp-session-id"), header("x-toolfit-profile"), header(":authority"));
         #[cfg(feature = "test-trap")]
         if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
             // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
@@ -216,6 +217,9 @@ impl HttpContext for Http {
             content_encoding: ce.as_deref(),
             accept_encoding: ae.as_deref(),
             end_of_stream,
+            session: sid.as_deref(),
+            profile: tp.as_deref(),
+            authority: authority.as_deref(),
         };
         let route = property(vec!["xds", "route_name"]);
         let meta = route_meta();
@@ -257,9 +261,11 @@ impl HttpContext for Http {
             return Action::Continue;
         }
         let status = response_header(":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-        let (ct, ce) = (response_header("content-type"), response_header("content-encoding"));
+        let (ct, ce, sid) = (response_header("content-type"), response_header("content-encoding"), response_header("mcp-session-id"));
         let Http { config, shared, exchange, .. } = self;
-        let next = with_env(config, shared, |env| exchange.response_headers(env, status, end_of_stream, ct.as_deref(), ce.as_deref(), &mut WasmResponse));
+        let next = with_env(config, shared, |env| {
+            exchange.response_headers_with(env, status, end_of_stream, ct.as_deref(), ce.as_deref(), sid.as_deref(), &mut WasmResponse)
+        });
         action(next.unwrap_or(Next::Continue))
     }
 

@@ -94,7 +94,7 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// The series a filter metric name (`toolfit.route.R.profile.P[.tool.T].counter`, see
+/// The series a filter metric name (`toolfit.route.R.profile.P[.tool.T | .mcp_client.C].counter`, see
 /// [`metric_name`]) stands for; `None` for a name of another shape.
 fn series(name: &str) -> Option<Series> {
     let rest = name.strip_prefix("toolfit.route.")?;
@@ -102,10 +102,12 @@ fn series(name: &str) -> Option<Series> {
     let rest = rest.strip_prefix("profile.")?;
     let (profile, rest) = rest.split_once('.')?;
     let mut labels = vec![("route", route.to_string()), ("profile", profile.to_string())];
-    let counter = match rest.strip_prefix("tool.") {
-        Some(t) => {
-            let (tool, counter) = t.rsplit_once('.')?;
-            labels.push(("tool", tool.to_string()));
+    // a tool's own counter, or an MCP client's
+    let inner = [("tool", "tool."), ("mcp_client", "mcp_client.")].into_iter().find_map(|(label, prefix)| Some((label, rest.strip_prefix(prefix)?)));
+    let counter = match inner {
+        Some((label, t)) => {
+            let (value, counter) = t.rsplit_once('.')?;
+            labels.push((label, value.to_string()));
             counter
         }
         None => rest,
@@ -169,6 +171,9 @@ mod tests {
         assert!(text.contains("# TYPE toolfit_requests_rewritten counter\ntoolfit_requests_rewritten{route=\"chat\",profile=\"llama-cpp\"} 2\n"), "{text}");
         assert!(text.contains("toolfit_requests_seen{route=\"chat\",profile=\"llama-cpp\"} 0\n"), "defined at first sight: {text}");
         assert!(text.contains("toolfit_calls_seen{route=\"chat\",profile=\"llama-cpp\",tool=\"get_weather\"} 1\n"), "{text}");
+        m.add("toolfit.route.mcp.profile.openai.mcp_client.codex-mcp-client.mcp_tools_listed", 3);
+        let text = r.render();
+        assert!(text.contains("toolfit_mcp_tools_listed{route=\"mcp\",profile=\"openai\",mcp_client=\"codex-mcp-client\"} 3\n"), "{text}");
         assert!(text.contains("toolfit_rewrite_us_bucket{route=\"chat\",profile=\"llama-cpp\",le=\"50\"} 0\n"), "{text}");
         assert!(text.contains("toolfit_rewrite_us_bucket{route=\"chat\",profile=\"llama-cpp\",le=\"100\"} 1\n"), "{text}");
         assert!(text.contains("toolfit_rewrite_us_count{route=\"chat\",profile=\"llama-cpp\"} 1\n"), "{text}");

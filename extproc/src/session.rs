@@ -152,6 +152,7 @@ impl Session {
         let map = h.headers.as_ref();
         let (method, path) = (header(map, ":method").unwrap_or_default(), header(map, ":path").unwrap_or_default());
         let (ct, ce, ae) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "accept-encoding"));
+        let (sid, tp, authority) = (header(map, "mcp-session-id"), header(map, "x-toolfit-profile"), header(map, ":authority"));
         let hs = Headers {
             method: &method,
             path: &path,
@@ -159,6 +160,9 @@ impl Session {
             content_encoding: ce.as_deref(),
             accept_encoding: ae.as_deref(),
             end_of_stream: h.end_of_stream,
+            session: sid.as_deref(),
+            profile: tp.as_deref(),
+            authority: authority.as_deref(),
         };
         let mut m = Mutations::default();
         let Session { shared, exchange, .. } = self;
@@ -256,10 +260,12 @@ impl Session {
     fn response_headers(&mut self, h: &HttpHeaders) -> Option<ProcessingResponse> {
         let map = h.headers.as_ref();
         let status = header(map, ":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-        let (ct, ce) = (header(map, "content-type"), header(map, "content-encoding"));
+        let (ct, ce, sid) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "mcp-session-id"));
         let mut chunk = Chunk::default();
         let Session { shared, exchange, .. } = self;
-        let Some(next) = with_env(shared, |env| exchange.response_headers(env, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), &mut chunk)) else {
+        let Some(next) =
+            with_env(shared, |env| exchange.response_headers_with(env, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), sid.as_deref(), &mut chunk))
+        else {
             // a full-duplex body is answered piece by piece whatever happens (no mode override there)
             return Some(if self.response_streamed() { headers_answer(Leg::Response, None) } else { skip_response(None) });
         };

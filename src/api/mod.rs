@@ -49,6 +49,9 @@ pub enum Format {
     /// An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
     /// `inputSchema` (tool context) and `outputSchema` (structured output).
     McpTools,
+    /// An MCP route: JSON-RPC messages between MCP clients and a server (`crate::filter::mcp`); the
+    /// schemas are a `tools/list` result's `inputSchema`s.
+    Mcp,
     /// A format for tests only, unlike any real one ([`format::probe`]).
     #[cfg(test)]
     Probe,

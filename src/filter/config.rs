@@ -66,6 +66,27 @@ pub struct Route {
     pub open_objects: Option<bool>,
     /// Overrides the plugin's `on_invalid_tool_call` on this route.
     pub on_invalid_tool_call: Option<OnInvalid>,
+    /// `format: mcp`: profiles by the MCP client's `clientInfo.name` (default:
+    /// [`crate::filter::mcp::DEFAULT_CLIENTS`]).
+    pub clients: Option<Models>,
+    /// `format: mcp`: what becomes of a listed tool whose schema cannot be made to fit the client's
+    /// profile without loss.
+    pub unfit: Option<Unfit>,
+}
+
+/// What an MCP route does with a listed tool whose rewrite for the client's profile loses meaning (a
+/// lossy change) or whose schema cannot be read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Unfit {
+    /// List it as rewritten, each loss counted and logged (what inference routes do).
+    #[default]
+    Rewrite,
+    /// List it as the server wrote it.
+    Pass,
+    /// Leave it out of the list (counted, logged with the tool and the reason).
+    Drop,
+    /// Answer the `tools/list` with a JSON-RPC error naming the tool, the server and the pointer.
+    Error,
 }
 
 /// Profiles by model name: `{"qwen*": "vllm", "llama*": "llama-cpp"}`, tried in the order written; the
@@ -78,8 +99,23 @@ pub struct Models(std::sync::Arc<[(String, &'static Profile)]>);
 impl Models {
     /// The profile for a model name, if a pattern matches it.
     pub fn profile_for(&self, model: &str) -> Option<&'static Profile> {
-        let model = model.to_ascii_lowercase();
-        self.0.iter().find(|(pattern, _)| glob(pattern, &model)).map(|(_, p)| *p)
+        self.matched(model).map(|(_, p)| p)
+    }
+
+    /// The first pattern that matches `name` (ASCII case ignored), with its profile.
+    pub fn matched(&self, name: &str) -> Option<(&str, &'static Profile)> {
+        let name = name.to_ascii_lowercase();
+        self.0.iter().find(|(pattern, _)| glob(pattern, &name)).map(|(pattern, p)| (pattern.as_str(), *p))
+    }
+
+    /// A map of `(pattern, profile name)` pairs; pairs naming no profile are left out.
+    pub fn of(pairs: &[(&str, &str)]) -> Models {
+        Models(pairs.iter().filter_map(|(k, p)| Some((k.to_ascii_lowercase(), Profile::by_name(p)?))).collect())
+    }
+
+    /// The patterns, in order.
+    pub fn patterns(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(p, _)| p.as_str())
     }
 
     pub fn is_empty(&self) -> bool {
@@ -120,6 +156,8 @@ impl Route {
             promote_to_description: None,
             open_objects: None,
             on_invalid_tool_call: None,
+            clients: None,
+            unfit: None,
         }
     }
 
@@ -255,6 +293,13 @@ impl Config {
             return Err("configuration rejected: test_trap_header is for tests only; this is a release build (the key is accepted only by a module built with the test-trap feature)".into());
         }
         for (i, r) in self.routes.iter().enumerate() {
+            if r.format != Format::Mcp {
+                for (key, set) in [("clients", r.clients.is_some()), ("unfit", r.unfit.is_some())] {
+                    if set {
+                        return Err(format!("configuration rejected: routes[{i}].{key}: only a route of format mcp reads it"));
+                    }
+                }
+            }
             match (&r.path, &r.prefix) {
                 (Some(_), Some(_)) => return Err(format!("configuration rejected: routes[{i}] has both path and prefix")),
                 (None, None) => return Err(format!("configuration rejected: routes[{i}] needs path or prefix")),
@@ -450,6 +495,8 @@ impl Route {
         "promote_to_description",
         "open_objects",
         "on_invalid_tool_call",
+        "clients",
+        "unfit",
     ];
 
     fn read(v: &Value, at: &str) -> Result<Route, String> {
@@ -467,6 +514,10 @@ impl Route {
             promote_to_description: opt(m, at, "promote_to_description", boolean)?,
             open_objects: opt(m, at, "open_objects", boolean)?,
             on_invalid_tool_call: opt(m, at, "on_invalid_tool_call", on_invalid)?,
+            clients: opt(m, at, "clients", models)?,
+            unfit: opt(m, at, "unfit", |v, at| {
+                one_of(v, at, &[("rewrite", Unfit::Rewrite), ("pass", Unfit::Pass), ("drop", Unfit::Drop), ("error", Unfit::Error)])
+            })?,
         })
     }
 }

@@ -7,11 +7,13 @@
 
 use super::config::Config;
 use super::log::{Line, LogLimiter};
+use super::mcp;
 use super::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
 use super::response::{Flow, Reply, ResponseHost, Sink};
 use super::stats::{Metrics, Stat};
 use super::Next;
 use crate::api::cache::SiteCache;
+use crate::api::Format;
 use std::borrow::Cow;
 
 /// How important a log line is.
@@ -38,7 +40,7 @@ pub struct Env<'a> {
 
 impl Env<'_> {
     /// Writes `line` for `route` if the rate limit lets it through.
-    fn say(&mut self, route: &str, line: Line) {
+    pub(crate) fn say(&mut self, route: &str, line: Line) {
         let now_s = (self.now_us)() / 1_000_000;
         if let Some(text) = self.logs.admit(route, now_s, self.config.log_lines_per_second, line.text) {
             (self.log)(if line.warn { Level::Warn } else { Level::Info }, &text);
@@ -82,11 +84,13 @@ pub struct Exchange {
     reply: Option<Reply>,
     /// How the response body is read.
     response: Flow,
+    /// An exchange on an MCP route, which the MCP leg carries instead (`super::mcp`).
+    mcp: Option<Box<mcp::State>>,
 }
 
 impl Default for Exchange {
     fn default() -> Self {
-        Exchange { request: Request::Idle, reply: None, response: Flow::Off }
+        Exchange { request: Request::Idle, reply: None, response: Flow::Off, mcp: None }
     }
 }
 
@@ -94,6 +98,11 @@ impl Exchange {
     /// The request's headers: whether toolfit reads it, and what its headers need first (through
     /// `host`, before they go upstream).
     pub fn request_headers(&mut self, env: &mut Env, h: &Headers, route: Option<&str>, meta: &RouteMeta, host: &mut dyn RequestHost) -> Headed {
+        if let Some(r) = env.config.route_for(h.path).filter(|r| r.format == Format::Mcp && !meta.disabled) {
+            let (state, headed) = mcp::start(env, r, h, route, meta, host);
+            self.mcp = state.map(Box::new);
+            return headed;
+        }
         let log = &mut *env.log;
         let start = request::start(env.config, h, route, meta, env.metrics, &mut |w| log(Level::Warn, &w));
         let Start::Buffer(plan) = start else { return Headed::Ignore };
@@ -109,12 +118,18 @@ impl Exchange {
 
     /// Whether the request's body is being read.
     pub fn reading(&self) -> bool {
-        matches!(self.request, Request::Reading(_))
+        match &self.mcp {
+            Some(m) => m.reading(),
+            None => matches!(self.request, Request::Reading(_)),
+        }
     }
 
     /// `total` body bytes have arrived: whether to keep reading (past `max_body_bytes` the body goes
     /// on as it came, counted, and is read no further).
     pub fn keep_reading(&mut self, env: &mut Env, total: usize) -> bool {
+        if let Some(m) = &mut self.mcp {
+            return m.keep_reading(env, total);
+        }
         let Request::Reading(plan) = &self.request else { return false };
         if request::keep_buffering(env.config, plan, total, env.metrics) {
             return true;
@@ -127,6 +142,13 @@ impl Exchange {
     /// request as it came) of `size` bytes as the host holds it: rewritten, logged, and carried out
     /// through `host`. `Pause`: toolfit answered the request itself.
     pub fn request_end<'b>(&mut self, env: &mut Env, body: Option<impl Into<Cow<'b, [u8]>>>, size: usize, host: &mut dyn RequestHost) -> Next {
+        if let Some(m) = &mut self.mcp {
+            if !m.reading() {
+                return Next::Continue;
+            }
+            let body: Option<Cow<'b, [u8]>> = body.map(Into::into);
+            return m.request_end(env, body.as_deref(), size, host);
+        }
         let Request::Reading(plan) = std::mem::replace(&mut self.request, Request::Idle) else { return Next::Continue };
         let Some(body) = body else {
             plan.count(env.metrics, Stat::InternalErrors, 1);
@@ -152,6 +174,28 @@ impl Exchange {
         content_encoding: Option<&str>,
         host: &mut dyn ResponseHost,
     ) -> Option<Next> {
+        self.response_headers_with(env, status, end_of_stream, content_type, content_encoding, None, host)
+    }
+
+    /// [`Exchange::response_headers`] with the answer's `Mcp-Session-Id` (what an MCP route reads).
+    #[allow(clippy::too_many_arguments)] // the headers a host reads, each a plain value
+    pub fn response_headers_with(
+        &mut self,
+        env: &mut Env,
+        status: u16,
+        end_of_stream: bool,
+        content_type: Option<&str>,
+        content_encoding: Option<&str>,
+        session: Option<&str>,
+        host: &mut dyn ResponseHost,
+    ) -> Option<Next> {
+        if let Some(m) = &mut self.mcp {
+            if !m.awaits_response() {
+                return None;
+            }
+            let _ = content_encoding; // MCP requests ask for identity
+            return Some(m.response_headers(env, status, end_of_stream, content_type, session, host));
+        }
         let reply = self.reply.take()?;
         let (flow, next) = env.sink(|sink| Flow::start(reply, status, end_of_stream, content_type, content_encoding, host, sink));
         self.response = flow;
@@ -161,16 +205,25 @@ impl Exchange {
     /// Whether the response will be read: the request left something to repair or check (a host
     /// need not even read the response's headers otherwise).
     pub fn awaits_response(&self) -> bool {
-        self.reply.is_some()
+        match &self.mcp {
+            Some(m) => m.awaits_response(),
+            None => self.reply.is_some(),
+        }
     }
 
     /// Whether the response body is read (or repaired) at all.
     pub fn reading_response(&self) -> bool {
-        !matches!(self.response, Flow::Off)
+        match &self.mcp {
+            Some(m) => m.reading_response(),
+            None => !matches!(self.response, Flow::Off),
+        }
     }
 
     /// A piece of the response body of `size` bytes, read and changed through `host`.
     pub fn response_body(&mut self, env: &mut Env, host: &mut dyn ResponseHost, size: usize, end_of_stream: bool) -> Next {
+        if let Some(m) = &mut self.mcp {
+            return m.response_body(env, host, size, end_of_stream);
+        }
         let mut flow = std::mem::replace(&mut self.response, Flow::Off);
         let next = env.sink(|sink| flow.body(host, sink, size, end_of_stream));
         self.response = flow;
@@ -180,6 +233,10 @@ impl Exchange {
     /// The response ends in trailers. `body_allowed`: the host can still send body bytes with them
     /// (bytes toolfit held that cannot go out any more are toolfit's failure, counted).
     pub fn response_trailers(&mut self, env: &mut Env, host: &mut dyn ResponseHost, body_allowed: bool) -> Next {
+        if let Some(m) = &mut self.mcp {
+            let _ = body_allowed;
+            return m.response_trailers(env, host);
+        }
         let mut flow = std::mem::replace(&mut self.response, Flow::Off);
         let reply = flow.reply().cloned();
         let mut noted = Noted { host, wrote: false };
@@ -197,6 +254,10 @@ impl Exchange {
     /// The rest of the response body will not come here (a proxy's buffer limit sent it on): it goes
     /// on as it came, counted.
     pub fn response_unseen(&mut self, env: &mut Env) {
+        if let Some(m) = &mut self.mcp {
+            m.unseen();
+            return;
+        }
         let mut flow = std::mem::replace(&mut self.response, Flow::Off);
         env.sink(|sink| flow.unseen(sink));
     }
@@ -210,7 +271,10 @@ impl Exchange {
 
     /// Bytes the response path holds (what the processing of a host's next message grows with).
     pub fn kept(&self) -> usize {
-        self.response.kept()
+        match &self.mcp {
+            Some(m) => m.kept(),
+            None => self.response.kept(),
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod encoding;
 pub mod exchange;
 pub mod headers;
 pub mod log;
+pub mod mcp;
 pub mod request;
 pub mod response;
 pub mod stats;

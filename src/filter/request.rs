@@ -27,6 +27,10 @@ pub struct Headers<'a> {
     pub accept_encoding: Option<&'a str>,
     /// The request has no body (end of stream with the headers).
     pub end_of_stream: bool,
+    /// MCP routes: the `Mcp-Session-Id`, `x-toolfit-profile` and `:authority` headers.
+    pub session: Option<&'a str>,
+    pub profile: Option<&'a str>,
+    pub authority: Option<&'a str>,
 }
 
 /// Per-route overrides from the Envoy route's `metadata.filter_metadata.toolfit`.

@@ -87,6 +87,21 @@ stats! {
     ToolCallsInvalidLossy = "tool_calls_invalid_lossy";
     /// Responses replaced by an error because a tool call was invalid (`on_invalid_tool_call: reject`).
     ToolCallsRejected = "tool_calls_rejected";
+    /// MCP routes: sessions begun (an `initialize` answered), per client as
+    /// `mcp_client.<client>.mcp_sessions`.
+    McpSessions = "mcp_sessions";
+    /// MCP routes: tools listed to clients (`tools/list` results toolfit read, every page), per client.
+    McpToolsListed = "mcp_tools_listed";
+    /// MCP routes: tools left out of a list (`unfit: drop`), per client.
+    McpToolsDropped = "mcp_tools_dropped";
+    /// MCP routes: `tools/list` results answered with a JSON-RPC error instead (`unfit: error`), per client.
+    McpListsRefused = "mcp_lists_refused";
+    /// MCP routes: `tools/call` requests naming a tool toolfit never listed (a name the client's profile
+    /// refuses, or one spelled like a mapped name that is not one), forwarded as they came, per client.
+    McpCallsUnmapped = "mcp_calls_unmapped";
+    /// MCP routes: output schemas listed as the server wrote them because their rewrite for the client
+    /// would narrow what they accept (the client validates `structuredContent` with them), per client.
+    McpOutputsKept = "mcp_outputs_kept";
     /// Histogram: time to rewrite one body, in microseconds.
     RewriteUs = "rewrite_us";
 }
@@ -108,6 +123,11 @@ impl ToolStat {
             ToolStat::CallsInvalidLossy => "calls_invalid_lossy",
         }
     }
+}
+
+/// An MCP counter of one client (its label, bounded by the route's client map), beside the route's.
+pub fn client_metric(route: &str, profile: &str, client: &str, s: Stat) -> String {
+    metric_name(route, profile, &format!("mcp_client.{}.{}", label(client), s.name()))
 }
 
 /// The counter name of one tool's [`ToolStat`] (the tool name made a label).

@@ -23,6 +23,7 @@ pub mod anthropic;
 pub mod cohere;
 pub mod gemini;
 pub mod llama_completion;
+pub mod mcp;
 pub mod mcp_tools;
 pub mod ollama;
 pub mod openai_chat;
@@ -302,6 +303,7 @@ pub const ALL: &[&Descriptor] = &[
     &gemini::FORMAT,
     &cohere::FORMAT,
     &mcp_tools::FORMAT,
+    &mcp::FORMAT,
     #[cfg(test)]
     &probe::FORMAT,
 ];

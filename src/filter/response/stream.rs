@@ -51,7 +51,7 @@ pub struct Stream {
 /// lie before it, so the checks look back). Every event ends at a `\n`, so only those are visited,
 /// found by `position` (a vectorised byte search), and each is looked at once however the events
 /// arrive in pieces.
-fn event_end(b: &[u8], from: usize, events: Events) -> Option<usize> {
+pub(crate) fn event_end(b: &[u8], from: usize, events: Events) -> Option<usize> {
     let mut at = from;
     loop {
         let i = at + b.get(at..)?.iter().position(|c| *c == b'\n')?;
@@ -68,7 +68,7 @@ fn event_end(b: &[u8], from: usize, events: Events) -> Option<usize> {
 }
 
 /// The JSON of an event and where it starts: the one `data:` line of an SSE event, or an NDJSON line.
-fn event_json(text: &str, events: Events) -> Option<(usize, &str)> {
+pub(crate) fn event_json(text: &str, events: Events) -> Option<(usize, &str)> {
     if events == Events::Lines {
         let t = text.trim_end();
         return (!t.trim().is_empty()).then_some((0, t));

@@ -1,0 +1,41 @@
+"""An MCP server from the Python SDK (mcp 2.x `MCPServer`, FastMCP before 2.0) for the MCP-leg suite:
+typed returns (an `outputSchema`, `structuredContent` the client validates), names with `.` and `/`,
+and `\\p{..}` patterns in an input and an output schema (pydantic reads them; Python's `re` cannot).
+  python mcp_fastmcp.py PORT [--json] [--stateless] [--sse]"""
+import sys
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+from mcp.server.mcpserver import MCPServer
+
+
+class Weather(BaseModel):
+    city: Annotated[str, Field(pattern=r"^\p{Lu}")]
+    celsius: float
+    conditions: list[str]
+
+
+app = MCPServer("toolfit-weather")
+
+
+@app.tool(name="get.weather", description="The weather in a city.")
+def get_weather(city: Annotated[str, Field(pattern=r"^\p{Lu}\p{Ll}+$", description="A city's name")]) -> Weather:
+    return Weather(city=city, celsius=21.5, conditions=["sunny", "windy"])
+
+
+@app.tool(name="stats/mean", description="The mean of some numbers.")
+def mean(values: Annotated[list[float], Field(min_length=1)]) -> dict[str, float]:
+    return {"mean": sum(values) / len(values), "n": float(len(values))}
+
+
+@app.tool(name="shout", description="The text in capitals.")
+def shout(text: str) -> str:
+    return text.upper()
+
+
+if __name__ == "__main__":
+    port = int(sys.argv[1])
+    if "--sse" in sys.argv:
+        app.run("sse", host="127.0.0.1", port=port)
+    else:
+        app.run("streamable-http", host="127.0.0.1", port=port, json_response="--json" in sys.argv, stateless_http="--stateless" in sys.argv)

@@ -1,0 +1,442 @@
+#!/usr/bin/env python3
+"""The MCP leg: toolfit in front of real MCP servers (envoy/mcp.yaml, envoy/mcp-extproc.yaml), each
+`tools/list` result rewritten for the client that asked and each `tools/call` given the server's names.
+
+Servers: an MCPServer (FastMCP) from the Python SDK with typed returns (tests/envoy/mcp_fastmcp.py),
+@modelcontextprotocol/server-everything in `streamableHttp` and `sse` modes (npm), and a small server of
+our own (mcp_catalog_server.py) that serves the 1,409-tool catalog page by page, as JSON or as SSE in
+7-byte pieces, with and without sessions, and answers some methods in hostile ways. The client is the
+Python SDK's own (mcp 2.x, tests/envoy/mcp_client_worker.py), named as each CLI names itself in
+`initialize`; where the SDK cannot show a thing (the session id toolfit hands out, bytes of hostile
+answers) a plain HTTP client speaks JSON-RPC. Both deliveries; sessions across two Envoys behind one
+front Envoy that sends each request to the next.
+
+Each check's expectation is computed, not written down: the schemas a client must get are `toolfit
+normalize --format mcp` of what the server lists directly, for the profile the client maps to.
+  python tests/envoy/mcp_leg.py [--delivery=wasm|ext_proc]"""
+import http.client, json, os, re, subprocess, sys, tempfile, time
+
+import mcp_agents
+from harness import delivery, runner, verdict
+from harness.paths import CORPUS, ROOT
+from harness.runner import free_port
+from harness.venv import venv
+
+check = verdict.check
+HERE = os.path.dirname(os.path.abspath(__file__))
+MCP_YAML = os.path.join(ROOT, "envoy", "mcp.yaml")
+MCP_EXTPROC_YAML = os.path.join(ROOT, "envoy", "mcp-extproc.yaml")
+CATALOG = os.path.join(CORPUS, "servers", "twilio-all-services.json")
+# a catalog with tools llama.cpp's profile loses meaning of (lossy records), for the `unfit` settings
+APIFY = os.path.join(CORPUS, "servers", "apify.json")
+# the clients as the four CLIs name themselves in `initialize`, and the profile envoy/mcp.yaml maps each to
+CLIENTS = {"codex-mcp-client": "openai", "claude-code": "anthropic", "gemini-cli-mcp-client": "gemini-json", "opencode": "mcp"}
+ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def plugin():
+    """The plugin configuration envoy/mcp.yaml ships (its `value: |` block)."""
+    m = re.search(r"value: \|\n\s+(\{.*\})", open(MCP_YAML).read())
+    return json.loads(m.group(1))
+
+
+class WasmGateway(runner.Envoy):
+    """envoy/mcp.yaml on free ports in front of `upstream`."""
+
+    def __init__(self, config, upstream):
+        self.port, self.admin = free_port(), free_port()
+        text = open(MCP_YAML).read().replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
+        text = text.replace("port_value: 8080", f"port_value: {upstream}").replace("filename: dist/toolfit.wasm", f"filename: {runner.WASM}")
+        text = re.sub(r"(value: \|\n\s+)\{.*\}", lambda m: m.group(1) + json.dumps(config), text)
+        self.start("stats_flush_interval: 1s\n" + text, ["--component-log-level", "wasm:info"])
+
+
+class ExtprocGateway:
+    """envoy/mcp-extproc.yaml and toolfit-extproc with the same plugin configuration."""
+
+    def __init__(self, config, upstream):
+        self.processor = delivery.Processor(config)
+        self.envoy = runner.Envoy.__new__(runner.Envoy)
+        self.envoy.port, self.envoy.admin = free_port(), free_port()
+        text = open(MCP_EXTPROC_YAML).read().replace("port_value: 9901", f"port_value: {self.envoy.admin}").replace("port_value: 10000", f"port_value: {self.envoy.port}")
+        text = text.replace("port_value: 8080", f"port_value: {upstream}").replace("port_value: 50051", f"port_value: {self.processor.port}")
+        self.envoy.start(text)
+        self.port, self.ready = self.envoy.port, self.processor.ready and self.envoy.ready
+
+    def prom(self):
+        return self.processor.get("/metrics")[1]
+
+    def logs(self):
+        return self.envoy.logs() + "\n" + self.processor.messages()
+
+    def stop(self):
+        self.envoy.stop()
+        self.processor.stop()
+
+
+def gateway(kind, upstream, config=None):
+    g = (WasmGateway if kind == "wasm" else ExtprocGateway)(config or plugin(), upstream)
+    if not g.ready:
+        raise RuntimeError(f"{kind} gateway did not start:\n" + g.logs()[-3000:])
+    return g
+
+
+def series(prom, name, **labels):
+    """The value of `toolfit_<name>` with these labels (others ignored), summed; 0 if absent."""
+    total = 0
+    for m in re.finditer(rf"^toolfit_{name}\{{([^}}]*)\}} (\d+)", prom, re.M):
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += int(m.group(2))
+    return total
+
+
+def prom(g):
+    time.sleep(1.2)  # Envoy flushes custom stats every second
+    return g.prom()
+
+
+class Server:
+    """An MCP server process on a free port."""
+
+    def __init__(self, cmd, path, env=None, wait="/"):
+        self.port = free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="toolfit-mcp-", suffix=".log", delete=False).name
+        self.proc = subprocess.Popen([c.replace("{port}", str(self.port)).replace("{log}", self.log) for c in cmd], env={**os.environ, "PORT": str(self.port), **(env or {})},
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.url_path = path
+        end = time.time() + 30
+        while time.time() < end:
+            try:
+                c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                c.request("GET", wait)
+                c.getresponse().read()
+                break
+            except OSError:
+                time.sleep(0.2)
+
+    def records(self):
+        try:
+            return [json.loads(line) for line in open(self.log) if line.strip()]
+        except OSError:
+            return []
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def client(py, url, name, calls=(), sse=False, headers=None, lists=1):
+    """The Python SDK's client: what it listed and what its calls returned (`error`: it failed)."""
+    cmd = [py, os.path.join(HERE, "mcp_client_worker.py"), url, "--client", name, "--lists", str(lists)]
+    for k, v in (headers or {}).items():
+        cmd += ["--header", f"{k}={v}"]
+    for n, a in calls:
+        cmd += ["--call", n, json.dumps(a)]
+    if sse:
+        cmd.append("--sse")
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+    try:
+        return json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"error": (p.stderr or p.stdout)[-1500:], "tools": [], "calls": []}
+
+
+def rpc(port, path, msg, headers=None):
+    """One JSON-RPC POST: status, lower-cased headers, body bytes."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    body = msg if isinstance(msg, bytes) else json.dumps(msg).encode()
+    c.request("POST", path, body=body, headers={**ACCEPT, **(headers or {})})
+    r = c.getresponse()
+    return r.status, {k.lower(): v for k, v in r.getheaders()}, r.read()
+
+
+def initialize(port, path, name, headers=None):
+    """`initialize` as a client named `name`: the session id it got (None: none)."""
+    _, h, _ = rpc(port, path, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": name, "version": "1"}}}, headers)
+    sid = h.get("mcp-session-id")
+    rpc(port, path, {"jsonrpc": "2.0", "method": "notifications/initialized"}, {"mcp-session-id": sid} if sid else {})
+    return sid
+
+
+def expected(tools, profile):
+    """The input schemas a client of `profile` must get: `toolfit normalize --format mcp` of the list."""
+    doc = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}).encode()
+    out = json.loads(runner.cli(doc, "mcp", profile))
+    return [t.get("inputSchema") for t in out["result"]["tools"]]
+
+
+def names_mapped(tools):
+    """The listed name of each tool as the MCP leg spells a name its client's API refuses."""
+    return [t["name"] for t in tools]
+
+
+def fastmcp_leg(kind, py, servers, raw):
+    fm = servers["fastmcp"]
+    g = gateway(kind, fm.port)
+    try:
+        url = f"http://127.0.0.1:{g.port}/mcp"
+        server_tools = raw["fastmcp"]["tools"]
+        for name, profile in CLIENTS.items():
+            got = client(py, url, name)
+            want = expected(server_tools, profile)
+            check(f"FastMCP, {name}: every tools/list result rewritten for {profile}",
+                  [t.get("inputSchema") for t in got["tools"]] == want and len(want) == 3,
+                  json.dumps(got)[:600])
+        # names both ways: OpenAI refuses `.` and `/`, so Codex gets names that map back
+        got = client(py, url, "codex-mcp-client", calls=[("get_weather__032e", {"city": "Paris"}), ("stats_mean__052f", {"values": [1, 2]}), ("shout", {"text": "hi"})])
+        names = [t["name"] for t in got["tools"]]
+        check("FastMCP, codex-mcp-client: names OpenAI refuses listed under names that map back",
+              names == ["get_weather__032e", "stats_mean__052f", "shout"], names)
+        calls = got["calls"]
+        check("FastMCP: every call by a listed name ran on the server under its own name (structuredContent back)",
+              len(calls) == 3 and all(c.get("ok") for c in calls)
+              and calls[0].get("structured") == {"city": "Paris", "celsius": 21.5, "conditions": ["sunny", "windy"]}
+              and calls[1].get("structured") == {"mean": 1.5, "n": 2.0}, calls)
+        # structured output: the SDK validated each structuredContent against the listed outputSchema
+        # (above: no error); without toolfit it refuses get.weather's own schema (`\p{Lu}` is not a
+        # Python regex): the control that the check can say no
+        raw_call = next((c for c in raw["fastmcp"]["calls"] if c["name"] == "get.weather"), {})
+        check("FastMCP control: without toolfit the SDK refuses get.weather's structuredContent (its outputSchema's \\p{Lu})",
+              "Invalid schema" in (raw_call.get("error") or ""), raw_call)
+        from jsonschema import Draft202012Validator
+        outs = {t["name"]: t.get("outputSchema") for t in got["tools"]}
+        judged = [(c["name"], c.get("structured"), Draft202012Validator(outs[c["name"]]).is_valid(c.get("structured"))) for c in calls if outs.get(c["name"])]
+        check("FastMCP: every listed outputSchema accepts what the server returned (jsonschema, beside the SDK's own check)",
+              len(judged) == 3 and all(ok for _, _, ok in judged), judged)
+        # a call naming what toolfit never listed (the original name, refused by OpenAI): counted
+        sid = initialize(g.port, "/mcp", "codex-mcp-client")
+        st, _, body = rpc(g.port, "/mcp", {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "get.weather", "arguments": {"city": "Rome"}}},
+                          {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"})
+        p = prom(g)
+        check("FastMCP: a call naming a tool toolfit never listed is forwarded as it came and counted (mcp_calls_unmapped)",
+              st == 200 and b"Rome" in body and series(p, "mcp_calls_unmapped", route="mcp", profile="openai", mcp_client="codex-mcp-client") == 1, (st, body[:200]))
+        check("FastMCP: sessions and listed tools counted per client",
+              series(p, "mcp_sessions", mcp_client="codex-mcp-client") >= 3 and series(p, "mcp_tools_listed", profile="openai", mcp_client="codex-mcp-client") >= 6
+              and series(p, "mcp_sessions", mcp_client="other") >= 1, [ln for ln in p.splitlines() if "mcp_" in ln and not ln.endswith(" 0")][:12])
+        # the profile header a client can set wins over the map
+        got = client(py, url, "some-agent", headers={"x-toolfit-profile": "openai"})
+        check("FastMCP: x-toolfit-profile wins over the client map", [t.get("inputSchema") for t in got["tools"]] == expected(server_tools, "openai"), got.get("error"))
+    finally:
+        g.stop()
+
+
+def catalog_leg(kind, py, servers):
+    tools = json.load(open(CATALOG))["tools"]
+    cat = servers["catalog"]
+    g = gateway(kind, cat.port)
+    try:
+        url = f"http://127.0.0.1:{g.port}/mcp"
+        got = client(py, url, "codex-mcp-client")
+        want = [s for i in range(0, len(tools), 500) for s in expected(tools[i:i + 500], "openai")]
+        check(f"catalog: all {len(tools)} tools of every page rewritten for openai", [t.get("inputSchema") for t in got["tools"]] == want and len(want) == 1409,
+              got.get("error") or len(got["tools"]))
+        sid = initialize(g.port, "/mcp", "codex-mcp-client")
+        seen = {r.get("session") for r in cat.records()}
+        check("catalog: the client's session id carries the tag; the server never sees it",
+              bool(sid) and sid.endswith(".tf.openai.codex-mcp-client") and not any(s and ".tf." in s for s in seen), (sid, seen))
+        # hostile answers to tools/list: forwarded as they came, byte for byte, or with nothing lost
+        head = {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        for cursor in ("wrong-id", "list-shaped"):
+            msg = {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"cursor": cursor}}
+            direct, through = rpc(cat.port, "/mcp", msg, {"mcp-session-id": sid.split(".tf.")[0]}), rpc(g.port, "/mcp", msg, head)
+            check(f"catalog: a tools/list answer with {cursor} forwarded byte for byte", direct[2] == through[2] and through[0] == 200, (direct[2][:120], through[2][:120]))
+        msg = {"jsonrpc": "2.0", "id": 9, "method": "tools/list", "params": {"cursor": "huge"}}
+        direct, through = json.loads(rpc(cat.port, "/mcp", msg)[2]), json.loads(rpc(g.port, "/mcp", msg, head)[2])
+        check("catalog: a 5 MB string beside the tools arrives whole, the tools rewritten",
+              through["result"]["_meta"] == direct["result"]["_meta"] and [t["inputSchema"] for t in through["result"]["tools"]] == expected(tools[:3], "openai"))
+        p = prom(g)
+        check("catalog: no internal error on any of it", series(p, "internal_errors") == 0, series(p, "internal_errors"))
+    finally:
+        g.stop()
+    # a tool that cannot fit the client's profile without loss: the route's `unfit` says what becomes of it
+    apify = json.load(open(APIFY))["tools"]
+    lossy = lossy_tools(apify, "llama-cpp")
+    for unfit in ("error", "drop", "pass"):
+        config = plugin()
+        config["routes"][0] = {**config["routes"][0], "unfit": unfit, "clients": {"codex-mcp-client": "llama-cpp"}}
+        g = gateway(kind, servers["apify"].port, config)
+        try:
+            got = client(py, f"http://127.0.0.1:{g.port}/mcp", "codex-mcp-client")
+            p = prom(g)
+            listed = {t["name"]: t.get("inputSchema") for t in got["tools"]}
+            if unfit == "error":
+                err = got.get("error") or ""
+                check("unfit: error: the tools/list answered with a JSON-RPC error naming the tool, the server and the pointer",
+                      "cannot be listed" in err and f"127.0.0.1:{g.port}/mcp" in err and any(f'tool "{t}"' in err for t in lossy) and " at /" in err
+                      and series(p, "mcp_lists_refused", mcp_client="codex-mcp-client") == 1, err[:400])
+            elif unfit == "drop":
+                check(f"unfit: drop: the {len(lossy)} tools the profile loses meaning of left out, counted",
+                      0 < len(lossy) < len(apify) and sorted(listed) == sorted(t["name"] for t in apify if t["name"] not in lossy)
+                      and series(p, "mcp_tools_dropped", mcp_client="codex-mcp-client") == len(lossy), (sorted(lossy), sorted(listed), got.get("error")))
+            else:
+                as_came = [listed.get(t["name"]) == t["inputSchema"] for t in apify if t["name"] in lossy]
+                check("unfit: pass: those tools listed as the server wrote them, the rest rewritten",
+                      len(listed) == len(apify) and as_came and all(as_came), got.get("error") or as_came)
+        finally:
+            g.stop()
+
+
+def lossy_tools(tools, profile):
+    """The tools whose rewrite for `profile` has a lossy record (the CLI's report)."""
+    doc = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}).encode()
+    with tempfile.NamedTemporaryFile(suffix=".json") as rep:
+        subprocess.run([runner.TOOLFIT, "normalize", "--profile", profile, "--format", "mcp", "--report", rep.name], input=doc, capture_output=True, check=True)
+        return {r["tool"] for r in json.load(open(rep.name))["records"] if r["lossy"]}
+
+
+def pieces_leg(kind, py, servers):
+    """SSE answers written 7 bytes at a time, and a server without sessions."""
+    tools = json.load(open(CATALOG))["tools"]
+    g = gateway(kind, servers["pieces"].port)
+    try:
+        got = client(py, f"http://127.0.0.1:{g.port}/mcp", "claude-code")
+        want = [s for i in range(0, 200, 100) for s in expected(tools[i:i + 100], "anthropic")]
+        check("SSE in 7-byte pieces: every page rewritten for anthropic", [t.get("inputSchema") for t in got["tools"]] == want, got.get("error") or len(got["tools"]))
+        # a stream that breaks inside an event's JSON, an event that is not JSON, a stream cut mid-event:
+        # read by toolfit (a tools/list answer) and forwarded as it came
+        sid = initialize(g.port, "/mcp", "claude-code")
+        msg = {"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": {"cursor": "broken"}}
+        direct, through = rpc(servers["pieces"].port, "/mcp", msg), rpc(g.port, "/mcp", msg, {"mcp-session-id": sid})
+        check("SSE: broken events and a stream cut mid-event forwarded as they came", through[2] == direct[2] and b"not json" in direct[2], (direct[2][:80], through[2][:80]))
+    finally:
+        g.stop()
+    g = gateway(kind, servers["stateless"].port)
+    try:
+        sid = initialize(g.port, "/mcp", "gemini-cli-mcp-client")
+        st, _, _ = rpc(g.port, "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, {"mcp-session-id": sid})
+        seen = [r.get("session") for r in servers["stateless"].records()]
+        check("a server without sessions: toolfit's own session id (tf.<profile>.<client>), never sent upstream",
+              sid == "tf.gemini-json.gemini-cli-mcp-client" and st == 200 and seen and all(s is None for s in seen), (sid, seen[-3:]))
+    finally:
+        g.stop()
+
+
+def everything_leg(kind, py, servers, raw):
+    """server-everything: streamable HTTP (SSE answers) for Gemini CLI's name, and the old HTTP+SSE transport."""
+    g = gateway(kind, servers["everything"].port)
+    try:
+        got = client(py, f"http://127.0.0.1:{g.port}/mcp", "gemini-cli-mcp-client", calls=[("echo", {"message": "hello"})])
+        want = expected(raw["everything"]["tools"], "gemini-json")
+        check("server-everything, gemini-cli-mcp-client: tools/list rewritten for gemini-json",
+              [t.get("inputSchema") for t in got["tools"]] == want and len(want) >= 10, got.get("error") or json.dumps(got["tools"])[:300])
+        check("server-everything: a call through toolfit runs", got["calls"] and got["calls"][0].get("ok") and "hello" in got["calls"][0].get("text", ""), got["calls"])
+    finally:
+        g.stop()
+    g = gateway(kind, servers["everything-sse"].port)
+    try:
+        got = client(py, f"http://127.0.0.1:{g.port}/sse", "some-agent", calls=[("echo", {"message": "old"})], sse=True, headers={"x-toolfit-profile": "openai"})
+        want = expected(raw["everything"]["tools"], "openai")
+        check("server-everything over HTTP+SSE: the list on the GET stream rewritten for the profile the header names",
+              [t.get("inputSchema") for t in got["tools"]] == want, got.get("error") or json.dumps(got["tools"])[:300])
+        check("server-everything over HTTP+SSE: a call through toolfit runs", got["calls"] and got["calls"][0].get("ok"), got["calls"])
+    finally:
+        g.stop()
+
+
+FRONT = """admin:
+  address: {socket_address: {address: 127.0.0.1, port_value: ADMIN}}
+static_resources:
+  listeners:
+  - name: front
+    address: {socket_address: {address: 127.0.0.1, port_value: PORT}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: front
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes: [{match: {prefix: /}, route: {cluster: replicas, timeout: 0s}}]
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+  clusters:
+  - name: replicas
+    type: STATIC
+    lb_policy: ROUND_ROBIN
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        common_http_protocol_options: {max_requests_per_connection: 1}
+        explicit_http_config: {http_protocol_options: {}}
+    load_assignment:
+      cluster_name: replicas
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: ONE}}}
+        - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: TWO}}}
+"""
+
+
+def replicas_leg(kind, py, servers):
+    """Two gateways behind one front Envoy that sends each request to the next: a session's requests
+    land on both, and each knows the client from the session id alone."""
+    fm = servers["fastmcp"]
+    a, b = gateway(kind, fm.port), gateway(kind, fm.port)
+    front = runner.Envoy.__new__(runner.Envoy)
+    front.port, front.admin = free_port(), free_port()
+    try:
+        front.start(FRONT.replace("ADMIN", str(front.admin)).replace("PORT", str(front.port)).replace("ONE", str(a.port)).replace("TWO", str(b.port)))
+        got = client(py, f"http://127.0.0.1:{front.port}/mcp", "codex-mcp-client", lists=2,
+                     calls=[("get_weather__032e", {"city": "Oslo"}), ("stats_mean__052f", {"values": [3]}), ("get_weather__032e", {"city": "Lima"})])
+        pa, pb = prom(a), prom(b)
+        per = [(series(p, "mcp_sessions", mcp_client="codex-mcp-client"), series(p, "mcp_tools_listed", mcp_client="codex-mcp-client"),
+                series(p, "names_restored", profile="openai")) for p in (pa, pb)]
+        names = [t["name"] for t in got["tools"]]
+        check("two replicas: the session works whichever replica each request reaches",
+              got.get("error") is None and all(c.get("ok") for c in got["calls"]) and len(got["calls"]) == 3 and "get_weather__032e" in names, got)
+        check("two replicas: one saw initialize, the other still rewrote for the session's client (from the session id alone)",
+              sorted(s for s, _, _ in per) == [0, 1] and all(listed + restored > 0 for _, listed, restored in per), per)
+    finally:
+        for x in (front, a, b):
+            x.stop()
+
+
+def main():
+    only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--delivery=")), None)
+    py = venv("agents", mcp_agents.PINS)
+    bins = mcp_agents.npm_servers()
+    everything = os.path.join(os.path.dirname(bins), "@modelcontextprotocol", "server-everything", "dist", "index.js")
+    servers = {
+        "fastmcp": Server([py, os.path.join(HERE, "mcp_fastmcp.py"), "{port}"], "/mcp"),
+        "catalog": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", CATALOG, "{log}"], "/mcp"),
+        "pieces": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", CATALOG, "{log}", "--sse", "--piece", "7", "--page", "100", "--limit", "200"], "/mcp"),
+        "stateless": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", CATALOG, "{log}", "--stateless", "--page", "50"], "/mcp"),
+        "apify": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", APIFY, "{log}"], "/mcp"),
+        "everything": Server(["node", everything, "streamableHttp"], "/mcp"),
+        "everything-sse": Server(["node", everything, "sse"], "/sse", wait="/nothing"),
+    }
+    try:
+        # what each server lists and answers without toolfit
+        raw = {
+            "fastmcp": client(py, f"http://127.0.0.1:{servers['fastmcp'].port}/mcp", "codex-mcp-client",
+                              calls=[("get.weather", {"city": "Paris"}), ("stats/mean", {"values": [1, 2]}), ("shout", {"text": "hi"})]),
+            "everything": client(py, f"http://127.0.0.1:{servers['everything'].port}/mcp", "raw"),
+        }
+        check("servers answer without toolfit (FastMCP 3 tools, server-everything 10 or more)",
+              len(raw["fastmcp"]["tools"]) == 3 and len(raw["everything"]["tools"]) >= 10, {k: v.get("error") for k, v in raw.items()})
+        for kind in delivery.DELIVERIES:
+            if only and kind != only:
+                continue
+            verdict.LABEL = delivery.label(kind)
+            for leg in (fastmcp_leg, everything_leg):
+                leg(kind, py, servers, raw)
+            for leg in (catalog_leg, pieces_leg, replicas_leg):
+                leg(kind, py, servers)
+        verdict.LABEL = ""
+    finally:
+        for s in servers.values():
+            s.stop()
+    verdict.summary("mcp leg")
+
+
+if __name__ == "__main__":
+    main()
