@@ -152,7 +152,7 @@ impl Session {
         let map = h.headers.as_ref();
         let (method, path) = (header(map, ":method").unwrap_or_default(), header(map, ":path").unwrap_or_default());
         let (ct, ce, ae) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "accept-encoding"));
-        let (sid, tp, authority) = (header(map, "mcp-session-id"), header(map, "x-toolfit-profile"), header(map, ":authority"));
+        let (sid, tp, authority, tool) = (header(map, "mcp-session-id"), header(map, "x-toolfit-profile"), header(map, ":authority"), header(map, "mcp-name"));
         let hs = Headers {
             method: &method,
             path: &path,
@@ -163,6 +163,7 @@ impl Session {
             session: sid.as_deref(),
             profile: tp.as_deref(),
             authority: authority.as_deref(),
+            mcp_name: tool.as_deref(),
         };
         let mut m = Mutations::default();
         let Session { shared, exchange, .. } = self;

@@ -39,6 +39,8 @@ pub const DEFAULT_CLIENTS: &[(&str, &str)] = &[("claude-code", "anthropic"), ("c
 pub const PROFILE_HEADER: &str = "x-toolfit-profile";
 /// The MCP session header (streamable HTTP).
 pub const SESSION_HEADER: &str = "mcp-session-id";
+/// The tool a `tools/call` names, as a header (the stateless protocol, 2026-07-28).
+pub const NAME_HEADER: &str = "mcp-name";
 /// The client label of a client no pattern names.
 const OTHER: &str = "other";
 
@@ -67,6 +69,9 @@ struct Leg {
     server: String,
     /// The request is an `initialize`: the answer's session id gets the tag.
     initialize: bool,
+    /// The request came with toolfit's tag: a session id in the answer gets it too (servers send the
+    /// id on every answer, and clients take the latest: the TypeScript SDK's transport does).
+    tagged: bool,
     /// The answer may carry a `tools/list` result (a `tools/list` request, or a GET stream).
     lists: bool,
     /// The ids of the `tools/list` requests of a POST (as JSON text): only answers under them are
@@ -165,6 +170,15 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
             env.metrics.add(&metric_name(&route_label, profile.name, Stat::InternalErrors.name()), 1);
         }
     }
+    // the stateless protocol names the called tool in a header too, which the server holds to the
+    // body's: it gets the original here, before the body is read (the name alone says it)
+    if let Some(original) = h.mcp_name.and_then(names::decode) {
+        changed = true;
+        if !host.set_header(NAME_HEADER, &original) {
+            let route_label = label(route_name.unwrap_or("none"));
+            env.metrics.add(&metric_name(&route_label, profile.name, Stat::InternalErrors.name()), 1);
+        }
+    }
     let mut by_header = false;
     if let Some(name) = h.profile {
         match Profile::by_name(name.trim()) {
@@ -193,12 +207,14 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         open_objects: route.open_objects,
         server: format!("{}{}", h.authority.unwrap_or(""), h.path.split('?').next().unwrap_or("")),
         initialize: false,
+        tagged: changed && h.session.is_some_and(|s| untag(s).is_some()),
         lists: get,
         ids: Vec::new(),
     };
     if !post && !get {
-        // DELETE and the rest: only the session header's tag comes off
-        return (None, if changed { Headed::Continue } else { Headed::Ignore });
+        // DELETE and the rest: only the session header's tag comes off (and goes back on the answer's)
+        let keep = leg.tagged;
+        return (keep.then(|| State { leg, reading: false, flow: Flow::Off }), if changed { Headed::Continue } else { Headed::Ignore });
     }
     env.metrics.prepare(&leg.route, leg.profile.name);
     leg.count(env.metrics, Stat::RequestsSeen, 1);
@@ -251,6 +267,15 @@ impl State {
             self.leg.count(env.metrics, Stat::SkippedNotJson, 1);
         }
         for m in &messages {
+            // the stateless protocol (2026-07-28, what Claude Code speaks where the server answers
+            // `server/discover`) has no `initialize`: every request names its client in `_meta`
+            if let Some(name) = meta_client(m) {
+                let (client, profile) = client_of(&self.leg.clients, &name);
+                self.leg.client = client;
+                if let (Some(p), false) = (profile, self.leg.by_header) {
+                    self.leg.profile = p;
+                }
+            }
             match m.str("method").as_deref() {
                 Some("initialize") => {
                     self.leg.initialize = true;
@@ -316,7 +341,7 @@ impl State {
 
     /// Whether the answer is read at all.
     pub fn awaits_response(&self) -> bool {
-        self.leg.initialize || self.leg.lists
+        self.leg.initialize || self.leg.tagged || self.leg.lists
     }
 
     pub fn reading_response(&self) -> bool {
@@ -342,12 +367,15 @@ impl State {
         host: &mut dyn ResponseHost,
     ) -> Next {
         let ok = (200..300).contains(&status);
-        if self.leg.initialize && ok && !self.leg.observe {
+        // the session id of an answer, whichever request it answers, leaves with the tag: a client
+        // keeps the latest it was given
+        let retag = (self.leg.initialize || (self.leg.tagged && session.is_some())) && session.and_then(untag).is_none();
+        if retag && ok && !self.leg.observe {
             let sid = tag(session, self.leg.profile, &self.leg.client);
-            if host.set_header(SESSION_HEADER, &sid) {
-                self.leg.count_client(env.metrics, Stat::McpSessions, 1);
-            } else {
+            if !host.set_header(SESSION_HEADER, &sid) {
                 self.leg.count(env.metrics, Stat::InternalErrors, 1);
+            } else if self.leg.initialize {
+                self.leg.count_client(env.metrics, Stat::McpSessions, 1);
             }
         }
         if !self.leg.lists || !ok || end_of_stream {
@@ -539,6 +567,14 @@ impl State {
         }
         listed.text
     }
+}
+
+/// The client a request names in `params._meta["io.modelcontextprotocol/clientInfo"]` (the stateless
+/// protocol's per-request `clientInfo`).
+fn meta_client(m: &raw::RawObject<'_>) -> Option<String> {
+    let params = raw::object(m.get("params")?.get())?;
+    let meta = raw::object(params.get("_meta")?.get())?;
+    raw::object(meta.get("io.modelcontextprotocol/clientInfo")?.get())?.str("name")
 }
 
 /// A JSON-RPC id as compact JSON text (`1`, `"a"`), whatever its spacing.
@@ -961,6 +997,10 @@ mod tests {
         assert_eq!(v["result"]["tools"][1], serde_json::json!({"name":"plain","inputSchema":{"type":"object","properties":{}}}), "{out}");
         // the output schema lost `format` (widening), never gained `additionalProperties: false`
         assert!(v["result"]["tools"][0]["outputSchema"].get("additionalProperties").is_none(), "{out}");
+        // a server that sends its session id on every answer: it leaves tagged every time
+        let (_, res) =
+            exchange(&cfg, &mut m, &post(Some(&sid)), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Some("s1"), ("application/json", ""));
+        assert!(res.set.contains(&(SESSION_HEADER.into(), sid.clone())), "{:?}", res.set);
         // a call by the listed name reaches the server under the original
         let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{"city":"X"}}}"#;
         let (req, _) = exchange(&cfg, &mut m, &post(Some(&sid)), call, None, ("application/json", "{}"));
@@ -971,6 +1011,41 @@ mod tests {
         assert!(req.body.is_none());
         let client = |s: Stat| m.0.get(&client_metric("mcp", "openai", "codex-mcp-client", s)).copied().unwrap_or(0);
         assert_eq!((client(Stat::McpSessions), client(Stat::McpToolsListed), client(Stat::McpCallsUnmapped)), (1, 2, 1));
+    }
+
+    #[test]
+    fn a_stateless_request_names_its_client_in_meta() {
+        let cfg = config("");
+        let mut m = Counts::default();
+        let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.328"}}}}"#;
+        let (_, res) = exchange(&cfg, &mut m, &post(None), list, None, ("application/json", LIST));
+        let out = String::from_utf8(res.chunk).unwrap_or_default();
+        assert!(out.contains("get_weather__032e"), "anthropic refuses the dot: {out}");
+        assert_eq!(m.0.get(&client_metric("mcp", "anthropic", "claude-code", Stat::McpToolsListed)).copied(), Some(2));
+        // its call names the tool in the Mcp-Name header too: the original goes in both
+        let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{}}}"#;
+        let h = Headers { mcp_name: Some("get_weather__032e"), ..post(None) };
+        let (req, _) = exchange(&cfg, &mut m, &h, call, None, ("application/json", "{}"));
+        assert!(req.set.contains(&(NAME_HEADER.into(), "get.weather".into())), "{:?}", req.set);
+        assert!(String::from_utf8(req.body.unwrap_or_default()).unwrap_or_default().contains(r#""name":"get.weather""#));
+        // without the _meta, the route's profile (mcp) lists the name as it is
+        let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", LIST));
+        assert!(String::from_utf8(res.chunk).unwrap_or_default().contains("\"get.weather\""));
+    }
+
+    #[test]
+    fn answers_under_other_ids_and_batches() {
+        let cfg = config("");
+        let mut m = Counts::default();
+        let other = LIST.replace(r#""id":2"#, r#""id":"x""#);
+        let (_, res) =
+            exchange(&cfg, &mut m, &post(Some("s.tf.openai.other")), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", &other));
+        assert_eq!(String::from_utf8(res.chunk).unwrap_or_default(), other, "an answer under another id goes as it came");
+        let batch = format!("[{},{LIST}]", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+        let req = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#;
+        let (_, res) = exchange(&cfg, &mut m, &post(Some("s.tf.openai.other")), req, None, ("application/json", &batch));
+        let out = String::from_utf8(res.chunk).unwrap_or_default();
+        assert!(out.starts_with(r#"[{"jsonrpc":"2.0","id":1,"result":{}},"#) && out.contains("get_weather__032e"), "{out}");
     }
 
     #[test]

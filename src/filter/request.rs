@@ -27,10 +27,12 @@ pub struct Headers<'a> {
     pub accept_encoding: Option<&'a str>,
     /// The request has no body (end of stream with the headers).
     pub end_of_stream: bool,
-    /// MCP routes: the `Mcp-Session-Id`, `x-toolfit-profile` and `:authority` headers.
+    /// MCP routes: the `Mcp-Session-Id`, `x-toolfit-profile`, `:authority` and `Mcp-Name` headers
+    /// (the last: the tool a `tools/call` names, in the stateless protocol).
     pub session: Option<&'a str>,
     pub profile: Option<&'a str>,
     pub authority: Option<&'a str>,
+    pub mcp_name: Option<&'a str>,
 }
 
 /// Per-route overrides from the Envoy route's `metadata.filter_metadata.toolfit`.

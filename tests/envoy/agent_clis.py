@@ -258,9 +258,10 @@ def sse(events, named):
     return b"".join(((f"event: {e['type']}\n" if named else "") + "data: " + json.dumps(e) + "\n\n").encode() for e in events)
 
 
-def hosted_answer(fmt, body, call):
-    """(content type, bytes): a call `call` = (name, namespace, arguments) or, with call None, a text."""
-    text = f"{SEEN}: {'yes' if 'datetime' in json.dumps(body) else 'no'}"
+def hosted_answer(fmt, body, call, marker="datetime"):
+    """(content type, bytes): a call `call` = (name, namespace, arguments) or, with call None, a text
+    saying whether the tool's result (`marker` in it) came back."""
+    text = f"{SEEN}: {'yes' if marker in json.dumps(body) else 'no'}"
     stream = body.get("stream", fmt in ("responses", "gemini"))
     if fmt == "messages":
         block = {"type": "tool_use", "id": "toolu_1", "name": call[0], "input": call[2]} if call else {"type": "text", "text": text}
@@ -319,8 +320,10 @@ class Double(ThreadingHTTPServer):
     calls the time tool on the first turn and answers a text on the next."""
     daemon_threads = True
 
-    def __init__(self, api, judge):
+    def __init__(self, api, judge, pick=None, args=None, marker="datetime"):
         self.api, self.judge, self.seen = api, judge, []
+        # which tool to call, with what, and what its result holds
+        self.pick, self.args, self.marker = pick or is_time_tool, args or {"timezone": "UTC"}, marker
         super().__init__(("127.0.0.1", 0), DoubleHandler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -355,13 +358,13 @@ class DoubleHandler(BaseHTTPRequestHandler):
         errors = self.server.judge.errors(self.server.api, fmt, body)
         call = None
         if not errors and not has_result(fmt, body):
-            tool = next(((n, ns) for n, ns, _, d in functions(fmt, body) if is_time_tool(n, d)), None)
-            call = (tool[0], tool[1], {"timezone": "UTC"}) if tool else None
+            tool = next(((n, ns) for n, ns, _, d in functions(fmt, body) if self.server.pick(n, d)), None)
+            call = (tool[0], tool[1], self.server.args) if tool else None
         status = 400 if errors else 200
         self.server.seen.append({"path": self.path, "fmt": fmt, "body": body, "status": status, "errors": errors, "called": call and call[0]})
         if errors:
             return self.reply(400, "application/json", json.dumps(api_error(fmt, "; ".join(errors)[:2000])).encode())
-        self.reply(200, *hosted_answer(fmt, body, call))
+        self.reply(200, *hosted_answer(fmt, body, call, self.server.marker))
 
 
 # ---------------------------------------------------------------- running a CLI
@@ -377,40 +380,57 @@ def write_json(path, value):
         json.dump(value, f)
 
 
-def command(cli, bins, base, servers, home, work, model):
-    """(argv, env) of one headless run of `cli` against `base` (scheme://host:port)."""
+def remote(cli, spec):
+    """A remote MCP server ({"url", "headers"}) in `cli`'s own configuration shape (streamable HTTP)."""
+    h = spec.get("headers") or {}
+    if cli == "claude":
+        return {"type": "http", "url": spec["url"], **({"headers": h} if h else {})}
+    if cli == "gemini":
+        return {"httpUrl": spec["url"], "trust": True, **({"headers": h} if h else {})}
+    return {"type": "remote", "url": spec["url"], "enabled": True, **({"headers": h} if h else {})}
+
+
+def command(cli, bins, base, servers, home, work, model, prompt=PROMPT, allowed=None):
+    """(argv, env) of one headless run of `cli` against `base` (scheme://host:port). A server is a
+    command (stdio) or {"url", "headers"} (streamable HTTP)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_"))}
     env.update(HOME=home, PWD=work, NO_COLOR="1", CI="1")  # opencode finds its project by $PWD
     exe = os.path.join(bins, cli)
     if cli == "claude":
         f = os.path.join(work, "mcp.json")
-        write_json(f, {"mcpServers": {n: {"command": c[0], "args": c[1:]} for n, c in servers.items()}})
+        write_json(f, {"mcpServers": {n: remote(cli, c) if isinstance(c, dict) else {"command": c[0], "args": c[1:]} for n, c in servers.items()}})
         env.update(ANTHROPIC_BASE_URL=base, ANTHROPIC_API_KEY="test", DISABLE_TELEMETRY="1", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
                    ENABLE_TOOL_SEARCH="false", DISABLE_AUTOUPDATER="1")
-        return [exe, "-p", PROMPT, "--mcp-config", f, "--strict-mcp-config", "--output-format", "stream-json", "--verbose",
-                "--model", model, "--allowedTools", f"mcp__{TIME}__{TIME_TOOL}"], env
+        return [exe, "-p", prompt, "--mcp-config", f, "--strict-mcp-config", "--output-format", "stream-json", "--verbose",
+                "--model", model, "--allowedTools", allowed or f"mcp__{TIME}__{TIME_TOOL}"], env
     if cli == "codex":
         os.makedirs(os.path.join(home, ".codex"), exist_ok=True)
         with open(os.path.join(home, ".codex", "config.toml"), "w") as f:
             for n, c in servers.items():
-                f.write(f'[mcp_servers."{n}"]\ncommand = {json.dumps(c[0])}\nargs = {json.dumps(c[1:])}\n\n')
+                if isinstance(c, dict):
+                    head = "".join(f"{json.dumps(k)} = {json.dumps(v)}, " for k, v in (c.get("headers") or {}).items()).rstrip(", ")
+                    f.write(f'[mcp_servers."{n}"]\nurl = {json.dumps(c["url"])}\n' + (f"http_headers = {{ {head} }}\n" if head else "") + "\n")
+                else:
+                    f.write(f'[mcp_servers."{n}"]\ncommand = {json.dumps(c[0])}\nargs = {json.dumps(c[1:])}\n\n')
         env.update(OPENAI_API_KEY="test")
         provider = f'model_providers.local={{name="local",base_url="{base}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}}'
-        return [exe, "exec", "--json", "--skip-git-repo-check", "-m", model, "-c", "model_provider=local", "-c", provider, PROMPT], env
+        return [exe, "exec", "--json", "--skip-git-repo-check", "-m", model, "-c", "model_provider=local", "-c", provider, prompt], env
     if cli == "gemini":
         os.makedirs(os.path.join(home, ".gemini"), exist_ok=True)
         write_json(os.path.join(home, ".gemini", "settings.json"),
-                   {"security": {"auth": {"selectedType": "gemini-api-key"}}, "mcpServers": {n: {"command": c[0], "args": c[1:], "trust": True} for n, c in servers.items()}})
+                   {"security": {"auth": {"selectedType": "gemini-api-key"}},
+                    "mcpServers": {n: remote(cli, c) if isinstance(c, dict) else {"command": c[0], "args": c[1:], "trust": True} for n, c in servers.items()}})
         env.update(GEMINI_API_KEY="test", GOOGLE_GEMINI_BASE_URL=base, GEMINI_CLI_TRUST_WORKSPACE="true")
-        return [exe, "-p", PROMPT, "--output-format", "json", "-m", model, "--yolo"], env
+        return [exe, "-p", prompt, "--output-format", "json", "-m", model, "--yolo"], env
     write_json(os.path.join(work, "opencode.json"), {"provider": {"local": {"npm": "@ai-sdk/openai-compatible", "name": "local", "options": {"baseURL": f"{base}/v1", "apiKey": "test"},
                                       "models": {model: {"name": model, "tool_call": True}}}},
-               "model": f"local/{model}", "small_model": f"local/{model}", "autoupdate": False, "share": "disabled", "mcp": {n: {"type": "local", "command": c, "enabled": True} for n, c in servers.items()}})
-    return [exe, "run", "--format", "json", PROMPT], env
+               "model": f"local/{model}", "small_model": f"local/{model}", "autoupdate": False, "share": "disabled", "mcp": {n: remote(cli, c) if isinstance(c, dict) else {"type": "local", "command": c, "enabled": True} for n, c in servers.items()}})
+    return [exe, "run", "--format", "json", prompt], env
 
 
-def transcript(cli, out):
-    """(names of the MCP tools the CLI ran, as it reports them, whether a result came back, the model's last text)."""
+def transcript(cli, out, marker="datetime"):
+    """(names of the MCP tools the CLI ran, as it reports them, whether a result (`marker` in it) came
+    back, the model's last text)."""
     ran, result, text = [], False, ""
     for line in out.splitlines() if cli != "gemini" else [out]:
         try:
@@ -421,7 +441,7 @@ def transcript(cli, out):
             for b in (e.get("message") or {}).get("content") or [] if isinstance(e.get("message"), dict) else []:
                 if isinstance(b, dict) and b.get("type") == "tool_use":
                     ran.append(b.get("name"))
-                if isinstance(b, dict) and b.get("type") == "tool_result" and "datetime" in json.dumps(b.get("content")):
+                if isinstance(b, dict) and b.get("type") == "tool_result" and marker in json.dumps(b.get("content")):
                     result = True
             if e.get("type") == "result":
                 text = str(e.get("result"))
@@ -429,7 +449,7 @@ def transcript(cli, out):
             it = e.get("item") or {}
             if e.get("type") == "item.completed" and it.get("type") == "mcp_tool_call":
                 ran.append(f"{it.get('server')}/{it.get('tool')}")
-                result = result or "datetime" in json.dumps(it.get("result"))
+                result = result or marker in json.dumps(it.get("result"))
             if e.get("type") == "item.completed" and it.get("type") == "agent_message":
                 text = it.get("text", "")
         elif cli == "gemini":
@@ -441,7 +461,7 @@ def transcript(cli, out):
             p = e.get("part") or {}
             if e.get("type") == "tool_use" or p.get("type") == "tool":
                 ran.append(p.get("tool"))
-                result = result or "datetime" in json.dumps((p.get("state") or {}).get("output"))
+                result = result or marker in json.dumps((p.get("state") or {}).get("output"))
             if p.get("type") == "text":
                 text = p.get("text", "")
     return ran, result, text
@@ -455,10 +475,10 @@ def original_name(cli):
     return {"claude": f"mcp__{TIME}__{TIME_TOOL}", "codex": f"{TIME}/{TIME_TOOL}", "gemini": gemini, "opencode": f"{TIME}_{TIME_TOOL}"}[cli]
 
 
-def run_cli(cli, bins, base, servers, model, timeout=300):
+def run_cli(cli, bins, base, servers, model, timeout=300, **kw):
     home = tempfile.mkdtemp(prefix=f"toolfit-{cli}-home-")
     work = tempfile.mkdtemp(prefix=f"toolfit-{cli}-work-")
-    argv, env = command(cli, bins, base, servers, home, work, model)
+    argv, env = command(cli, bins, base, servers, home, work, model, **kw)
     try:
         p = subprocess.run(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
         code, out, err = p.returncode, p.stdout, p.stderr

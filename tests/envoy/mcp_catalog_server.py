@@ -74,7 +74,8 @@ class Handler(BaseHTTPRequestHandler):
         sid = self.headers.get("mcp-session-id")
         with lock:
             open(LOG, "a").write(json.dumps({"method": msg.get("method"), "session": sid, "name": (msg.get("params") or {}).get("name"),
-                                             "profile_header": self.headers.get("x-toolfit-profile"), "bytes": len(raw)}) + "\n")
+                                             "profile_header": self.headers.get("x-toolfit-profile"), "bytes": len(raw), "path": self.path,
+                                             "agent": self.headers.get("user-agent")}) + "\n")
         if "id" not in msg:
             self.send_response(202)
             self.send_header("content-length", "0")

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 
 
 class Weather(BaseModel):
@@ -16,19 +17,21 @@ class Weather(BaseModel):
 
 
 app = MCPServer("toolfit-weather")
+# read-only: the coding agents run such tools without asking (Codex in `exec` asks for any other)
+READ = ToolAnnotations(readOnlyHint=True)
 
 
-@app.tool(name="get.weather", description="The weather in a city.")
+@app.tool(name="get.weather", description="The weather in a city.", annotations=READ)
 def get_weather(city: Annotated[str, Field(pattern=r"^\p{Lu}\p{Ll}+$", description="A city's name")]) -> Weather:
     return Weather(city=city, celsius=21.5, conditions=["sunny", "windy"])
 
 
-@app.tool(name="stats/mean", description="The mean of some numbers.")
+@app.tool(name="stats/mean", description="The mean of some numbers.", annotations=READ)
 def mean(values: Annotated[list[float], Field(min_length=1)]) -> dict[str, float]:
     return {"mean": sum(values) / len(values), "n": float(len(values))}
 
 
-@app.tool(name="shout", description="The text in capitals.")
+@app.tool(name="shout", description="The text in capitals.", annotations=READ)
 def shout(text: str) -> str:
     return text.upper()
 

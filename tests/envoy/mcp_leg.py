@@ -13,9 +13,13 @@ front Envoy that sends each request to the next.
 
 Each check's expectation is computed, not written down: the schemas a client must get are `toolfit
 normalize --format mcp` of what the server lists directly, for the profile the client maps to.
-  python tests/envoy/mcp_leg.py [--delivery=wasm|ext_proc]"""
+The coding agents' CLIs (Claude Code, Codex, Gemini CLI, opencode; tests/envoy/agent_clis.py pins them)
+take the FastMCP server as a remote MCP server, raw and through the gateway, against a double of their
+model API that judges each request by that API's rules and calls the weather tool.
+  python tests/envoy/mcp_leg.py [--delivery=wasm|ext_proc] [--clis=claude,codex|none]"""
 import http.client, json, os, re, subprocess, sys, tempfile, time
 
+import agent_clis
 import mcp_agents
 from harness import delivery, runner, verdict
 from harness.paths import CORPUS, ROOT
@@ -400,8 +404,87 @@ def replicas_leg(kind, py, servers):
             x.stop()
 
 
+# each CLI's model API (the double's judge) and model name; opencode maps to the route's `mcp` profile by
+# default, so its MCP configuration names the profile its model API needs in the header
+CLI_API = {"claude": ("anthropic", "m"), "codex": ("openai-responses", "m"), "gemini": ("gemini", "gemini-2.5-flash"), "opencode": ("openai", "m")}
+CLI_CLIENT = {"claude": "claude-code", "codex": "codex-mcp-client", "gemini": "gemini-cli-mcp-client", "opencode": "opencode"}
+CLI_HEADERS = {"opencode": {"x-toolfit-profile": "openai"}}
+CLI_PROFILE = {"claude": "anthropic", "codex": "openai", "gemini": "gemini-json", "opencode": "openai"}
+WEATHER_PROMPT = "What is the weather in Paris? Use the weather tool. [toolfit-call]"
+
+
+def is_weather(name, description):
+    return "weather" in (name or "")
+
+
+def cli_runs(kind, servers, bins, judge, only):
+    """Each coding agent's CLI with the FastMCP server as a remote MCP server, directly (`raw`) or through
+    the MCP gateway, against a double of its model API that judges every request by that API's rules
+    and calls the weather tool: a row per CLI."""
+    rows = {}
+    g = gateway(kind, servers["fastmcp"].port) if kind != "raw" else None
+    try:
+        url = f"http://127.0.0.1:{g.port if g else servers['fastmcp'].port}/mcp"
+        for cli, (api, model) in CLI_API.items():
+            if cli not in only:
+                continue
+            double = agent_clis.Double(api, judge, pick=is_weather, args={"city": "Paris"}, marker="celsius")
+            try:
+                spec = {"url": url, "headers": CLI_HEADERS.get(cli) if g else None}
+                code, out, err = agent_clis.run_cli(cli, bins, f"http://127.0.0.1:{double.port}", {"weather": spec}, model, timeout=240,
+                                                    prompt=WEATHER_PROMPT, allowed="mcp__weather")
+                ran, result, text = agent_clis.transcript(cli, out, marker="celsius")
+                tools = [f for s in double.seen for f in agent_clis.functions(s["fmt"], s["body"]) if is_weather(f[0], f[3])]
+                rows[cli] = {"code": code, "ran": ran, "result": result, "text": text, "err": (err or "")[-600:],
+                             "requests": len(double.seen), "refused": sum(1 for x in double.seen if x["errors"]),
+                             "errors": [x["errors"][:2] for x in double.seen if x["errors"]][:1], "tools": tools[:1],
+                             "prom": prom(g) if g else ""}
+            finally:
+                double.shutdown()
+    finally:
+        if g:
+            g.stop()
+    return rows
+
+
+def cli_leg(servers, only, kinds=delivery.DELIVERIES):
+    bins = agent_clis.install()
+    judge = agent_clis.Judge()
+    try:
+        raw = cli_runs("raw", servers, bins, judge, only)
+        for cli, r in raw.items():
+            print(f"      raw {cli}: exit {r['code']}, {r['requests']} model requests, {r['refused']} refused {r['errors']}, ran {r['ran']}", flush=True)
+        # the control: what the CLIs send their model API straight from the server, that API refuses
+        check("CLIs control: without toolfit a model API refuses what the CLI makes of the server's tools (" +
+              ", ".join(c for c, r in raw.items() if r["refused"]) + ")", any(r["refused"] for r in raw.values()), {c: r["errors"] for c, r in raw.items()})
+        table = {c: {"raw": "refused by its API" if r["refused"] else ("ran" if r["result"] else "no result")} for c, r in raw.items()}
+        for kind in kinds:
+            verdict.LABEL = delivery.label(kind)
+            for cli, r in cli_runs(kind, servers, bins, judge, only).items():
+                table[cli][kind] = "refused by its API" if r["refused"] else ("ran" if r["result"] and r["code"] == 0 else "no result")
+                client = CLI_CLIENT[cli]
+                label = client if cli not in CLI_HEADERS else "other"
+                # the client known by the name it gives itself (in `initialize`, or in each request's
+                # `_meta` in the stateless protocol Claude Code speaks)
+                listed = series(r["prom"], "mcp_tools_listed", mcp_client=label)
+                # the name its model saw is the one toolfit listed (`get.weather` where the profile refuses dots)
+                name = "get.weather" if CLI_PROFILE[cli] == "gemini-json" else "get_weather__032e"
+                check(f"{cli} through the MCP leg: its model API accepts every request ({r['requests']} requests), the tools as toolfit listed them for {label}",
+                      r["requests"] > 0 and r["refused"] == 0 and listed >= 3 and any(t[0].endswith(name) for t in r["tools"]), (r["errors"], listed, r["tools"]))
+                check(f"{cli} through the MCP leg: the weather tool ran on the server under its own name and its result came back",
+                      r["code"] == 0 and r["ran"] and r["result"], (r["code"], r["ran"], r["text"][:200], r["err"]))
+            verdict.LABEL = ""
+        print("\n| CLI (MCP client name) | profile | raw | " + " | ".join(delivery.DELIVERIES) + " |")
+        for cli, row in table.items():
+            print(f"| {cli} ({CLI_CLIENT[cli]}) | {CLI_PROFILE[cli]} | " + " | ".join(row.get(k, "-") for k in ("raw", *delivery.DELIVERIES)) + " |")
+        print(flush=True)
+    finally:
+        judge.stop()
+
+
 def main():
     only = next((a.split("=", 1)[1] for a in sys.argv if a.startswith("--delivery=")), None)
+    clis = next((a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--clis=")), list(CLI_API))
     py = venv("agents", mcp_agents.PINS)
     bins = mcp_agents.npm_servers()
     everything = os.path.join(os.path.dirname(bins), "@modelcontextprotocol", "server-everything", "dist", "index.js")
@@ -432,6 +515,8 @@ def main():
             for leg in (catalog_leg, pieces_leg, replicas_leg):
                 leg(kind, py, servers)
         verdict.LABEL = ""
+        if clis and clis != ["none"]:
+            cli_leg(servers, clis, [k for k in delivery.DELIVERIES if not only or k == only])
     finally:
         for s in servers.values():
             s.stop()
