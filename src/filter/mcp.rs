@@ -214,7 +214,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
     if !post && !get {
         // DELETE and the rest: only the session header's tag comes off (and goes back on the answer's)
         let keep = leg.tagged;
-        return (keep.then(|| State { leg, reading: false, flow: Flow::Off }), if changed { Headed::Continue } else { Headed::Ignore });
+        return (keep.then_some(State { leg, reading: false, flow: Flow::Off }), if changed { Headed::Continue } else { Headed::Ignore });
     }
     env.metrics.prepare(&leg.route, leg.profile.name);
     leg.count(env.metrics, Stat::RequestsSeen, 1);
