@@ -20,6 +20,9 @@ requests in the same rounds, its added latency beside toolfit's (`--no-peer` lea
 Saturation: requests per second at `wrk -t2 -c64` for the untouched and typical requests through Envoy
 alone, Envoy with the buffer filter, toolfit Wasm, toolfit ext_proc and LiteLLM's proxy, on the same
 cores in the same run (`--no-saturation` leaves it out).
+The MCP leg: a `tools/list` answer (typical: 26 tools; huge: the 1,409-tool catalog) rewritten for Codex's
+profile on its way back, through Envoy without a filter and with toolfit cold and warm (`--no-mcp`
+leaves it out).
 """
 import json, os, re, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -361,8 +364,73 @@ def main():
     if "huge" in dict(cases):  # --only without it: no huge body to measure with
         one_request_memory(venv, dict(cases)["huge"], d)
     vm_start(venv, d)
+    if "--no-mcp" not in sys.argv:
+        mcp_lists(venv, d, quick)
     size = os.path.getsize(WASM)
     print(f"dist/toolfit.wasm: {size} bytes  [budget <= 590,000: {'met' if size <= 590_000 else 'MISSED'}; make test holds it too]")
+
+
+def mcp_lists(venv, d, quick=False):
+    """The MCP leg: a `tools/list` answer rewritten for Codex's profile (openai) on its way back, typical
+    (desktop-commander's 26 tools) and huge (the 1,409-tool catalog), through Envoy without a filter, with toolfit cache off
+    (cold) and on (warm), interleaved rounds in one run. The answers come from Envoy itself
+    (direct_response), so no Python server sits in the measured path."""
+    import urllib.request
+    # typical: a server whose list changes for OpenAI (two of its 26 tools); huge: the catalog
+    pages = {"typical": json.load(open(os.path.join(ROOT, "tests", "corpus", "servers", "desktop-commander.json")))["tools"],
+             "huge": json.load(open(os.path.join(ROOT, "tests", "corpus", "servers", "twilio-all-services.json")))["tools"]}
+    answers = {k: json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": v}}) for k, v in pages.items()}
+    admin, p_sink = free_port(), free_port()
+    ports = {"without": free_port(), "cold": free_port(), "warm": free_port()}
+    plugin = {"profile": "mcp", "framing": "chunked", "routes": [{"prefix": "/", "format": "mcp"}]}
+    sink = {"name": "sink", "address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}},
+            "filter_chains": [{"filters": [{"name": "envoy.filters.network.http_connection_manager", "typed_config": {
+                "@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager", "stat_prefix": "sink",
+                "route_config": {"max_direct_response_body_size_bytes": 4 << 20, "virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [
+                    {"match": {"path": f"/{k}"}, "direct_response": {"status": 200, "body": {"inline_string": a}},
+                     "response_headers_to_add": [{"header": {"key": "content-type", "value": "application/json"}}]} for k, a in answers.items()]}]},
+                "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"}}]}}]}],
+            "per_connection_buffer_limit_bytes": 33554432}
+    fronts = [listener(n, port, [] if n == "without" else [toolfit_filter({**plugin, "cache_bytes": 0 if n == "cold" else 8 << 20})], "sink") for n, port in ports.items()]
+    for f in fronts:
+        f["per_connection_buffer_limit_bytes"] = 33554432
+    cfg = {"admin": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": admin}}},
+           "static_resources": {"listeners": fronts + [sink], "clusters": [{"name": "sink", "type": "STATIC", "connect_timeout": "1s", "per_connection_buffer_limit_bytes": 33554432,
+                                "load_assignment": {"cluster_name": "sink", "endpoints": [{"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": p_sink}}}}]}]}}]}}
+    path = os.path.join(d, "mcp.json")
+    json.dump(cfg, open(path, "w"))
+    envoy = subprocess.Popen([os.path.join(venv, "bin", "envoy"), "-c", path, "--concurrency", "1", "--base-id", str(admin), "-l", "error"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    lua = os.path.join(d, "mcp.lua")
+    open(lua, "w").write('wrk.method = "POST"\nwrk.headers["content-type"] = "application/json"\nwrk.headers["accept"] = "application/json, text/event-stream"\n'
+                         'wrk.headers["mcp-session-id"] = "s.tf.openai.codex-mcp-client"\nwrk.body = \'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\'\n')
+    try:
+        for _ in range(100):
+            try:
+                if urllib.request.urlopen(f"http://127.0.0.1:{admin}/ready", timeout=1).read().strip() == b"LIVE":
+                    break
+            except OSError:
+                time.sleep(0.1)
+        # the control: the answer through toolfit is the rewritten one, not the sink's bytes
+        req = urllib.request.Request(f"http://127.0.0.1:{ports['warm']}/typical", data=b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+                                     headers={"content-type": "application/json", "mcp-session-id": "s.tf.openai.codex-mcp-client"})
+        changed = urllib.request.urlopen(req).read().decode() != answers["typical"]
+        rounds, secs = (1, 2) if quick else (3, 4)
+        res = {(c, t): [] for c in pages for t in ports}
+        for r in range(rounds):
+            for case in pages:
+                for t, port in (list(ports.items()) if r % 2 == 0 else list(ports.items())[::-1]):
+                    out = subprocess.run(["wrk", "-t1", "-c1", f"-d{secs}s", "--latency", "-s", lua, f"http://127.0.0.1:{port}/{case}"], capture_output=True, text=True).stdout
+                    m = re.search(r"^\s+50%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+                    res[(case, t)].append(float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)] if m else float("nan"))
+        print(f"\nMCP leg: a tools/list answer rewritten for codex-mcp-client (openai) on its way back; p50 in ms, {rounds} interleaved rounds of {secs} s"
+              f" (through toolfit the answer changed: {'yes' if changed else 'NO'})")
+        print(f"{'case':8} {'KB':>6} | {'without':>8} {'cold':>8} {'warm':>8} | {'added cold':>10} {'added warm':>10} | {'warm / without':>14}")
+        for case in pages:
+            w, c, h = (statistics.median(res[(case, t)]) for t in ("without", "cold", "warm"))
+            print(f"{case:8} {len(answers[case]) / 1024:6.0f} | {w:8.3f} {c:8.3f} {h:8.3f} | {c - w:10.3f} {h - w:10.3f} | {h / w:13.1f}x")
+    finally:
+        envoy.terminate()
+        envoy.wait()
 
 
 def one_request_memory(venv, b, d):

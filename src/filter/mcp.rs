@@ -539,9 +539,10 @@ impl State {
         if !self.leg.ids.is_empty() && !self.leg.ids.contains(&id_text(top.get("id"))) {
             return None; // an answer to another request (or under a wrong id): as it came
         }
-        let result = raw::object(top.get("result")?.get())?;
-        let tools = raw::array(result.get("tools")?.get())?;
-        let listed = List::rewrite(env, &self.leg, text, tools.0.len())?;
+        if !top.get("result").is_some_and(|r| r.get().starts_with('{')) {
+            return None;
+        }
+        let listed = List::rewrite(env, &self.leg, text)?;
         let leg = &self.leg;
         let m = &mut *env.metrics;
         leg.count(m, Stat::ToolsSeen, listed.tools as u64);
@@ -651,14 +652,19 @@ struct List {
 }
 
 impl List {
-    /// Rewrites the message `text`, whose `result.tools` has `n` elements.
-    fn rewrite(env: &mut Env, leg: &Leg, text: &str, n: usize) -> Option<List> {
+    /// Rewrites the message `text`, if its `result.tools` is a list of tools.
+    fn rewrite(env: &mut Env, leg: &Leg, text: &str) -> Option<List> {
         let opts = env.config.options_on(leg.profile, leg.promote_to_description, leg.open_objects);
         // the input schemas, by the engine, as an inference request's tools
         let outcome = api::rewrite_body_cached(text.as_bytes(), Format::Mcp, leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
-        let rewritten: String = match &outcome.body {
-            Some(b) => String::from_utf8(b.clone()).ok()?,
-            None => text.to_string(),
+        // no list of tools there (an empty one has nothing to rewrite either)
+        let n = outcome.tools;
+        if n == 0 {
+            return None;
+        }
+        let rewritten: std::borrow::Cow<'_, str> = match &outcome.body {
+            Some(b) => std::borrow::Cow::Owned(String::from_utf8(b.clone()).ok()?),
+            None => std::borrow::Cow::Borrowed(text),
         };
         let mut unfit: Vec<(String, String, String)> =
             outcome.unparsed.iter().map(|u| (u.tool.clone(), String::new(), format!("could not be parsed: {}", u.reason))).collect();
@@ -675,56 +681,73 @@ impl List {
                 return Some(list);
             }
         }
-        // each element: as it came (unfit: pass), left out (unfit: drop), its output schema and
-        // name seen to
-        let old = elements(text)?;
-        let (new, range) = elements_at(&rewritten)?;
-        if old.len() != new.len() {
+        // each element: its output schema and name seen to, as edits of the rewritten text; where a
+        // tool goes as it came (unfit: pass) or not at all (unfit: drop), the list is made anew
+        let (elems, range) = elements_at(&rewritten)?;
+        let objs: Vec<raw::RawObject<'_>> = elems.iter().map(|e| raw::object(e)).collect::<Option<_>>()?;
+        let names: Vec<String> = objs.iter().map(|o| o.str("name").unwrap_or_default()).collect();
+        let whole = matches!(leg.unfit, Unfit::Pass | Unfit::Drop) && !list.unfit.is_empty();
+        let old = if whole { elements(text)? } else { Vec::new() };
+        if whole && old.len() != elems.len() {
             return None;
         }
-        let mut kept: Vec<String> = Vec::with_capacity(new.len());
+        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut mapped: Vec<String> = Vec::new();
+        let mut edits: Vec<Edit> = Vec::new();
+        let mut kept: Vec<String> = Vec::new();
         let mut changed = outcome.body.is_some();
-        let mut taken: Vec<String> = new.iter().filter_map(|e| raw::object(e).and_then(|o| o.str("name"))).collect();
-        for (before, after) in old.iter().zip(new.iter()) {
-            let name = raw::object(after).and_then(|o| o.str("name")).unwrap_or_default();
-            let lossy = list.unfit.iter().any(|(t, _, _)| *t == name);
-            let mut element: String = match (lossy, leg.unfit) {
-                (true, Unfit::Drop) => {
-                    list.dropped += 1;
-                    changed = true;
-                    continue;
-                }
-                (true, Unfit::Pass) => {
-                    changed |= before != after;
-                    (*before).to_string()
-                }
-                _ => (*after).to_string(),
-            };
-            if let Some(out) = output(env, leg, &element, &name, &mut list) {
-                element = out;
+        for (i, ((element, o), name)) in elems.iter().zip(objs.iter()).zip(names.iter()).enumerate() {
+            let lossy = whole && list.unfit.iter().any(|(t, _, _)| t == name);
+            if lossy && leg.unfit == Unfit::Drop {
+                list.dropped += 1;
                 changed = true;
+                continue;
             }
-            if let Some(rule) = leg.profile.target.names {
-                if let Some(sent) = names::encode(&name, &rule).filter(|s| !taken.contains(s)) {
-                    if let Some(e) = rename(&element, &sent) {
+            if lossy {
+                // unfit: pass: as the server wrote it, nothing more
+                let before = old.get(i).copied().unwrap_or(element);
+                changed |= before != *element;
+                kept.push(before.to_string());
+                continue;
+            }
+            // edits within this element
+            let mut own: Vec<Edit> = Vec::new();
+            if let Some(out) = o.get("outputSchema") {
+                if let (Some(new), Some(at)) = (output(env, leg, out.get(), name, &mut list), raw::offset(element, out.get())) {
+                    own.push(Edit::new(at, at + out.get().len(), new));
+                }
+            }
+            if let (Some(rule), Some(v)) = (leg.profile.target.names, o.get("name")) {
+                if let Some(sent) = names::encode(name, &rule).filter(|s| !taken.contains(&s.as_str()) && !mapped.contains(s)) {
+                    if let Some(at) = raw::offset(element, v.get()) {
                         list.report.push(Record {
                             tool: name.clone(),
                             path: String::new(),
                             kind: Kind::NameMapped,
                             detail: format!("listed as {sent:?}: the client's profile refuses the name"),
                         });
-                        taken.push(sent);
-                        element = e;
-                        changed = true;
+                        own.push(Edit::new(at, at + v.get().len(), serde_json::Value::String(sent.clone()).to_string()));
+                        mapped.push(sent);
                     }
                 }
             }
-            kept.push(element);
+            changed |= !own.is_empty();
+            if whole {
+                kept.push(if own.is_empty() { element.to_string() } else { splice(element, own) });
+            } else if let Some(base) = raw::offset(&rewritten, element) {
+                edits.extend(own.into_iter().map(|e| Edit::new(base + e.at, base + e.end, e.text)));
+            }
         }
-        if changed {
-            let array = format!("[{}]", kept.join(","));
-            list.text = Some(splice(&rewritten, vec![Edit::new(range.0, range.1, array)]));
+        if !changed {
+            return Some(list);
         }
+        list.text = Some(if whole {
+            splice(&rewritten, vec![Edit::new(range.0, range.1, format!("[{}]", kept.join(",")))])
+        } else if edits.is_empty() {
+            rewritten.into_owned()
+        } else {
+            splice(&rewritten, edits)
+        });
         Some(list)
     }
 
@@ -769,21 +792,11 @@ fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
     Some((list.0.iter().map(|r| r.get()).collect(), (at, at + tools.get().len())))
 }
 
-/// A tool element with its `name` member's value replaced.
-fn rename(element: &str, sent: &str) -> Option<String> {
-    let o = raw::object(element)?;
-    let v = o.get("name")?;
-    let at = raw::offset(element, v.get())?;
-    Some(splice(element, vec![Edit::new(at, at + v.get().len(), serde_json::Value::String(sent.to_string()).to_string())]))
-}
-
-/// A tool element with its `outputSchema` rewritten, where every change keeps or widens what it accepts.
-fn output(env: &mut Env, leg: &Leg, element: &str, tool: &str, list: &mut List) -> Option<String> {
-    let o = raw::object(element)?;
-    let s = o.get("outputSchema")?;
+/// An `outputSchema` (its text) rewritten, where every change keeps or widens what it accepts.
+fn output(env: &mut Env, leg: &Leg, text: &str, tool: &str, list: &mut List) -> Option<String> {
     let opts = env.config.options_on(leg.profile, leg.promote_to_description, leg.open_objects);
     let mut report = Report::default();
-    let mut v = schema::parse(s.get(), &opts, Context::Output, tool, &mut report).ok()?;
+    let mut v = schema::parse(text, &opts, Context::Output, tool, &mut report).ok()?;
     report.extend(schema::normalize(&mut v, leg.profile, &opts, Context::Output, tool).report);
     if report.is_empty() {
         return None;
@@ -793,8 +806,7 @@ fn output(env: &mut Env, leg: &Leg, element: &str, tool: &str, list: &mut List) 
         return None;
     }
     list.report.extend(report);
-    let at = raw::offset(element, s.get())?;
-    Some(splice(element, vec![Edit::new(at, at + s.get().len(), v.to_string())]))
+    Some(v.to_string())
 }
 
 /// Tool names on the MCP leg: a name the client's profile refuses is listed under a readable name
