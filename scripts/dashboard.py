@@ -47,6 +47,14 @@ panel("Invalid tool calls by tool", [(f"topk(10, sum by (tool) (rate(toolfit_cal
 panel("Response repairs", [(f"sum(rate(toolfit_{s}{{{sel}}}[$__rate_interval]))", s) for s in
                            ("names_restored", "nulls_removed", "responses_unrepaired", "tool_calls_rejected")], unit="ops",
       desc="Names given back, injected nulls removed, responses forwarded unrepaired, responses rejected for an invalid call.")
+panel("MCP leg: tools listed by client", [(f"sum by (mcp_client) (rate(toolfit_mcp_tools_listed{{{sel}}}[$__rate_interval]))", "{{mcp_client}}"),
+                                          (f"sum(rate(toolfit_mcp_tools_dropped{{{sel}}}[$__rate_interval]))", "dropped (unfit)"),
+                                          (f"sum(rate(toolfit_mcp_lists_refused{{{sel}}}[$__rate_interval]))", "lists refused (unfit)")], unit="ops",
+      desc="MCP routes: tools each client was listed, rewritten for its profile (docs/mcp.md); tools left out and lists refused by the route's `unfit`.")
+panel("MCP leg: sessions and calls", [(f"sum by (mcp_client) (rate(toolfit_mcp_sessions{{{sel}}}[$__rate_interval]))", "sessions {{mcp_client}}"),
+                                      (f"sum(rate(toolfit_mcp_calls_unmapped{{{sel}}}[$__rate_interval]))", "calls naming a tool never listed"),
+                                      (f"sum(rate(toolfit_mcp_outputs_kept{{{sel}}}[$__rate_interval]))", "output schemas kept (a rewrite would narrow them)")], unit="ops",
+      desc="MCP routes: sessions begun per client, calls toolfit could not map, output schemas left as the server wrote them.")
 panel("Wasm VM memory", [("max by (pod) (toolfit_vm_memory_bytes)", "{{pod}}")], unit="bytes", desc="Linear memory of toolfit's VMs (it only grows: a high-water mark).")
 
 dash = {
