@@ -164,23 +164,23 @@ class BootstrapEnvoy(runner.Envoy):
         self.ready = self.wait_ready()
 
 
-def mcp_sidecar(objs):
-    """deploy/mcp's EnvoyFilter assembled as Istio places it in the MCP server pod's inbound listener, run
-    in Envoy before an MCP server (tests/envoy/mcp_catalog_server.py): a client naming itself Codex gets
-    the list rewritten for OpenAI and a tagged session id; the server never sees the tag."""
+def mcp_overlay(name, objs, context, routes, host, route):
+    """An MCP overlay's EnvoyFilter assembled as Istio places it (deploy/mcp: the MCP server pod's inbound
+    listener; deploy/mcp-ingress: the ingress gateway's listener and its VirtualService route), run in
+    Envoy before an MCP server (tests/envoy/mcp_catalog_server.py): a client naming itself Codex gets the
+    list rewritten for OpenAI and a tagged session id; the server never sees the tag."""
     ef = next(x for x in objs if x["kind"] == "EnvoyFilter")
     server_port = runner.free_port()
     catalog = os.path.join(ROOT, "tests", "corpus", "servers", "desktop-commander.json")  # two of its tools change for OpenAI
     log = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
     server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "envoy", "mcp_catalog_server.py"), str(server_port), catalog, log], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    routes = [{"name": "inbound|http|8080", "domains": ["*"], "routes": [{"name": "default", "match": {"prefix": "/"}, "route": {"cluster": "inbound|8080||", "timeout": "0s"}}]}]
     ports = (runner.free_port(), runner.free_port(), server_port)
-    cfg = assemble_and_validate("mcp sidecar", ef, objs, "SIDECAR_INBOUND", ports, routes, "")
+    cfg = assemble_and_validate(name, ef, objs, context, ports, routes, "")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         time.sleep(0.5)
-        check("mcp sidecar EnvoyFilter: Envoy runs it with dist/toolfit.wasm", e.ready, e.logs()[-1500:])
-        head = {"accept": "application/json, text/event-stream"}
+        check(f"{name} EnvoyFilter: Envoy runs it with dist/toolfit.wasm", e.ready, e.logs()[-1500:])
+        head = {"accept": "application/json, text/event-stream", **host}
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}}}
         _, _, h = e.request("POST", "/mcp", json.dumps(init).encode(), head)
         sid = h.get("mcp-session-id", "")
@@ -189,12 +189,12 @@ def mcp_sidecar(objs):
         want = json.loads(runner.cli(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}).encode(), "mcp", "openai"))["result"]["tools"]
         got = json.loads(body)["result"]["tools"]
         seen = [json.loads(line).get("session") for line in open(log) if line.strip()]
-        check("mcp sidecar: tools/list rewritten for the client's profile (codex-mcp-client: openai), its session tagged, the server never sees the tag",
+        check(f"{name}: tools/list rewritten for the client's profile (codex-mcp-client: openai), its session tagged, the server never sees the tag",
               [t["inputSchema"] for t in got] == [t["inputSchema"] for t in want] and got != tools and sid.endswith(".tf.openai.codex-mcp-client")
               and seen and not any(x and ".tf." in x for x in seen), (sid, seen))
         time.sleep(1.2)
-        check("mcp sidecar: toolfit_mcp_tools_listed labelled by route, profile and MCP client (the bootstrap's stats tags)",
-              re.search(r'^toolfit_mcp_tools_listed\{route="default",profile="openai",mcp_client="codex-mcp-client"\} ' + str(len(tools)) + "$", e.prom(), re.M), "")
+        check(f"{name}: toolfit_mcp_tools_listed labelled by route, profile and MCP client (the bootstrap's stats tags)",
+              re.search(r'^toolfit_mcp_tools_listed\{route="' + route + r'",profile="openai",mcp_client="codex-mcp-client"\} ' + str(len(tools)) + "$", e.prom(), re.M), "")
     finally:
         e.stop()
         server.terminate()
@@ -515,7 +515,15 @@ def main():
     if "egress" in rendered:
         egress(rendered["egress"], upstream_port, rec)
     if "mcp" in rendered:
-        mcp_sidecar(rendered["mcp"])
+        routes = [{"name": "inbound|http|8080", "domains": ["*"], "routes": [{"name": "default", "match": {"prefix": "/"}, "route": {"cluster": "inbound|8080||", "timeout": "0s"}}]}]
+        mcp_overlay("mcp sidecar", rendered["mcp"], "SIDECAR_INBOUND", routes, {}, "default")
+    if "mcp-ingress" in rendered:
+        vs = next(x for x in rendered["mcp-ingress"] if x["kind"] == "VirtualService")
+        h = vs["spec"]["http"][0]
+        dest = h["route"][0]["destination"]
+        routes = [{"name": f"{vs['spec']['hosts'][0]}:8080", "domains": vs["spec"]["hosts"], "routes": [
+            {"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|{dest['port']['number']}||{dest['host']}.mcp.svc.cluster.local", "timeout": "0s"}}]}]
+        mcp_overlay("mcp ingress", rendered["mcp-ingress"], "GATEWAY", routes, {"host": vs["spec"]["hosts"][0]}, h["name"])
 
     # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/envoy/e2e.py saved them)
     seen, why = runner.read_metric_names()
