@@ -299,6 +299,16 @@ impl Config {
                         return Err(format!("configuration rejected: routes[{i}].{key}: only a route of format mcp reads it"));
                     }
                 }
+            } else {
+                // what an inference route reads and an MCP route would silently ignore
+                let why = [
+                    ("strict", r.strict.is_some(), "say what a tool that cannot fit becomes with `unfit` (error, drop, pass)"),
+                    ("models", r.models.is_some(), "an MCP route picks the profile by client: use `clients`"),
+                    ("on_invalid_tool_call", r.on_invalid_tool_call.is_some(), "an MCP route carries no model's tool calls"),
+                ];
+                if let Some((key, _, hint)) = why.iter().find(|(_, set, _)| *set) {
+                    return Err(format!("configuration rejected: routes[{i}].{key}: a route of format mcp does not read it ({hint})"));
+                }
             }
             match (&r.path, &r.prefix) {
                 (Some(_), Some(_)) => return Err(format!("configuration rejected: routes[{i}] has both path and prefix")),
@@ -655,6 +665,9 @@ mod tests {
             (r#"{"max_body_bytes": -1}"#, "max_body_bytes"),
             (r#"{"max_body_bytes": 0}"#, "max_body_bytes"),
             (r#"{"routes": [{"path": "/x", "format": "soap"}]}"#, "soap"),
+            (r#"{"routes": [{"path": "/x", "format": "openai-chat", "unfit": "drop"}]}"#, "routes[0].unfit"),
+            (r#"{"routes": [{"path": "/mcp", "format": "mcp", "strict": true}]}"#, "routes[0].strict"),
+            (r#"{"routes": [{"path": "/mcp", "format": "mcp", "clients": {"x": "nope"}}]}"#, "routes[0].clients"),
             (r#"{"routes": [{"path": "x", "format": "auto"}]}"#, "routes[0]"),
             (r#"{"routes": [{"format": "auto"}]}"#, "routes[0]"),
             (r#"{"limits": {"max_depth": 0}}"#, "max_depth"),
