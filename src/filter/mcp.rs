@@ -605,9 +605,20 @@ fn refusal(id: &str, u: &Unfitting, leg: &Leg) -> String {
         "toolfit: tool {:?} of MCP server {} cannot be listed for {} (profile {}): its inputSchema at {path} {}",
         u.tool, leg.server, leg.client, leg.profile.name, u.why
     );
-    let data = serde_json::json!({"tool": u.tool, "server": leg.server, "path": path, "profile": leg.profile.name, "client": leg.client, "reason": u.why});
-    let id: serde_json::Value = serde_json::from_str(id).unwrap_or(serde_json::Value::Null);
-    serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": message, "data": data}}).to_string()
+    // written out rather than built as a `Value`: the id goes back as the request wrote it (its text,
+    // checked to be JSON), every string escaped by serde_json
+    let q = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    let id = if serde_json::from_str::<serde_json::Value>(id).is_ok() { id } else { "null" };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":{},"data":{{"tool":{},"server":{},"path":{},"profile":{},"client":{},"reason":{}}}}}}}"#,
+        q(&message),
+        q(&u.tool),
+        q(&leg.server),
+        q(path),
+        q(leg.profile.name),
+        q(&leg.client),
+        q(&u.why)
+    )
 }
 
 /// Changes that keep or widen what a schema accepts: the only ones an `outputSchema` gets.
