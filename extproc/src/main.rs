@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
+use toolfit_extproc::extmcp::ExtMcpServer;
 use toolfit_extproc::session::{Session, Shared};
 
 /// What the command line says.
@@ -252,6 +253,8 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
     let metrics = tokio::net::TcpListener::bind(args.metrics_listen).await?;
     let gauges = Gauges { ready: ready.clone(), active: active.clone(), refused: refused.clone() };
     tokio::spawn(metrics_server(metrics, shared.clone(), gauges));
+    // agentgateway's MCP hook on the same listener (its backend calls it by service name)
+    let extmcp = ExtMcpServer::new(shared.clone());
     let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone(), refused };
     let grpc = tokio::net::TcpListener::bind(args.listen).await?;
     ready.store(true, Ordering::SeqCst);
@@ -271,6 +274,7 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         .initial_connection_window_size(Some(16 << 20))
         .max_frame_size(Some(1 << 20))
         .add_service(ExternalProcessorServer::new(processor).max_decoding_message_size(max_message).max_encoding_message_size(max_message))
+        .add_service(extmcp)
         // no Nagle on the stream to Envoy: each answer is a small frame Envoy waits for, and a delayed
         // ACK would hold it about 40 ms
         .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true)), stop)

@@ -357,7 +357,8 @@ impl Session {
 
 /// Runs `f` with the core's view of the process: its configuration, counters, log rate limit and
 /// rewrite cache, the clock and the log.
-fn with_env<R>(shared: &Shared, f: impl FnOnce(&mut Env) -> R) -> R {
+/// Runs `f` with the core's view of the process's shared state.
+pub fn with_env<R>(shared: &Shared, f: impl FnOnce(&mut Env) -> R) -> R {
     let mut metrics = &shared.metrics;
     let mut fallback = LogLimiter::default();
     let mut logs = shared.logs.lock().ok();

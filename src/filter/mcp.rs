@@ -543,30 +543,115 @@ impl State {
             return None;
         }
         let listed = List::rewrite(env, &self.leg, text)?;
-        let leg = &self.leg;
-        let m = &mut *env.metrics;
-        leg.count(m, Stat::ToolsSeen, listed.tools as u64);
-        leg.count(m, Stat::SchemasUnparsed, listed.unparsed as u64);
-        leg.count_client(m, Stat::McpToolsListed, listed.tools.saturating_sub(listed.dropped) as u64);
-        leg.count_client(m, Stat::McpToolsDropped, listed.dropped as u64);
-        leg.count_client(m, Stat::McpOutputsKept, listed.outputs_kept as u64);
-        for (kind, n) in &listed.report.counters {
-            leg.count(m, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
-            m.add(&metric_name(&leg.route, leg.profile.name, kind.name()), *n);
+        settle(env, &self.leg, listed, top.get("id").map_or("null", |r| r.get()))
+    }
+}
+
+/// Counts and logs what a list's rewrite did; the message the client gets (`None`: as it came).
+fn settle(env: &mut Env, leg: &Leg, listed: List, id: &str) -> Option<String> {
+    let m = &mut *env.metrics;
+    leg.count(m, Stat::ToolsSeen, listed.tools as u64);
+    leg.count(m, Stat::SchemasUnparsed, listed.unparsed as u64);
+    leg.count_client(m, Stat::McpToolsListed, listed.tools.saturating_sub(listed.dropped) as u64);
+    leg.count_client(m, Stat::McpToolsDropped, listed.dropped as u64);
+    leg.count_client(m, Stat::McpOutputsKept, listed.outputs_kept as u64);
+    for (kind, n) in &listed.report.counters {
+        leg.count(m, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
+        m.add(&metric_name(&leg.route, leg.profile.name, kind.name()), *n);
+    }
+    if let Some(line) = listed.line(leg) {
+        env.say(&leg.route, line);
+    }
+    if let Some(err) = &listed.refused {
+        leg.count_client(env.metrics, Stat::McpListsRefused, 1);
+        if !leg.observe {
+            return Some(refusal(id, err, leg));
         }
-        if let Some(line) = listed.line(leg) {
-            env.say(&leg.route, line);
+    }
+    if leg.observe {
+        return None;
+    }
+    listed.text
+}
+
+/// An MCP message handed to toolfit apart from its HTTP exchange (agentgateway's `extMcp` hook gives a
+/// `tools/list` result and a `tools/call`'s params, with values its configuration computed): the route
+/// label for the counters, and the profile or the client's name, where the hook was given them.
+pub struct Apart<'a> {
+    pub route: &'a str,
+    pub profile: Option<&'a str>,
+    pub client: Option<&'a str>,
+}
+
+/// What becomes of a `tools/list` result handed apart.
+#[derive(Debug, PartialEq)]
+pub enum Listed {
+    /// As it came.
+    Keep,
+    /// This `result` (JSON text) in its place.
+    Replace(String),
+    /// A JSON-RPC `error` object (JSON text) in its place (`unfit: error`).
+    Refuse(String),
+}
+
+impl Apart<'_> {
+    /// The leg of the configuration's first MCP route (its `clients`, `unfit`, profile) for this hook.
+    fn leg(&self, env: &mut Env) -> Leg {
+        let route = env.config.routes.iter().find(|r| r.format == Format::Mcp);
+        let clients = route.map_or_else(|| Models::of(DEFAULT_CLIENTS), clients_of);
+        let (client, by_client) = self.client.map_or((OTHER.to_string(), None), |c| client_of(&clients, c));
+        let chosen = self.profile.and_then(|p| Profile::by_name(p.trim()));
+        let profile = chosen.or(by_client).or(route.and_then(|r| r.profile)).unwrap_or(&schema::profile::MCP);
+        let leg = Leg {
+            route: label(self.route),
+            profile,
+            client,
+            by_header: chosen.is_some(),
+            clients,
+            unfit: route.and_then(|r| r.unfit).unwrap_or_default(),
+            observe: route.and_then(|r| r.mode).unwrap_or(env.config.mode) == Mode::Observe,
+            promote_to_description: route.and_then(|r| r.promote_to_description),
+            open_objects: route.and_then(|r| r.open_objects),
+            server: self.route.to_string(),
+            initialize: false,
+            tagged: false,
+            lists: true,
+            ids: Vec::new(),
+        };
+        env.metrics.prepare(&leg.route, leg.profile.name);
+        leg
+    }
+
+    /// A `tools/list` result (its JSON text), rewritten for the client as on an MCP route.
+    pub fn list(&self, env: &mut Env, result: &str) -> Listed {
+        let leg = self.leg(env);
+        let message = format!(r#"{{"jsonrpc":"2.0","id":0,"result":{result}}}"#);
+        let Some(listed) = List::rewrite(env, &leg, &message) else { return Listed::Keep };
+        let Some(out) = settle(env, &leg, listed, "0") else { return Listed::Keep };
+        let Some(top) = raw::object(&out) else { return Listed::Keep };
+        match (top.get("result"), top.get("error")) {
+            (Some(r), _) => Listed::Replace(r.get().to_string()),
+            (None, Some(e)) => Listed::Refuse(e.get().to_string()),
+            _ => Listed::Keep,
         }
-        if let Some(err) = &listed.refused {
-            leg.count_client(env.metrics, Stat::McpListsRefused, 1);
-            if !leg.observe {
-                return Some(refusal(top.get("id").map_or("null", |r| r.get()), err, leg));
+    }
+
+    /// The server's name for a tool a `tools/call` names (`None`: the name is the server's already, or
+    /// one toolfit never listed, which is counted).
+    pub fn call(&self, env: &mut Env, name: &str) -> Option<String> {
+        let leg = self.leg(env);
+        match names::decode(name) {
+            Some(original) => {
+                leg.count(env.metrics, Stat::NamesRestored, 1);
+                Some(original)
+            }
+            None => {
+                if names::unlisted(name, leg.profile) {
+                    leg.count_client(env.metrics, Stat::McpCallsUnmapped, 1);
+                }
+                None
             }
         }
-        if leg.observe {
-            return None;
-        }
-        listed.text
     }
 }
 
@@ -1054,6 +1139,29 @@ mod tests {
         // without the _meta, the route's profile (mcp) lists the name as it is
         let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", LIST));
         assert!(String::from_utf8(res.chunk).unwrap_or_default().contains("\"get.weather\""));
+    }
+
+    #[test]
+    fn a_list_and_a_call_handed_apart() {
+        let cfg = config(r#", "unfit": "error", "clients": {"codex*": "openai"}"#);
+        let mut m = Counts::default();
+        let mut logs = LogLimiter::default();
+        let mut log = |_: Level, _: &str| {};
+        let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+        let result = r#"{"tools":[{"name":"get.weather","inputSchema":{"type":"object"}}]}"#;
+        let a = Apart { route: "agw", profile: None, client: Some("codex-mcp-client") };
+        let Listed::Replace(out) = a.list(&mut env, result) else { panic!("not replaced") };
+        assert!(out.starts_with(r#"{"tools":[{"name":"get_weather__032e""#), "{out}");
+        assert_eq!(a.call(&mut env, "get_weather__032e").as_deref(), Some("get.weather"));
+        assert_eq!(a.call(&mut env, "get.weather"), None);
+        // the route's profile (mcp) takes the name as it is: nothing to change
+        assert_eq!(Apart { route: "agw", profile: None, client: None }.list(&mut env, result), Listed::Keep);
+        // a lossy tool under unfit: error is refused with a JSON-RPC error object
+        let lossy = r#"{"tools":[{"name":"t","inputSchema":{"type":"object","not":{"required":["a"]}}}]}"#;
+        let Listed::Refuse(err) = (Apart { route: "agw", profile: Some("llama-cpp"), client: None }).list(&mut env, lossy) else { panic!("not refused") };
+        assert!(err.contains(r#""code":-32603"#) && err.contains(r#""tool":"t""#), "{err}");
+        let got = |s: Stat| m.0.get(&client_metric("agw", "openai", "codex_", s)).copied().unwrap_or(0); // the pattern `codex*` as a label
+        assert_eq!((got(Stat::McpToolsListed), got(Stat::McpCallsUnmapped)), (1, 1));
     }
 
     #[test]

@@ -1,0 +1,366 @@
+//! agentgateway's `extMcp` hook (`agentgateway.dev.ext_mcp.ExtMcp`), served beside ext_proc: the MCP leg
+//! for a gateway that terminates MCP itself. agentgateway's MCP backend aggregates its targets and
+//! re-originates their sessions, so the HTTP its route policies see is not the servers'; what it offers
+//! instead is this hook, per MCP method (its `crates/protos/proto/ext_mcp.proto`): the JSON-RPC `params`
+//! of a request (`CheckRequest`) or the `result` of an answer (`CheckResponse`, once per `*/list` on the
+//! merged result) as a `google.protobuf.Struct`, and a `mutated` Struct in its place.
+//!
+//! Here: `tools/list` results rewritten for the client as on an MCP route (`toolfit::filter::mcp::Apart`),
+//! a refused list (`unfit: error`) answered with the JSON-RPC error, `tools/call` names given back. The
+//! profile comes from the hook's `metadata_context` (values agentgateway's configuration computes with
+//! CEL): `profile` (a profile's name) or `client` (the MCP client's name, through the first MCP route's
+//! `clients` map), and `route` (the counters' label, `extmcp` unless given). Everything else passes.
+//!
+//! A Struct's numbers are doubles (protobuf's JSON mapping): an integer in a schema past 2^53 comes back
+//! rounded, as it would from agentgateway itself.
+
+use crate::session::{with_env, Shared};
+use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
+use serde_json::{Map, Number, Value as Json};
+use std::sync::Arc;
+use toolfit::filter::mcp::{Apart, Listed};
+
+/// The service's name on the wire.
+pub const SERVICE: &str = "agentgateway.dev.ext_mcp.ExtMcp";
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct McpRequest {
+    #[prost(string, tag = "1")]
+    pub service_name: String,
+    #[prost(string, tag = "2")]
+    pub method: String,
+    #[prost(message, optional, tag = "3")]
+    pub metadata_context: Option<Struct>,
+    #[prost(message, optional, tag = "4")]
+    pub mcp_request: Option<Struct>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct McpResponse {
+    #[prost(string, tag = "1")]
+    pub service_name: String,
+    #[prost(string, tag = "2")]
+    pub method: String,
+    #[prost(message, optional, tag = "3")]
+    pub metadata_context: Option<Struct>,
+    #[prost(message, optional, tag = "4")]
+    pub mcp_response: Option<Struct>,
+}
+
+/// `McpRequestResult` and `McpResponseResult` have the same shape.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct McpResult {
+    #[prost(oneof = "Outcome", tags = "1, 2, 3")]
+    pub result: Option<Outcome>,
+}
+
+#[derive(Clone, PartialEq, prost::Oneof)]
+pub enum Outcome {
+    #[prost(message, tag = "1")]
+    Pass(Pass),
+    #[prost(message, tag = "2")]
+    Mutated(Struct),
+    #[prost(message, tag = "3")]
+    Error(AuthorizationError),
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Pass {}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct AuthorizationError {
+    /// UNKNOWN 0, PERMISSION_DENIED 1, RESOURCE_EXHAUSTED 2, INVALID 3.
+    #[prost(int32, tag = "1")]
+    pub code: i32,
+    #[prost(string, tag = "2")]
+    pub reason: String,
+    #[prost(message, optional, tag = "3")]
+    pub mcp_error: Option<Struct>,
+}
+
+const INVALID: i32 = 3;
+
+fn pass() -> McpResult {
+    McpResult { result: Some(Outcome::Pass(Pass {})) }
+}
+
+/// A Struct as JSON.
+pub fn to_json(s: &Struct) -> Json {
+    Json::Object(s.fields.iter().map(|(k, v)| (k.clone(), value_json(v))).collect())
+}
+
+fn value_json(v: &Value) -> Json {
+    match &v.kind {
+        None | Some(Kind::NullValue(_)) => Json::Null,
+        Some(Kind::NumberValue(n)) => number(*n),
+        Some(Kind::StringValue(s)) => Json::String(s.clone()),
+        Some(Kind::BoolValue(b)) => Json::Bool(*b),
+        Some(Kind::StructValue(s)) => to_json(s),
+        Some(Kind::ListValue(l)) => Json::Array(l.values.iter().map(value_json).collect()),
+    }
+}
+
+/// A double as JSON: whole ones as integers (a schema's `maxItems: 3` stays `3`, not `3.0`).
+fn number(n: f64) -> Json {
+    // within 2^53 every whole double is exact as an i64
+    if n.fract() == 0.0 && n.abs() < 9_007_199_254_740_992.0 {
+        return Json::Number(Number::from(n as i64));
+    }
+    Number::from_f64(n).map_or(Json::Null, Json::Number)
+}
+
+/// JSON as a Struct (`None`: not an object).
+pub fn from_json(j: &Json) -> Option<Struct> {
+    match j {
+        Json::Object(m) => Some(object(m)),
+        _ => None,
+    }
+}
+
+fn object(m: &Map<String, Json>) -> Struct {
+    Struct { fields: m.iter().map(|(k, v)| (k.clone(), json_value(v))).collect() }
+}
+
+fn json_value(j: &Json) -> Value {
+    let kind = match j {
+        Json::Null => Kind::NullValue(0),
+        Json::Bool(b) => Kind::BoolValue(*b),
+        Json::Number(n) => Kind::NumberValue(n.as_f64().unwrap_or(0.0)),
+        Json::String(s) => Kind::StringValue(s.clone()),
+        Json::Array(a) => Kind::ListValue(ListValue { values: a.iter().map(json_value).collect() }),
+        Json::Object(m) => Kind::StructValue(object(m)),
+    };
+    Value { kind: Some(kind) }
+}
+
+/// A string value of the hook's metadata: `key` itself (agentgateway's local configuration sends its
+/// keys flat), or under the namespace `toolfit` (its Kubernetes policy groups them by namespace).
+fn meta<'a>(m: Option<&'a Struct>, key: &str) -> Option<&'a str> {
+    let m = m?;
+    let at = |s: &'a Struct| match &s.fields.get(key)?.kind {
+        Some(Kind::StringValue(v)) if !v.is_empty() => Some(v.as_str()),
+        _ => None,
+    };
+    at(m).or_else(|| match &m.fields.get("toolfit")?.kind {
+        Some(Kind::StructValue(ns)) => at(ns),
+        _ => None,
+    })
+}
+
+fn apart(m: Option<&Struct>) -> Apart<'_> {
+    Apart { route: meta(m, "route").unwrap_or("extmcp"), profile: meta(m, "profile"), client: meta(m, "client") }
+}
+
+/// `CheckResponse`: a `tools/list` result rewritten for the client; anything else passes.
+pub fn check_response(shared: &Shared, r: &McpResponse) -> McpResult {
+    let (Some(result), "tools/list") = (r.mcp_response.as_ref(), r.method.as_str()) else { return pass() };
+    let text = to_json(result).to_string();
+    let a = apart(r.metadata_context.as_ref());
+    match with_env(shared, |env| a.list(env, &text)) {
+        Listed::Keep => pass(),
+        Listed::Replace(new) => match serde_json::from_str::<Json>(&new).ok().as_ref().and_then(from_json) {
+            Some(s) => McpResult { result: Some(Outcome::Mutated(s)) },
+            None => pass(),
+        },
+        Listed::Refuse(err) => {
+            let e: Json = serde_json::from_str(&err).unwrap_or(Json::Null);
+            let reason = e.get("message").and_then(Json::as_str).unwrap_or("toolfit: a tool cannot be listed").to_string();
+            McpResult { result: Some(Outcome::Error(AuthorizationError { code: INVALID, reason, mcp_error: from_json(&e) })) }
+        }
+    }
+}
+
+/// `CheckRequest`: a `tools/call` naming a tool under the name toolfit listed gets the server's name.
+pub fn check_request(shared: &Shared, r: &McpRequest) -> McpResult {
+    let (Some(params), "tools/call") = (r.mcp_request.as_ref(), r.method.as_str()) else { return pass() };
+    let Some(Kind::StringValue(name)) = params.fields.get("name").and_then(|v| v.kind.as_ref()) else { return pass() };
+    let a = apart(r.metadata_context.as_ref());
+    match with_env(shared, |env| a.call(env, name)) {
+        Some(original) => {
+            let mut p = params.clone();
+            p.fields.insert("name".into(), Value { kind: Some(Kind::StringValue(original)) });
+            McpResult { result: Some(Outcome::Mutated(p)) }
+        }
+        None => pass(),
+    }
+}
+
+/// The gRPC service (what tonic's code generator would write for the two unary methods).
+#[derive(Clone)]
+pub struct ExtMcpServer {
+    shared: Arc<Shared>,
+}
+
+impl ExtMcpServer {
+    pub fn new(shared: Arc<Shared>) -> ExtMcpServer {
+        ExtMcpServer { shared }
+    }
+}
+
+impl tonic::server::NamedService for ExtMcpServer {
+    const NAME: &'static str = SERVICE;
+}
+
+/// One unary method: a request message in, a result out, computed off the async workers (a list may be
+/// a large catalog).
+struct Unary<M> {
+    shared: Arc<Shared>,
+    f: fn(&Shared, &M) -> McpResult,
+}
+
+impl<M: Send + Sync + 'static> tonic::server::UnaryService<M> for Unary<M> {
+    type Response = McpResult;
+    type Future = tonic::codegen::BoxFuture<tonic::Response<McpResult>, tonic::Status>;
+    fn call(&mut self, request: tonic::Request<M>) -> Self::Future {
+        let (shared, f) = (self.shared.clone(), self.f);
+        Box::pin(async move {
+            let m = request.into_inner();
+            let out = tokio::task::spawn_blocking(move || f(&shared, &m)).await.unwrap_or_else(|_| pass());
+            Ok(tonic::Response::new(out))
+        })
+    }
+}
+
+impl<B> tonic::codegen::Service<http::Request<B>> for ExtMcpServer
+where
+    B: tonic::codegen::Body + Send + 'static,
+    B::Error: Into<tonic::codegen::StdError> + Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = tonic::codegen::BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let shared = self.shared.clone();
+        // a list is a catalog's worth of JSON: room as for ext_proc's bodies
+        let max = shared.config.max_body_bytes.saturating_mul(2).saturating_add(1 << 20);
+        match req.uri().path().strip_prefix("/agentgateway.dev.ext_mcp.ExtMcp/") {
+            Some("CheckRequest") => Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default()).apply_max_message_size_config(Some(max), Some(max));
+                Ok(grpc.unary(Unary::<McpRequest> { shared, f: check_request }, req).await)
+            }),
+            Some("CheckResponse") => Box::pin(async move {
+                let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default()).apply_max_message_size_config(Some(max), Some(max));
+                Ok(grpc.unary(Unary::<McpResponse> { shared, f: check_response }, req).await)
+            }),
+            _ => Box::pin(async move { Ok(tonic::Status::unimplemented("toolfit-extproc: no such method").into_http()) }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolfit::filter::config::Config;
+
+    fn shared(cfg: &str) -> Shared {
+        Shared::new(Config::parse(cfg.as_bytes()).unwrap_or_default())
+    }
+
+    fn meta_of(pairs: &[(&str, &str)]) -> Struct {
+        Struct { fields: pairs.iter().map(|(k, v)| (k.to_string(), Value { kind: Some(Kind::StringValue(v.to_string())) })).collect() }
+    }
+
+    const LIST: &str = r#"{"tools":[{"name":"get.weather","inputSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":3}}}},{"name":"ok","inputSchema":{"type":"object","properties":{}}}]}"#;
+
+    fn struct_of(text: &str) -> Struct {
+        serde_json::from_str::<Json>(text).ok().as_ref().and_then(from_json).unwrap_or_default()
+    }
+
+    #[test]
+    fn json_and_structs_round_trip_with_whole_numbers_whole() {
+        let j: Json = serde_json::from_str(r#"{"a":[1,2.5,null,true,"x",{"b":{}}],"n":-3}"#).unwrap_or_default();
+        let back = to_json(&from_json(&j).unwrap_or_default());
+        assert_eq!(back, j);
+        assert!(!back.to_string().contains("1.0"));
+    }
+
+    #[test]
+    fn a_list_is_rewritten_for_the_client_the_metadata_names() {
+        let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#);
+        let r = McpResponse {
+            service_name: "weather".into(),
+            method: "tools/list".into(),
+            metadata_context: Some(meta_of(&[("client", "codex-mcp-client")])),
+            mcp_response: Some(struct_of(LIST)),
+        };
+        let Some(Outcome::Mutated(out)) = check_response(&s, &r).result else { panic!("not mutated") };
+        let out = to_json(&out);
+        assert_eq!(out["tools"][0]["name"], "get_weather__032e", "{out}");
+        assert_eq!(out["tools"][0]["inputSchema"]["properties"]["n"]["maximum"], 3, "a whole number stays whole: {out}");
+        // the control: no client, the route's profile (mcp) changes nothing; another method passes
+        let r2 = McpResponse { metadata_context: None, ..r.clone() };
+        assert_eq!(check_response(&s, &r2).result, Some(Outcome::Pass(Pass {})));
+        let r3 = McpResponse { method: "resources/list".into(), ..r };
+        assert_eq!(check_response(&s, &r3).result, Some(Outcome::Pass(Pass {})));
+        // the call comes back under the server's name
+        let call = McpRequest {
+            service_name: "weather".into(),
+            method: "tools/call".into(),
+            metadata_context: None,
+            mcp_request: Some(struct_of(r#"{"name":"get_weather__032e","arguments":{"city":"Oslo"}}"#)),
+        };
+        let Some(Outcome::Mutated(p)) = check_request(&s, &call).result else { panic!("not mapped") };
+        assert_eq!(to_json(&p), serde_json::json!({"name": "get.weather", "arguments": {"city": "Oslo"}}));
+        let plain = McpRequest { mcp_request: Some(struct_of(r#"{"name":"ok"}"#)), ..call };
+        assert_eq!(check_request(&s, &plain).result, Some(Outcome::Pass(Pass {})));
+    }
+
+    #[test]
+    fn metadata_flat_or_under_the_toolfit_namespace() {
+        let flat = meta_of(&[("client", "claude-code")]);
+        let nested = Struct { fields: [("toolfit".to_string(), Value { kind: Some(Kind::StructValue(flat.clone())) })].into_iter().collect() };
+        assert_eq!((meta(Some(&flat), "client"), meta(Some(&nested), "client")), (Some("claude-code"), Some("claude-code")));
+        assert_eq!(meta(Some(&nested), "profile"), None);
+    }
+
+    #[test]
+    fn a_list_that_cannot_fit_is_refused_with_the_json_rpc_error() {
+        let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp", "unfit": "error"}]}"#);
+        let lossy = r#"{"tools":[{"name":"t","inputSchema":{"type":"object","not":{"required":["a"]}}}]}"#;
+        let r = McpResponse {
+            service_name: "s".into(),
+            method: "tools/list".into(),
+            metadata_context: Some(meta_of(&[("profile", "llama-cpp")])),
+            mcp_response: Some(struct_of(lossy)),
+        };
+        let Some(Outcome::Error(e)) = check_response(&s, &r).result else { panic!("not refused") };
+        assert!(e.code == INVALID && e.reason.contains("\"t\"") && e.mcp_error.is_some(), "{e:?}");
+    }
+
+    /// The service over gRPC, as agentgateway calls it: a real HTTP/2 connection and tonic's client.
+    #[tokio::test]
+    async fn over_grpc() {
+        let s = Arc::new(shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
+        let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
+        let server = tonic::transport::Server::builder().add_service(ExtMcpServer::new(s));
+        tokio::spawn(server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
+        let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+            .unwrap_or_else(|e| panic!("{e}"))
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("{e}"));
+        let mut grpc = tonic::client::Grpc::new(channel);
+        grpc.ready().await.unwrap_or_else(|e| panic!("{e}"));
+        let r = McpResponse {
+            service_name: "weather".into(),
+            method: "tools/list".into(),
+            metadata_context: Some(meta_of(&[("client", "claude-code")])),
+            mcp_response: Some(struct_of(LIST)),
+        };
+        let path = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/CheckResponse");
+        let got: tonic::Response<McpResult> =
+            grpc.unary(tonic::Request::new(r), path, tonic_prost::ProstCodec::default()).await.unwrap_or_else(|e| panic!("{e}"));
+        let Some(Outcome::Mutated(out)) = got.into_inner().result else { panic!("not mutated") };
+        assert_eq!(to_json(&out)["tools"][0]["name"], "get_weather__032e");
+        grpc.ready().await.unwrap_or_else(|e| panic!("{e}"));
+        let bad = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/Nope");
+        let r: Result<tonic::Response<McpResult>, tonic::Status> = grpc.unary(tonic::Request::new(Pass {}), bad, tonic_prost::ProstCodec::default()).await;
+        assert_eq!(r.err().map(|e| e.code()), Some(tonic::Code::Unimplemented));
+    }
+}
