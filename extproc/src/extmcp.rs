@@ -1,21 +1,31 @@
 //! agentgateway's `extMcp` hook (`agentgateway.dev.ext_mcp.ExtMcp`), served beside ext_proc: the MCP leg
 //! for a gateway that terminates MCP itself. agentgateway's MCP backend aggregates its targets and
 //! re-originates their sessions, so the HTTP its route policies see is not the servers'; what it offers
-//! instead is this hook, per MCP method (its `crates/protos/proto/ext_mcp.proto`): the JSON-RPC `params`
-//! of a request (`CheckRequest`) or the `result` of an answer (`CheckResponse`, once per `*/list` on the
-//! merged result) as a `google.protobuf.Struct`, and a `mutated` Struct in its place.
+//! instead is this hook, per MCP method (its `crates/protos/proto/ext_mcp.proto`): a request
+//! (`CheckRequest`) or an answer (`CheckResponse`, once per `*/list` on the merged result) as a
+//! `google.protobuf.Struct`, and a `mutated` Struct in its place.
+//!
+//! The protocol is young and its versions differ; both seen are read. `metadata_context` is a Struct of
+//! values (earlier) or a `Metadata` of namespaced Structs like Envoy's `filter_metadata` (later): it is
+//! kept as bytes and read either way. `mcp_response` is the `result` (earlier) or the whole JSON-RPC
+//! message (later): a list is found in either and given back in the shape it came. `mcp_request` is the
+//! `params` or the whole request: a call's name is found in either, and `mutated` is always the `params`
+//! (what both versions say it replaces). `CheckResponseStream` (tools/call with progress) is not served:
+//! a driver for toolfit lists `tools/list: response` and `tools/call: request` only.
 //!
 //! Here: `tools/list` results rewritten for the client as on an MCP route (`toolfit::filter::mcp::Apart`),
 //! a refused list (`unfit: error`) answered with the JSON-RPC error, `tools/call` names given back. The
-//! profile comes from the hook's `metadata_context` (values agentgateway's configuration computes with
-//! CEL): `profile` (a profile's name) or `client` (the MCP client's name, through the first MCP route's
-//! `clients` map), and `route` (the counters' label, `extmcp` unless given). Everything else passes.
+//! profile comes from the metadata (values agentgateway's configuration computes with CEL): `profile` (a
+//! profile's name) or `client` (the MCP client's name, through the first MCP route's `clients` map), and
+//! `route` (the counters' label, `extmcp` unless given), flat or under the namespace `toolfit`.
+//! Everything else passes.
 //!
 //! A Struct's numbers are doubles (protobuf's JSON mapping): an integer in a schema past 2^53 comes back
 //! rounded, as it would from agentgateway itself.
 
 use crate::session::{with_env, Shared};
 use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
+use prost::Message;
 use serde_json::{Map, Number, Value as Json};
 use std::sync::Arc;
 use toolfit::filter::mcp::{Apart, Listed};
@@ -29,8 +39,9 @@ pub struct McpRequest {
     pub service_name: String,
     #[prost(string, tag = "2")]
     pub method: String,
-    #[prost(message, optional, tag = "3")]
-    pub metadata_context: Option<Struct>,
+    /// A Struct or a `Metadata` (see the module's notes), read by [`metadata`].
+    #[prost(bytes = "vec", tag = "3")]
+    pub metadata_context: Vec<u8>,
     #[prost(message, optional, tag = "4")]
     pub mcp_request: Option<Struct>,
 }
@@ -41,10 +52,17 @@ pub struct McpResponse {
     pub service_name: String,
     #[prost(string, tag = "2")]
     pub method: String,
-    #[prost(message, optional, tag = "3")]
-    pub metadata_context: Option<Struct>,
+    #[prost(bytes = "vec", tag = "3")]
+    pub metadata_context: Vec<u8>,
     #[prost(message, optional, tag = "4")]
     pub mcp_response: Option<Struct>,
+}
+
+/// The later protocol's metadata: Structs by namespace.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Metadata {
+    #[prost(map = "string, message", tag = "1")]
+    pub filter_metadata: std::collections::HashMap<String, Struct>,
 }
 
 /// `McpRequestResult` and `McpResponseResult` have the same shape.
@@ -133,35 +151,64 @@ fn json_value(j: &Json) -> Value {
     Value { kind: Some(kind) }
 }
 
-/// A string value of the hook's metadata: `key` itself (agentgateway's local configuration sends its
-/// keys flat), or under the namespace `toolfit` (its Kubernetes policy groups them by namespace).
-fn meta<'a>(m: Option<&'a Struct>, key: &str) -> Option<&'a str> {
-    let m = m?;
-    let at = |s: &'a Struct| match &s.fields.get(key)?.kind {
-        Some(Kind::StringValue(v)) if !v.is_empty() => Some(v.as_str()),
-        _ => None,
-    };
-    at(m).or_else(|| match &m.fields.get("toolfit")?.kind {
-        Some(Kind::StructValue(ns)) => at(ns),
-        _ => None,
-    })
+/// The hook's metadata as one Struct of values: the later protocol's `toolfit` namespace, else the
+/// earlier protocol's Struct (its `toolfit` member, if it has one, else itself).
+pub fn metadata(bytes: &[u8]) -> Struct {
+    if bytes.is_empty() {
+        return Struct::default();
+    }
+    // a Value that holds a string reads as an empty Struct too: the later shape counts only with values
+    if let Ok(m) = Metadata::decode(bytes) {
+        if let Some(ns) = m.filter_metadata.get("toolfit").filter(|ns| !ns.fields.is_empty()) {
+            return ns.clone();
+        }
+    }
+    let Ok(s) = Struct::decode(bytes) else { return Struct::default() };
+    match s.fields.get("toolfit").and_then(|v| v.kind.as_ref()) {
+        Some(Kind::StructValue(ns)) => ns.clone(),
+        _ => s,
+    }
 }
 
-fn apart(m: Option<&Struct>) -> Apart<'_> {
+/// A string value of the metadata.
+fn meta<'a>(m: &'a Struct, key: &str) -> Option<&'a str> {
+    match &m.fields.get(key)?.kind {
+        Some(Kind::StringValue(v)) if !v.is_empty() => Some(v.as_str()),
+        _ => None,
+    }
+}
+
+fn apart(m: &Struct) -> Apart<'_> {
     Apart { route: meta(m, "route").unwrap_or("extmcp"), profile: meta(m, "profile"), client: meta(m, "client") }
 }
 
 /// `CheckResponse`: a `tools/list` result rewritten for the client; anything else passes.
 pub fn check_response(shared: &Shared, r: &McpResponse) -> McpResult {
-    let (Some(result), "tools/list") = (r.mcp_response.as_ref(), r.method.as_str()) else { return pass() };
-    let text = to_json(result).to_string();
-    let a = apart(r.metadata_context.as_ref());
-    match with_env(shared, |env| a.list(env, &text)) {
+    let (Some(given), "tools/list") = (r.mcp_response.as_ref(), r.method.as_str()) else { return pass() };
+    let given = to_json(given);
+    // the result itself, or a whole JSON-RPC message holding it
+    let whole = given.get("result").is_some_and(Json::is_object);
+    let result = if whole { given.get("result").cloned().unwrap_or(Json::Null) } else { given.clone() };
+    if !result.get("tools").is_some_and(Json::is_array) {
+        return pass();
+    }
+    let meta = metadata(&r.metadata_context);
+    let a = apart(&meta);
+    match with_env(shared, |env| a.list(env, &result.to_string())) {
         Listed::Keep => pass(),
-        Listed::Replace(new) => match serde_json::from_str::<Json>(&new).ok().as_ref().and_then(from_json) {
-            Some(s) => McpResult { result: Some(Outcome::Mutated(s)) },
-            None => pass(),
-        },
+        Listed::Replace(new) => {
+            let Ok(new) = serde_json::from_str::<Json>(&new) else { return pass() };
+            let out = if whole {
+                let mut m = given;
+                if let Some(o) = m.as_object_mut() {
+                    o.insert("result".into(), new);
+                }
+                m
+            } else {
+                new
+            };
+            from_json(&out).map_or_else(pass, |s| McpResult { result: Some(Outcome::Mutated(s)) })
+        }
         Listed::Refuse(err) => {
             let e: Json = serde_json::from_str(&err).unwrap_or(Json::Null);
             let reason = e.get("message").and_then(Json::as_str).unwrap_or("toolfit: a tool cannot be listed").to_string();
@@ -172,9 +219,15 @@ pub fn check_response(shared: &Shared, r: &McpResponse) -> McpResult {
 
 /// `CheckRequest`: a `tools/call` naming a tool under the name toolfit listed gets the server's name.
 pub fn check_request(shared: &Shared, r: &McpRequest) -> McpResult {
-    let (Some(params), "tools/call") = (r.mcp_request.as_ref(), r.method.as_str()) else { return pass() };
+    let (Some(given), "tools/call") = (r.mcp_request.as_ref(), r.method.as_str()) else { return pass() };
+    // the params, or a whole request holding them
+    let params = match given.fields.get("params").and_then(|v| v.kind.as_ref()) {
+        Some(Kind::StructValue(p)) => p,
+        _ => given,
+    };
     let Some(Kind::StringValue(name)) = params.fields.get("name").and_then(|v| v.kind.as_ref()) else { return pass() };
-    let a = apart(r.metadata_context.as_ref());
+    let meta = metadata(&r.metadata_context);
+    let a = apart(&meta);
     match with_env(shared, |env| a.call(env, name)) {
         Some(original) => {
             let mut p = params.clone();
@@ -265,6 +318,16 @@ mod tests {
         Struct { fields: pairs.iter().map(|(k, v)| (k.to_string(), Value { kind: Some(Kind::StringValue(v.to_string())) })).collect() }
     }
 
+    /// The metadata as the earlier protocol sends it (a flat Struct).
+    fn flat(pairs: &[(&str, &str)]) -> Vec<u8> {
+        meta_of(pairs).encode_to_vec()
+    }
+
+    /// As the later protocol sends it (`filter_metadata`, the `toolfit` namespace).
+    fn namespaced(pairs: &[(&str, &str)]) -> Vec<u8> {
+        Metadata { filter_metadata: [("toolfit".to_string(), meta_of(pairs))].into_iter().collect() }.encode_to_vec()
+    }
+
     const LIST: &str = r#"{"tools":[{"name":"get.weather","inputSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":3}}}},{"name":"ok","inputSchema":{"type":"object","properties":{}}}]}"#;
 
     fn struct_of(text: &str) -> Struct {
@@ -285,7 +348,7 @@ mod tests {
         let r = McpResponse {
             service_name: "weather".into(),
             method: "tools/list".into(),
-            metadata_context: Some(meta_of(&[("client", "codex-mcp-client")])),
+            metadata_context: flat(&[("client", "codex-mcp-client")]),
             mcp_response: Some(struct_of(LIST)),
         };
         let Some(Outcome::Mutated(out)) = check_response(&s, &r).result else { panic!("not mutated") };
@@ -293,7 +356,7 @@ mod tests {
         assert_eq!(out["tools"][0]["name"], "get_weather__032e", "{out}");
         assert_eq!(out["tools"][0]["inputSchema"]["properties"]["n"]["maximum"], 3, "a whole number stays whole: {out}");
         // the control: no client, the route's profile (mcp) changes nothing; another method passes
-        let r2 = McpResponse { metadata_context: None, ..r.clone() };
+        let r2 = McpResponse { metadata_context: Vec::new(), ..r.clone() };
         assert_eq!(check_response(&s, &r2).result, Some(Outcome::Pass(Pass {})));
         let r3 = McpResponse { method: "resources/list".into(), ..r };
         assert_eq!(check_response(&s, &r3).result, Some(Outcome::Pass(Pass {})));
@@ -301,7 +364,7 @@ mod tests {
         let call = McpRequest {
             service_name: "weather".into(),
             method: "tools/call".into(),
-            metadata_context: None,
+            metadata_context: Vec::new(),
             mcp_request: Some(struct_of(r#"{"name":"get_weather__032e","arguments":{"city":"Oslo"}}"#)),
         };
         let Some(Outcome::Mutated(p)) = check_request(&s, &call).result else { panic!("not mapped") };
@@ -311,11 +374,36 @@ mod tests {
     }
 
     #[test]
-    fn metadata_flat_or_under_the_toolfit_namespace() {
-        let flat = meta_of(&[("client", "claude-code")]);
-        let nested = Struct { fields: [("toolfit".to_string(), Value { kind: Some(Kind::StructValue(flat.clone())) })].into_iter().collect() };
-        assert_eq!((meta(Some(&flat), "client"), meta(Some(&nested), "client")), (Some("claude-code"), Some("claude-code")));
-        assert_eq!(meta(Some(&nested), "profile"), None);
+    fn both_protocol_shapes_are_read() {
+        // the metadata: a flat Struct, a Struct with a toolfit member, Envoy-style filter_metadata
+        let nested =
+            Struct { fields: [("toolfit".to_string(), Value { kind: Some(Kind::StructValue(meta_of(&[("client", "claude-code")]))) })].into_iter().collect() };
+        for bytes in [flat(&[("client", "claude-code")]), nested.encode_to_vec(), namespaced(&[("client", "claude-code")])] {
+            assert_eq!(meta(&metadata(&bytes), "client"), Some("claude-code"));
+        }
+        assert_eq!(meta(&metadata(&namespaced(&[("client", "x")])), "profile"), None);
+        assert!(metadata(b"\xff\xff").fields.is_empty(), "bytes of neither shape: no metadata");
+        // a whole JSON-RPC answer comes back whole, its result rewritten
+        let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#);
+        let whole = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{LIST}}}"#);
+        let r = McpResponse {
+            service_name: "w".into(),
+            method: "tools/list".into(),
+            metadata_context: namespaced(&[("client", "codex-mcp-client")]),
+            mcp_response: Some(struct_of(&whole)),
+        };
+        let Some(Outcome::Mutated(out)) = check_response(&s, &r).result else { panic!("not mutated") };
+        let out = to_json(&out);
+        assert_eq!((out["id"].clone(), out["result"]["tools"][0]["name"].clone()), (serde_json::json!(7), serde_json::json!("get_weather__032e")), "{out}");
+        // a whole request: the params come back, mapped
+        let call = McpRequest {
+            service_name: "w".into(),
+            method: "tools/call".into(),
+            metadata_context: Vec::new(),
+            mcp_request: Some(struct_of(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{}}}"#)),
+        };
+        let Some(Outcome::Mutated(p)) = check_request(&s, &call).result else { panic!("not mapped") };
+        assert_eq!(to_json(&p), serde_json::json!({"name": "get.weather", "arguments": {}}));
     }
 
     #[test]
@@ -325,7 +413,7 @@ mod tests {
         let r = McpResponse {
             service_name: "s".into(),
             method: "tools/list".into(),
-            metadata_context: Some(meta_of(&[("profile", "llama-cpp")])),
+            metadata_context: flat(&[("profile", "llama-cpp")]),
             mcp_response: Some(struct_of(lossy)),
         };
         let Some(Outcome::Error(e)) = check_response(&s, &r).result else { panic!("not refused") };
@@ -350,7 +438,7 @@ mod tests {
         let r = McpResponse {
             service_name: "weather".into(),
             method: "tools/list".into(),
-            metadata_context: Some(meta_of(&[("client", "claude-code")])),
+            metadata_context: namespaced(&[("client", "claude-code")]),
             mcp_response: Some(struct_of(LIST)),
         };
         let path = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/CheckResponse");
