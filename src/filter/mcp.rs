@@ -115,7 +115,13 @@ fn client_of(clients: &Models, name: &str) -> (String, Option<&'static Profile>)
 
 /// The route's clients map.
 fn clients_of(route: &Route) -> Models {
-    route.clients.clone().unwrap_or_else(|| Models::of(DEFAULT_CLIENTS))
+    route.clients.clone().unwrap_or_else(default_clients)
+}
+
+/// [`DEFAULT_CLIENTS`] as a map, made once (not on every request of a route that sets none).
+fn default_clients() -> Models {
+    static DEFAULT: std::sync::OnceLock<Models> = std::sync::OnceLock::new();
+    DEFAULT.get_or_init(|| Models::of(DEFAULT_CLIENTS)).clone()
 }
 
 /// A session id with toolfit's tag: the server's id (if any) and what the tag says.
@@ -598,7 +604,7 @@ impl Apart<'_> {
     /// The leg of the configuration's first MCP route (its `clients`, `unfit`, profile) for this hook.
     fn leg(&self, env: &mut Env) -> Leg {
         let route = env.config.routes.iter().find(|r| r.format == Format::Mcp);
-        let clients = route.map_or_else(|| Models::of(DEFAULT_CLIENTS), clients_of);
+        let clients = route.map_or_else(default_clients, clients_of);
         let (client, by_client) = self.client.map_or((OTHER.to_string(), None), |c| client_of(&clients, c));
         let chosen = self.profile.and_then(|p| Profile::by_name(p.trim()));
         let profile = chosen.or(by_client).or(route.and_then(|r| r.profile)).unwrap_or(&schema::profile::MCP);
