@@ -1,17 +1,18 @@
-//! agentgateway's `extMcp` hook (`agentgateway.dev.ext_mcp.ExtMcp`), served beside ext_proc: the MCP leg
-//! for a gateway that terminates MCP itself. agentgateway's MCP backend aggregates its targets and
+//! agentgateway's MCP guardrail hook (`agentgateway.dev.ext_mcp.ExtMcp`), served beside ext_proc: the MCP
+//! leg for a gateway that terminates MCP itself. agentgateway's MCP backend aggregates its targets and
 //! re-originates their sessions, so the HTTP its route policies see is not the servers'; what it offers
-//! instead is this hook, per MCP method (its `crates/protos/proto/ext_mcp.proto`): a request
-//! (`CheckRequest`) or an answer (`CheckResponse`, once per `*/list` on the merged result) as a
-//! `google.protobuf.Struct`, and a `mutated` Struct in its place.
+//! instead is this hook, per MCP method (its `crates/protos/proto/ext_mcp.proto`): a request's params
+//! (`CheckRequest`) or an answer's result (`CheckResponse`, once per `*/list` on the merged result), and
+//! a `mutated` replacement.
 //!
-//! The protocol is young and its versions differ; both seen are read. `metadata_context` is a Struct of
-//! values (earlier) or a `Metadata` of namespaced Structs like Envoy's `filter_metadata` (later): it is
-//! kept as bytes and read either way. `mcp_response` is the `result` (earlier) or the whole JSON-RPC
-//! message (later): a list is found in either and given back in the shape it came. `mcp_request` is the
-//! `params` or the whole request: a call's name is found in either, and `mutated` is always the `params`
-//! (what both versions say it replaces). `CheckResponseStream` (tools/call with progress) is not served:
-//! a driver for toolfit lists `tools/list: response` and `tools/call: request` only.
+//! The protocol is young and the stored versions differ; all are read. Payloads are raw JSON bytes
+//! (newest) or a `google.protobuf.Struct` (earlier), which hold the params/result or the whole JSON-RPC
+//! message: [`read`] tells the shapes apart by their first byte, and an answer goes back in the shape
+//! its message came in. `metadata_context` is a Struct of values or a `Metadata` of namespaced Structs
+//! like Envoy's `filter_metadata`: kept as bytes and read either way. `service_names` is one name
+//! (earlier) or one per backend (later): the same wire field. `CheckResponseStream` (a later addition,
+//! tools/call with progress) is not served: a driver for toolfit lists `tools/list: Response` and
+//! `tools/call: Request` only.
 //!
 //! Here: `tools/list` results rewritten for the client as on an MCP route (`toolfit::filter::mcp::Apart`),
 //! a refused list (`unfit: error`) answered with the JSON-RPC error, `tools/call` names given back. The
@@ -21,7 +22,7 @@
 //! Everything else passes.
 //!
 //! A Struct's numbers are doubles (protobuf's JSON mapping): an integer in a schema past 2^53 comes back
-//! rounded, as it would from agentgateway itself.
+//! rounded, as it would from agentgateway itself. Raw JSON keeps them exact.
 
 use crate::session::{with_env, Shared};
 use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
@@ -35,27 +36,29 @@ pub const SERVICE: &str = "agentgateway.dev.ext_mcp.ExtMcp";
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct McpRequest {
-    #[prost(string, tag = "1")]
-    pub service_name: String,
+    /// One name (earlier) or one per backend a fan-out method reaches (later): the same wire field.
+    #[prost(string, repeated, tag = "1")]
+    pub service_names: Vec<String>,
     #[prost(string, tag = "2")]
     pub method: String,
     /// A Struct or a `Metadata` (see the module's notes), read by [`metadata`].
     #[prost(bytes = "vec", tag = "3")]
     pub metadata_context: Vec<u8>,
-    #[prost(message, optional, tag = "4")]
-    pub mcp_request: Option<Struct>,
+    /// A Struct or raw JSON (see the module's notes), read by [`Given::read`].
+    #[prost(bytes = "vec", optional, tag = "4")]
+    pub mcp_request: Option<Vec<u8>>,
 }
 
 #[derive(Clone, PartialEq, prost::Message)]
 pub struct McpResponse {
-    #[prost(string, tag = "1")]
-    pub service_name: String,
+    #[prost(string, repeated, tag = "1")]
+    pub service_names: Vec<String>,
     #[prost(string, tag = "2")]
     pub method: String,
     #[prost(bytes = "vec", tag = "3")]
     pub metadata_context: Vec<u8>,
-    #[prost(message, optional, tag = "4")]
-    pub mcp_response: Option<Struct>,
+    #[prost(bytes = "vec", optional, tag = "4")]
+    pub mcp_response: Option<Vec<u8>>,
 }
 
 /// The later protocol's metadata: Structs by namespace.
@@ -76,8 +79,9 @@ pub struct McpResult {
 pub enum Outcome {
     #[prost(message, tag = "1")]
     Pass(Pass),
-    #[prost(message, tag = "2")]
-    Mutated(Struct),
+    /// A Struct's encoding or raw JSON, in the shape the message came in.
+    #[prost(bytes, tag = "2")]
+    Mutated(Vec<u8>),
     #[prost(message, tag = "3")]
     Error(AuthorizationError),
 }
@@ -92,14 +96,40 @@ pub struct AuthorizationError {
     pub code: i32,
     #[prost(string, tag = "2")]
     pub reason: String,
-    #[prost(message, optional, tag = "3")]
-    pub mcp_error: Option<Struct>,
+    /// A Struct's encoding or raw JSON, as `Mutated`.
+    #[prost(bytes = "vec", optional, tag = "3")]
+    pub mcp_error: Option<Vec<u8>>,
 }
 
 const INVALID: i32 = 3;
 
 fn pass() -> McpResult {
     McpResult { result: Some(Outcome::Pass(Pass {})) }
+}
+
+/// How a JSON payload travels: as a `google.protobuf.Struct` (earlier) or as its raw bytes (later).
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub enum Shape {
+    Struct,
+    Raw,
+}
+
+/// A message's JSON payload and the shape it came in. Raw JSON opens with `{` (after any blank); a
+/// Struct's encoding opens with a field's tag (`0x0a`), and `{` read as a tag is a group, which a Struct
+/// never holds: the first byte tells them apart.
+pub fn read(bytes: &[u8]) -> Option<(Json, Shape)> {
+    match bytes.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => serde_json::from_slice(bytes).ok().map(|j| (j, Shape::Raw)),
+        _ => Struct::decode(bytes).ok().map(|s| (to_json(&s), Shape::Struct)),
+    }
+}
+
+/// JSON in a shape (`None`: not an object, where a Struct is asked for).
+pub fn write(j: &Json, shape: Shape) -> Option<Vec<u8>> {
+    match shape {
+        Shape::Raw => serde_json::to_vec(j).ok(),
+        Shape::Struct => from_json(j).map(|s| s.encode_to_vec()),
+    }
 }
 
 /// A Struct as JSON.
@@ -184,8 +214,8 @@ fn apart(m: &Struct) -> Apart<'_> {
 
 /// `CheckResponse`: a `tools/list` result rewritten for the client; anything else passes.
 pub fn check_response(shared: &Shared, r: &McpResponse) -> McpResult {
-    let (Some(given), "tools/list") = (r.mcp_response.as_ref(), r.method.as_str()) else { return pass() };
-    let given = to_json(given);
+    let (Some(given), "tools/list") = (r.mcp_response.as_deref(), r.method.as_str()) else { return pass() };
+    let Some((given, shape)) = read(given) else { return pass() };
     // the result itself, or a whole JSON-RPC message holding it
     let whole = given.get("result").is_some_and(Json::is_object);
     let result = if whole { given.get("result").cloned().unwrap_or(Json::Null) } else { given.clone() };
@@ -207,32 +237,34 @@ pub fn check_response(shared: &Shared, r: &McpResponse) -> McpResult {
             } else {
                 new
             };
-            from_json(&out).map_or_else(pass, |s| McpResult { result: Some(Outcome::Mutated(s)) })
+            write(&out, shape).map_or_else(pass, |b| McpResult { result: Some(Outcome::Mutated(b)) })
         }
         Listed::Refuse(err) => {
             let e: Json = serde_json::from_str(&err).unwrap_or(Json::Null);
             let reason = e.get("message").and_then(Json::as_str).unwrap_or("toolfit: a tool cannot be listed").to_string();
-            McpResult { result: Some(Outcome::Error(AuthorizationError { code: INVALID, reason, mcp_error: from_json(&e) })) }
+            McpResult { result: Some(Outcome::Error(AuthorizationError { code: INVALID, reason, mcp_error: write(&e, shape) })) }
         }
     }
 }
 
 /// `CheckRequest`: a `tools/call` naming a tool under the name toolfit listed gets the server's name.
 pub fn check_request(shared: &Shared, r: &McpRequest) -> McpResult {
-    let (Some(given), "tools/call") = (r.mcp_request.as_ref(), r.method.as_str()) else { return pass() };
+    let (Some(given), "tools/call") = (r.mcp_request.as_deref(), r.method.as_str()) else { return pass() };
+    let Some((given, shape)) = read(given) else { return pass() };
     // the params, or a whole request holding them
-    let params = match given.fields.get("params").and_then(|v| v.kind.as_ref()) {
-        Some(Kind::StructValue(p)) => p,
+    let mut params = match given.get("params") {
+        Some(p @ Json::Object(_)) => p.clone(),
         _ => given,
     };
-    let Some(Kind::StringValue(name)) = params.fields.get("name").and_then(|v| v.kind.as_ref()) else { return pass() };
+    let Some(name) = params.get("name").and_then(Json::as_str) else { return pass() };
     let meta = metadata(&r.metadata_context);
     let a = apart(&meta);
     match with_env(shared, |env| a.call(env, name)) {
         Some(original) => {
-            let mut p = params.clone();
-            p.fields.insert("name".into(), Value { kind: Some(Kind::StringValue(original)) });
-            McpResult { result: Some(Outcome::Mutated(p)) }
+            if let Some(o) = params.as_object_mut() {
+                o.insert("name".into(), Json::String(original));
+            }
+            write(&params, shape).map_or_else(pass, |b| McpResult { result: Some(Outcome::Mutated(b)) })
         }
         None => pass(),
     }
@@ -334,6 +366,48 @@ mod tests {
         serde_json::from_str::<Json>(text).ok().as_ref().and_then(from_json).unwrap_or_default()
     }
 
+    /// A payload as the earlier protocol sends it (a Struct's encoding).
+    fn st(text: &str) -> Vec<u8> {
+        struct_of(text).encode_to_vec()
+    }
+
+    /// A payload read back, whatever its shape.
+    fn back(bytes: &[u8]) -> Json {
+        read(bytes).map(|(j, _)| j).unwrap_or_default()
+    }
+
+    #[test]
+    fn raw_json_payloads_come_back_raw_with_their_numbers_exact() {
+        // the later protocol: params, results, mutations and errors as raw JSON bytes
+        let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp", "unfit": "error"}]}"#);
+        let list = r#"{"tools":[{"name":"get.weather","inputSchema":{"type":"object","properties":{"n":{"type":"integer","maximum":9007199254740993}}}}]}"#;
+        let r = McpResponse {
+            service_names: vec!["a".into(), "b".into()],
+            method: "tools/list".into(),
+            metadata_context: flat(&[("client", "codex-mcp-client")]),
+            mcp_response: Some(list.as_bytes().to_vec()),
+        };
+        let Some(Outcome::Mutated(out)) = check_response(&s, &r).result else { panic!("not mutated") };
+        assert_eq!(read(&out).map(|(_, shape)| shape), Some(Shape::Raw));
+        let text = String::from_utf8_lossy(&out);
+        assert!(text.contains("get_weather__032e") && text.contains("9007199254740993"), "{text}");
+        let call = McpRequest {
+            service_names: vec!["a".into()],
+            method: "tools/call".into(),
+            metadata_context: Vec::new(),
+            mcp_request: Some(br#" {"name":"get_weather__032e","arguments":{"n":1}}"#.to_vec()),
+        };
+        let Some(Outcome::Mutated(p)) = check_request(&s, &call).result else { panic!("not mapped") };
+        assert_eq!(p, br#"{"name":"get.weather","arguments":{"n":1}}"#.to_vec());
+        // a refusal's JSON-RPC error comes raw too; broken JSON passes (the control)
+        let lossy = r#"{"tools":[{"name":"t","inputSchema":{"type":"object","not":{"required":["a"]}}}]}"#;
+        let r2 = McpResponse { metadata_context: flat(&[("profile", "llama-cpp")]), mcp_response: Some(lossy.as_bytes().to_vec()), ..r.clone() };
+        let Some(Outcome::Error(e)) = check_response(&s, &r2).result else { panic!("not refused") };
+        assert!(e.mcp_error.as_deref().is_some_and(|b| b.starts_with(b"{")), "{e:?}");
+        let broken = McpResponse { mcp_response: Some(b"{\"tools\":[".to_vec()), ..r };
+        assert_eq!(check_response(&s, &broken).result, Some(Outcome::Pass(Pass {})));
+    }
+
     #[test]
     fn json_and_structs_round_trip_with_whole_numbers_whole() {
         let j: Json = serde_json::from_str(r#"{"a":[1,2.5,null,true,"x",{"b":{}}],"n":-3}"#).unwrap_or_default();
@@ -346,13 +420,13 @@ mod tests {
     fn a_list_is_rewritten_for_the_client_the_metadata_names() {
         let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#);
         let r = McpResponse {
-            service_name: "weather".into(),
+            service_names: vec!["weather".into()],
             method: "tools/list".into(),
             metadata_context: flat(&[("client", "codex-mcp-client")]),
-            mcp_response: Some(struct_of(LIST)),
+            mcp_response: Some(st(LIST)),
         };
         let Some(Outcome::Mutated(out)) = check_response(&s, &r).result else { panic!("not mutated") };
-        let out = to_json(&out);
+        let out = back(&out);
         assert_eq!(out["tools"][0]["name"], "get_weather__032e", "{out}");
         assert_eq!(out["tools"][0]["inputSchema"]["properties"]["n"]["maximum"], 3, "a whole number stays whole: {out}");
         // the control: no client, the route's profile (mcp) changes nothing; another method passes
@@ -362,14 +436,14 @@ mod tests {
         assert_eq!(check_response(&s, &r3).result, Some(Outcome::Pass(Pass {})));
         // the call comes back under the server's name
         let call = McpRequest {
-            service_name: "weather".into(),
+            service_names: vec!["weather".into()],
             method: "tools/call".into(),
             metadata_context: Vec::new(),
-            mcp_request: Some(struct_of(r#"{"name":"get_weather__032e","arguments":{"city":"Oslo"}}"#)),
+            mcp_request: Some(st(r#"{"name":"get_weather__032e","arguments":{"city":"Oslo"}}"#)),
         };
         let Some(Outcome::Mutated(p)) = check_request(&s, &call).result else { panic!("not mapped") };
-        assert_eq!(to_json(&p), serde_json::json!({"name": "get.weather", "arguments": {"city": "Oslo"}}));
-        let plain = McpRequest { mcp_request: Some(struct_of(r#"{"name":"ok"}"#)), ..call };
+        assert_eq!(back(&p), serde_json::json!({"name": "get.weather", "arguments": {"city": "Oslo"}}));
+        let plain = McpRequest { mcp_request: Some(st(r#"{"name":"ok"}"#)), ..call };
         assert_eq!(check_request(&s, &plain).result, Some(Outcome::Pass(Pass {})));
     }
 
@@ -387,23 +461,23 @@ mod tests {
         let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#);
         let whole = format!(r#"{{"jsonrpc":"2.0","id":7,"result":{LIST}}}"#);
         let r = McpResponse {
-            service_name: "w".into(),
+            service_names: vec!["w".into()],
             method: "tools/list".into(),
             metadata_context: namespaced(&[("client", "codex-mcp-client")]),
-            mcp_response: Some(struct_of(&whole)),
+            mcp_response: Some(st(&whole)),
         };
         let Some(Outcome::Mutated(out)) = check_response(&s, &r).result else { panic!("not mutated") };
-        let out = to_json(&out);
+        let out = back(&out);
         assert_eq!((out["id"].clone(), out["result"]["tools"][0]["name"].clone()), (serde_json::json!(7), serde_json::json!("get_weather__032e")), "{out}");
         // a whole request: the params come back, mapped
         let call = McpRequest {
-            service_name: "w".into(),
+            service_names: vec!["w".into()],
             method: "tools/call".into(),
             metadata_context: Vec::new(),
-            mcp_request: Some(struct_of(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{}}}"#)),
+            mcp_request: Some(st(r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{}}}"#)),
         };
         let Some(Outcome::Mutated(p)) = check_request(&s, &call).result else { panic!("not mapped") };
-        assert_eq!(to_json(&p), serde_json::json!({"name": "get.weather", "arguments": {}}));
+        assert_eq!(back(&p), serde_json::json!({"name": "get.weather", "arguments": {}}));
     }
 
     #[test]
@@ -411,10 +485,10 @@ mod tests {
         let s = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp", "unfit": "error"}]}"#);
         let lossy = r#"{"tools":[{"name":"t","inputSchema":{"type":"object","not":{"required":["a"]}}}]}"#;
         let r = McpResponse {
-            service_name: "s".into(),
+            service_names: vec!["s".into()],
             method: "tools/list".into(),
             metadata_context: flat(&[("profile", "llama-cpp")]),
-            mcp_response: Some(struct_of(lossy)),
+            mcp_response: Some(st(lossy)),
         };
         let Some(Outcome::Error(e)) = check_response(&s, &r).result else { panic!("not refused") };
         assert!(e.code == INVALID && e.reason.contains("\"t\"") && e.mcp_error.is_some(), "{e:?}");
@@ -436,16 +510,16 @@ mod tests {
         let mut grpc = tonic::client::Grpc::new(channel);
         grpc.ready().await.unwrap_or_else(|e| panic!("{e}"));
         let r = McpResponse {
-            service_name: "weather".into(),
+            service_names: vec!["weather".into()],
             method: "tools/list".into(),
             metadata_context: namespaced(&[("client", "claude-code")]),
-            mcp_response: Some(struct_of(LIST)),
+            mcp_response: Some(st(LIST)),
         };
         let path = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/CheckResponse");
         let got: tonic::Response<McpResult> =
             grpc.unary(tonic::Request::new(r), path, tonic_prost::ProstCodec::default()).await.unwrap_or_else(|e| panic!("{e}"));
         let Some(Outcome::Mutated(out)) = got.into_inner().result else { panic!("not mutated") };
-        assert_eq!(to_json(&out)["tools"][0]["name"], "get_weather__032e");
+        assert_eq!(back(&out)["tools"][0]["name"], "get_weather__032e");
         grpc.ready().await.unwrap_or_else(|e| panic!("{e}"));
         let bad = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/Nope");
         let r: Result<tonic::Response<McpResult>, tonic::Status> = grpc.unary(tonic::Request::new(Pass {}), bad, tonic_prost::ProstCodec::default()).await;

@@ -255,6 +255,84 @@ def inference_overlays(rendered):
             check(f"deploy/{name}: the EnvoyProxy bootstrap carries the same stats tags as the sidecars'", boot["stats_config"] == ours["stats_config"])
 
 
+def mcp_agentgateway(objs):
+    """deploy/mcp-agentgateway: agentgateway runs nowhere here (no build of it is published on the
+    registries), so what a cluster would show first is checked: the route reaches the MCP backend, the
+    backend's target is the server's Service, and its guardrail is toolfit-extproc's gRPC port on the two
+    methods toolfit changes, failing open, with only metadata keys toolfit-extproc reads."""
+    by = lambda kind: [o for o in objs if o["kind"] == kind]  # noqa: E731
+    services = {s["metadata"]["name"]: {p["port"]: p for p in s["spec"]["ports"]} for s in by("Service")}
+    backends = {b["metadata"]["name"]: b["spec"] for b in by("AgentgatewayBackend")}
+    refs = [b for r in by("HTTPRoute") for rule in r["spec"]["rules"] for b in rule["backendRefs"]]
+    check("deploy/mcp-agentgateway: the HTTPRoute sends MCP to an AgentgatewayBackend that exists",
+          refs and all(b.get("kind") == "AgentgatewayBackend" and b["name"] in backends for b in refs), refs)
+    targets = [t["static"] for b in backends.values() for t in b.get("mcp", {}).get("targets", [])]
+    check("deploy/mcp-agentgateway: the backend's target is the MCP server's Service, its port and /mcp",
+          targets and all(t["port"] in services.get(t["backendRef"]["name"], {}) and t.get("path") == "/mcp" for t in targets), targets)
+    procs = [p for b in backends.values() for p in b.get("policies", {}).get("mcp", {}).get("guardrails", {}).get("processors", [])]
+    # the metadata keys extmcp.rs reads, from its source
+    src = open(os.path.join(ROOT, "extproc", "src", "extmcp.rs")).read()
+    read = set(re.findall(r'meta\(m, "(\w+)"\)', src))
+    for p in procs:
+        ref = p["remote"]["backendRef"]
+        port = services.get(ref["name"], {}).get(ref.get("port"), {})
+        check("deploy/mcp-agentgateway: the guardrail is toolfit-extproc's gRPC (h2c) port, failing open",
+              port.get("appProtocol") == "kubernetes.io/h2c" and p["remote"].get("failureMode") == "FailOpen", (ref, port))
+        check("deploy/mcp-agentgateway: tools/list answers and tools/call requests go through it, nothing else",
+              p["methods"] == {"tools/list": "Response", "tools/call": "Request"}, p["methods"])
+        keys = set(p["remote"].get("metadata", {}))
+        check(f"deploy/mcp-agentgateway: its metadata keys {sorted(keys)} are ones toolfit-extproc reads {sorted(read)}",
+              keys and read and keys <= read, keys - read)
+    check("deploy/mcp-agentgateway: one guardrail processor", len(procs) == 1, procs)
+    # the subset is not a rubber stamp: a misspelt phase and a URL with a path
+    broken = copy.deepcopy(by("AgentgatewayBackend"))
+    for b in broken:
+        proc = b["spec"]["policies"]["mcp"]["guardrails"]["processors"][0]
+        proc["methods"]["tools/list"] = "Responses"
+        proc["remote"] = {"url": "http://toolfit-extproc:50051/x"}
+    ok, out = validate(broken)
+    check("the AgentgatewayBackend subset rejects a misspelt method phase and a guardrail URL with a path", not ok and out.count("FAIL") == 1 and "Responses" in out and "/x" in out, out[-600:])
+
+
+# Envoy AI Gateway's controller names an MCPRoute's client-facing HTTPRoute this prefix + the MCPRoute's
+# name (envoyproxy/ai-gateway internal/internalapi/internalapi.go, MCPMainHTTPRoutePrefix); its
+# per-backend routes `ai-eg-mcp-br-` + route + backend carry the proxy's own traffic.
+AIGW_MAIN_ROUTE = "ai-eg-mcp-main-"
+
+
+def mcp_ai_gateway(objs, sidecars):
+    """deploy/mcp-ai-gateway: AI Gateway runs nowhere here (no build of it is published on the registries),
+    so what its controller would make of the overlay is checked: toolfit's policy names the MCPRoute's
+    main HTTPRoute, toolfit's MCP route is the MCPRoute's path, every backend is a Service and port of
+    the overlay, and the gateway's Envoy tags toolfit's stats as the sidecars do."""
+    by = lambda kind: [o for o in objs if o["kind"] == kind]  # noqa: E731
+    routes = by("MCPRoute")
+    services = {s["metadata"]["name"]: {p["port"] for p in s["spec"]["ports"]} for s in by("Service")}
+    gateways = {g["metadata"]["name"] for g in by("Gateway")}
+    check("deploy/mcp-ai-gateway: every MCPRoute attaches to its Gateway and reaches a Service port of the overlay",
+          routes and all(p["name"] in gateways for r in routes for p in r["spec"]["parentRefs"])
+          and all(b.get("kind", "Service") == "Service" and b["port"] in services.get(b["name"], ()) for r in routes for b in r["spec"]["backendRefs"]), routes)
+    mains = {AIGW_MAIN_ROUTE + r["metadata"]["name"]: r["spec"].get("path", "/mcp") for r in routes}
+    for pol in by("EnvoyExtensionPolicy"):
+        targets = pol["spec"]["targetRefs"]
+        check(f"deploy/mcp-ai-gateway: {pol['metadata']['name']} is attached to the MCPRoutes' main HTTPRoutes only ({sorted(mains)})",
+              targets and all(t["kind"] == "HTTPRoute" and t["name"] in mains for t in targets), targets)
+        for w in pol["spec"]["wasm"]:
+            paths = {r.get("path") for r in w["config"].get("routes", []) if r.get("format") == "mcp"}
+            want = {mains[t["name"]] for t in targets if t["name"] in mains}
+            check(f"deploy/mcp-ai-gateway: toolfit's MCP routes {sorted(paths)} are the MCPRoutes' paths {sorted(want)}", paths and paths == want, (paths, want))
+    proxies = by("EnvoyProxy")
+    check("deploy/mcp-ai-gateway: the gateway's Envoy tags toolfit's stats as the sidecars do (mcp_client included)",
+          proxies and all(yaml.safe_load(p["spec"]["bootstrap"]["value"])["stats_config"] == bootstrap_override(sidecars)["stats_config"] for p in proxies))
+    # the subset is not a rubber stamp: an HTTPRoute as the MCPRoute's parent, a misspelt toolSelector
+    broken = copy.deepcopy(routes)
+    for r in broken:
+        r["spec"]["parentRefs"][0]["kind"] = "HTTPRoute"
+        r["spec"]["backendRefs"][0]["toolSelector"] = {"includes": ["x"]}
+    ok, out = validate(broken)
+    check("the MCPRoute subset rejects a non-Gateway parent and a misspelt toolSelector", not ok and "parentRefs/0/kind" in out and "includes" in out, out[-600:])
+
+
 def strict_flag(strict):
     """The `strict` member a strict tool carries (OpenAI, Anthropic)."""
     return {"strict": True} if strict else {}
@@ -524,6 +602,8 @@ def main():
         routes = [{"name": f"{vs['spec']['hosts'][0]}:8080", "domains": vs["spec"]["hosts"], "routes": [
             {"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|{dest['port']['number']}||{dest['host']}.mcp.svc.cluster.local", "timeout": "0s"}}]}]
         mcp_overlay("mcp ingress", rendered["mcp-ingress"], "GATEWAY", routes, {"host": vs["spec"]["hosts"][0]}, h["name"])
+    mcp_agentgateway(rendered.get("mcp-agentgateway", []))
+    mcp_ai_gateway(rendered.get("mcp-ai-gateway", []), rendered["envoyfilter"])
 
     # dashboard and alerts: only metric names a live Envoy with toolfit exported (tests/envoy/e2e.py saved them)
     seen, why = runner.read_metric_names()
