@@ -204,6 +204,7 @@ impl HttpContext for Http {
         let (method, path) = (header(":method").unwrap_or_default(), header(":path").unwrap_or_default());
         let (ct, ce, ae) = (header("content-type"), header("content-encoding"), header("accept-encoding"));
         let (sid, tp, authority, tool) = (header("mcp-session-id"), header("x-toolfit-profile"), header(":authority"), header("mcp-name"));
+        let auth = header("authorization");
         #[cfg(feature = "test-trap")]
         if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
             // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
@@ -221,6 +222,7 @@ impl HttpContext for Http {
             profile: tp.as_deref(),
             authority: authority.as_deref(),
             mcp_name: tool.as_deref(),
+            authorization: auth.as_deref(),
         };
         let route = property(vec!["xds", "route_name"]);
         let meta = route_meta();

@@ -153,6 +153,7 @@ impl Session {
         let (method, path) = (header(map, ":method").unwrap_or_default(), header(map, ":path").unwrap_or_default());
         let (ct, ce, ae) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "accept-encoding"));
         let (sid, tp, authority, tool) = (header(map, "mcp-session-id"), header(map, "x-toolfit-profile"), header(map, ":authority"), header(map, "mcp-name"));
+        let auth = header(map, "authorization");
         let hs = Headers {
             method: &method,
             path: &path,
@@ -164,6 +165,7 @@ impl Session {
             profile: tp.as_deref(),
             authority: authority.as_deref(),
             mcp_name: tool.as_deref(),
+            authorization: auth.as_deref(),
         };
         let mut m = Mutations::default();
         let Session { shared, exchange, .. } = self;

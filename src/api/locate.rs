@@ -14,8 +14,12 @@ pub struct Site<'a> {
     /// The `strict` member beside it, for APIs with a strict mode.
     pub strict: StrictAt<'a>,
     /// Whether it is an API's JSON Schema field (Gemini's `parametersJsonSchema`) rather than its
-    /// other schema field.
+    /// other schema field, or its always-constrained one (Bedrock's structured output): the profile's
+    /// [`crate::schema::Profile::json_fields`] rewrites it.
     pub json_field: bool,
+    /// Whether the value is a JSON string holding the schema's text (Bedrock's `jsonSchema.schema`):
+    /// read decoded, written back encoded.
+    pub encoded: bool,
 }
 
 /// Where a schema's `strict` switch is.
@@ -42,7 +46,7 @@ impl StrictAt<'_> {
 
 impl<'a> Site<'a> {
     pub(super) fn new(raw: Raw<'a>, tool: String, context: Context) -> Self {
-        Site { raw, tool, context, strict: StrictAt::NoSwitch, json_field: false }
+        Site { raw, tool, context, strict: StrictAt::NoSwitch, json_field: false, encoded: false }
     }
 
     /// The site with the `strict` member of `o` (the object holding the schema or its switch), and
@@ -71,6 +75,8 @@ pub struct NoDescription<'a> {
     /// member is inserted after it).
     pub anchor: Raw<'a>,
     pub null: bool,
+    /// Whether the `description` is there but empty (an API that refuses `""`): the member is removed.
+    pub empty: bool,
     pub tool: String,
 }
 

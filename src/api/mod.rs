@@ -17,6 +17,7 @@ pub mod skim;
 mod strict;
 
 pub use edit::{splice, Edit};
+pub use format::model_in_path;
 pub use locate::{locate, locate_tools, NoDescription, Site, StrictAt, ToolList, Unset};
 
 use edit::{assemble, describe, SiteResult};
@@ -46,6 +47,9 @@ pub enum Format {
     Gemini,
     /// Cohere v2 chat: `tools[].function.parameters`, `response_format.json_schema` (the schema itself).
     Cohere,
+    /// Bedrock Converse: `toolConfig.tools[].toolSpec.inputSchema.json`,
+    /// `outputConfig.textFormat.structure.jsonSchema.schema` (a string holding the schema).
+    BedrockConverse,
     /// An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
     /// `inputSchema` (tool context) and `outputSchema` (structured output).
     McpTools,
@@ -85,7 +89,7 @@ pub fn model(body: &[u8]) -> Option<String> {
     }
 }
 
-pub use format::gemini::model_in_path;
+
 
 /// Why a body was left as it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,8 +265,10 @@ fn rewrite_schemas(
         results.extend(strict_tools(text, o, &limits, &results));
     }
     if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
-        results.extend(undescribed.iter().filter_map(|d| describe(text, d)));
+        results.extend(undescribed.iter().filter(|d| !d.empty).filter_map(|d| describe(text, d)));
     }
+    // an empty description the format refuses (Bedrock's `NonEmptyString`) goes, whatever the profile
+    results.extend(undescribed.iter().filter(|d| d.empty).filter_map(|d| strict::drop_member(text, "description", d.anchor, &d.tool)));
     if let Some(c) = cache {
         remember_members(c, scope, format, text, &members, &results);
     }

@@ -28,9 +28,16 @@ impl<'o> StrictPolicy<'o> {
 
     /// Rewrites one site and adds its results (the schema's, and any switch or member edit beside it).
     pub(super) fn site(&mut self, text: &str, site: &Site, mut cache: Option<&mut cache::SiteCache>, results: &mut Vec<SiteResult>) {
-        let src = site.raw.get();
-        let Some(at) = raw::offset(text, src) else { return };
-        let mut r = SiteResult::schema(at, src.len(), &site.tool, site.context);
+        let Some(at) = raw::offset(text, site.raw.get()) else { return };
+        let mut r = SiteResult::schema(at, site.raw.get().len(), &site.tool, site.context);
+        // a schema held in a JSON string is rewritten decoded (one that does not decode is left)
+        let decoded;
+        let src = if site.encoded {
+            decoded = serde_json::from_str::<String>(site.raw.get()).unwrap_or_default();
+            decoded.as_str()
+        } else {
+            site.raw.get()
+        };
         if !(src.starts_with('{') || src == "true" || src == "false") {
             results.push(r); // `null` or another non-schema: nothing to compile, nothing to change
             return;
@@ -63,7 +70,7 @@ impl<'o> StrictPolicy<'o> {
         if let (StrictAt::Member(v), true) = (site.strict, profile.target.no_strict_member) {
             results.extend(drop_member(text, "strict", v, &site.tool));
         }
-        r.output = done.output;
+        r.output = if site.encoded { done.output.and_then(|o| serde_json::to_string(&o).ok()) } else { done.output };
         r.report = done.report;
         r.unparsed = done.unparsed;
         results.push(r);

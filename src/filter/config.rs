@@ -164,7 +164,7 @@ impl Route {
     /// The route a format's descriptor lists: its own profile with the model map off, where the path
     /// is only ever that API.
     fn of(d: &format::Descriptor, path: Option<&str>, prefix: Option<&str>) -> Route {
-        let own = d.routes.profile.map(|p| Route { profile: Some(p), models: Some(Models::default()), ..Route::exact("", d.format) });
+        let own = d.routes.profile.map(|p| Route { profile: Some(p), models: Some(Models::of(d.routes.models)), ..Route::exact("", d.format) });
         Route { path: path.map(Into::into), prefix: prefix.map(Into::into), ..own.unwrap_or_else(|| Route::exact("", d.format)) }
     }
 
@@ -630,9 +630,17 @@ mod tests {
                 gemini("/v1/projects/"),
                 gemini("/v1beta1/projects/"),
                 own("/v2/chat", Format::Cohere, "cohere"),
+                (None, Some("/model/"), Format::BedrockConverse, Some("bedrock"), true),
             ]
         );
         let c = Config::default();
+        // Bedrock: Converse paths only, and the route's own model map sends Claude to bedrock-anthropic
+        let bedrock = c.route_for("/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream");
+        assert_eq!(bedrock.map(|r| r.format), Some(Format::BedrockConverse));
+        let models = bedrock.and_then(|r| r.models.clone()).unwrap_or_default();
+        assert_eq!(models.profile_for("us.anthropic.claude-sonnet-4-5-20250929-v1:0").map(|p| p.name), Some("bedrock-anthropic"));
+        assert_eq!(models.profile_for("meta.llama3-70b-instruct-v1:0"), None);
+        assert!(c.route_for("/model/x.y/invoke").is_none() && c.route_for("/model/x.y/count-tokens").is_none());
         assert!(c.route_for("/v1beta/models/gemini-2.5-flash:streamGenerateContent").is_some());
         assert!(c.route_for("/v1beta/models/gemini-2.5-flash:countTokens").is_none(), "no schemas there");
     }

@@ -33,6 +33,8 @@ pub struct Headers<'a> {
     pub profile: Option<&'a str>,
     pub authority: Option<&'a str>,
     pub mcp_name: Option<&'a str>,
+    /// The `Authorization` header: a request signed over its body (AWS SigV4) is never rewritten.
+    pub authorization: Option<&'a str>,
 }
 
 /// Per-route overrides from the Envoy route's `metadata.filter_metadata.toolfit`.
@@ -104,6 +106,11 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
     let mut plan = plan(cfg, route, route_name, meta, warn);
     plan.path_model = api::model_in_path(h.path);
     plan.count(m, Stat::RequestsSeen, 1);
+    if signed(h) {
+        // a rewritten body would break the signature: the upstream would refuse the request
+        plan.count(m, Stat::SkippedSigned, 1);
+        return Start::PassThrough;
+    }
     if Coding::of(h.content_encoding) != Coding::Identity {
         plan.count(m, Stat::SkippedEncoded, 1);
         return Start::PassThrough;
@@ -113,6 +120,14 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
         plan.accept_encoding = narrow_accept(h.accept_encoding);
     }
     Start::Buffer(plan)
+}
+
+/// Whether the client signed the request over its body: AWS Signature Version 4 in the `Authorization`
+/// header (the payload's hash is in the canonical request) or in the query (a presigned URL). A gateway
+/// that signs after toolfit (Envoy's `aws_request_signing`) signs what toolfit forwards.
+fn signed(h: &Headers) -> bool {
+    let query = h.path.split_once('?').map_or("", |(_, q)| q);
+    h.authorization.is_some_and(|a| a.trim_start().starts_with("AWS4-HMAC-SHA256")) || query.split('&').any(|kv| kv.starts_with("X-Amz-Signature="))
 }
 
 fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta, warn: &mut dyn FnMut(String)) -> Plan {
@@ -428,6 +443,25 @@ mod tests {
         let disabled = RouteMeta { disabled: true, ..RouteMeta::default() };
         assert!(planned(&cfg, &post("/v1/chat/completions"), &disabled, &mut m).is_none());
         assert_eq!(m.get("chat", "llama-cpp", "requests_seen"), 2);
+    }
+
+    #[test]
+    fn requests_signed_over_their_body_pass_as_they_came() {
+        let mut m = Counts::default();
+        let path = "/model/meta.llama3-70b-instruct-v1:0/converse";
+        let sig = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261127/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=abc";
+        for h in [
+            Headers { authorization: Some(sig), ..post(path) },
+            Headers { path: "/model/m.n/converse?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature=ab12", ..post(path) },
+        ] {
+            assert!(matches!(start(&Config::default(), &h, Some("bedrock"), &RouteMeta::default(), &mut m, &mut |_| {}), Start::PassThrough), "{:?}", h.path);
+        }
+        assert_eq!(m.get("bedrock", "bedrock", "skipped_signed"), 2);
+        // the controls: a bearer token (Bedrock API keys) or no signature, buffered as any request
+        for h in [Headers { authorization: Some("Bearer ABSK..."), ..post(path) }, post(path), Headers { path: "/model/m.n/converse?X-Amz-Date=1", ..post(path) }] {
+            assert!(matches!(start(&Config::default(), &h, Some("bedrock"), &RouteMeta::default(), &mut m, &mut |_| {}), Start::Buffer(_)), "{:?}", h.authorization);
+        }
+        assert_eq!(m.get("bedrock", "bedrock", "skipped_signed"), 2);
     }
 
     #[test]

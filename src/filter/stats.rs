@@ -43,6 +43,10 @@ stats! {
     /// Bodies with a `Content-Encoding` not decoded before toolfit (put Envoy's decompressor first):
     /// forwarded unchanged, never buffered.
     SkippedEncoded = "skipped_encoded";
+    /// Requests the client signed over the body (AWS SigV4: Bedrock called with the client's own
+    /// credentials): a rewrite would break the signature, so they go as they came. Sign at the gateway,
+    /// after toolfit, to have them rewritten.
+    SkippedSigned = "skipped_signed";
     /// Requests refused with 400 in strict mode (a lossy change or an unparsable schema).
     RejectedStrict = "rejected_strict";
     /// toolfit's own failures (a host call that failed, a body that could not be read or replaced):

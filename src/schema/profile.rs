@@ -333,6 +333,47 @@ pub static ANTHROPIC_STRICT: Profile = Profile {
     passes: strict_passes!(),
 };
 
+/// Bedrock Converse for any model but Claude (the route's own model map sends Claude to
+/// [`BEDROCK_ANTHROPIC`]).
+pub static BEDROCK: Profile = Profile {
+    name: "bedrock",
+    about: "Bedrock Converse: a tool's inputSchema.json an object, names [a-zA-Z0-9_-]{1,64}; strict: true tools and outputConfig schemas the bedrock-strict rewrite",
+    target: Target::BEDROCK,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &BEDROCK_STRICT, loose: &BEDROCK, force: false }),
+    // structured output is always constrained
+    json_fields: Some(&BEDROCK_STRICT),
+    plans: unplanned(),
+    passes: &[tested!(bounds), pass!(tool_root)],
+};
+
+/// Claude on Bedrock (`anthropic.claude-*`, `us.anthropic.claude-*`).
+pub static BEDROCK_ANTHROPIC: Profile = Profile {
+    name: "bedrock-anthropic",
+    about: "Claude on Bedrock Converse: as bedrock, and no anyOf/oneOf/allOf at a tool's root",
+    target: Target::BEDROCK_ANTHROPIC,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &BEDROCK_STRICT, loose: &BEDROCK_ANTHROPIC, force: false }),
+    json_fields: Some(&BEDROCK_STRICT),
+    plans: unplanned(),
+    passes: &[tested!(bounds), pass!(root_union), pass!(tool_root)],
+};
+
+/// Bedrock's strict tools and structured output, for every tool that can be made strict.
+pub static BEDROCK_STRICT: Profile = Profile {
+    name: "bedrock-strict",
+    about: "Bedrock strict tools and outputConfig schemas: Anthropic's strict rules (closed objects, no number or length bounds, no recursion), Bedrock's names; the rest non-strict",
+    target: Target::BEDROCK_STRICT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &BEDROCK_STRICT, loose: &BEDROCK, force: true }),
+    json_fields: Some(&BEDROCK_STRICT),
+    plans: unplanned(),
+    passes: strict_passes!(),
+};
+
 /// Gemini's OpenAPI `Schema` fields.
 pub static GEMINI: Profile = Profile {
     name: "gemini",
@@ -396,6 +437,9 @@ pub static ALL: &[&Profile] = &[
     &GEMINI,
     &GEMINI_JSON,
     &COHERE,
+    &BEDROCK,
+    &BEDROCK_ANTHROPIC,
+    &BEDROCK_STRICT,
     &MCP,
 ];
 

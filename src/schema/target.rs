@@ -127,6 +127,8 @@ impl Names {
     pub const OPENAI: Names = Names { max_len: 64, extra: "_-", letter_first: false };
     /// Anthropic: `^[a-zA-Z0-9_-]{1,128}$`.
     pub const ANTHROPIC: Names = Names { max_len: 128, extra: "_-", letter_first: false };
+    /// Bedrock Converse (its `ToolName` shape): `[a-zA-Z0-9_-]+`, 1 to 64, as OpenAI's.
+    pub const BEDROCK: Names = Names::OPENAI;
     /// Gemini: a letter or `_` first, then `[a-zA-Z0-9_.:-]`; 64 at most (the documented 128 is not
     /// what every client and model version takes; 64 is).
     pub const GEMINI: Names = Names { max_len: 64, extra: "_.:-", letter_first: true };
@@ -781,6 +783,19 @@ impl Target {
         }),
         ..Target::GRAMMAR
     };
+
+    /// Bedrock Converse tools (`toolSpec.inputSchema.json`) for any model but Claude: nothing enforced,
+    /// but the root must be `type: object` ("The value at toolConfig.tools.N.toolSpec.inputSchema.json.type
+    /// must be one of the following: object"), names as its `ToolName` shape says.
+    pub const BEDROCK: Target = Target { names: Some(Names::BEDROCK), ..Target::HOSTED };
+
+    /// Claude on Bedrock: what Anthropic's own API refuses too, no union at the root.
+    pub const BEDROCK_ANTHROPIC: Target = Target { root_union: false, ..Target::BEDROCK };
+
+    /// Bedrock's strict tools (`toolSpec.strict`) and structured output (`outputConfig`, always
+    /// constrained): Anthropic's strict rules (closed objects, no number or length bounds, `minItems` 0
+    /// or 1, no recursion, the per-request limits), Bedrock's names.
+    pub const BEDROCK_STRICT: Target = Target { names: Some(Names::BEDROCK), ..Target::ANTHROPIC_STRICT };
 
     /// Gemini's `parameters` and `responseSchema`: the OpenAPI 3.0 `Schema` of the Developer API. Any
     /// other field is a 400 (`additionalProperties`, `$ref`, `const`, type lists included), so refs are

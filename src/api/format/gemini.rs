@@ -42,6 +42,8 @@ pub const FORMAT: Descriptor = Descriptor {
         prefixes: &["/v1beta/models/", "/v1/models/", "/v1/projects/", "/v1beta1/projects/"],
         prefix_ends: Some(&[":generateContent", ":streamGenerateContent"]),
         profile: Some(&crate::schema::profile::GEMINI),
+        models: &[],
+        model_in_path: Some(model_in_path),
     },
 };
 

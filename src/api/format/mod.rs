@@ -20,6 +20,7 @@ macro_rules! converts {
 }
 
 pub mod anthropic;
+pub mod bedrock_converse;
 pub mod cohere;
 pub mod gemini;
 pub mod llama_completion;
@@ -249,6 +250,9 @@ pub enum ErrorShape {
     Ollama,
     /// `{"message": "message", ...}`: Cohere.
     Cohere,
+    /// `{"message": "message", "__type": ...}`: AWS's JSON protocols (Bedrock Runtime); botocore reads the
+    /// error's code from `__type` and its message from `message`.
+    Aws,
 }
 
 impl ErrorShape {
@@ -266,6 +270,10 @@ impl ErrorShape {
             }
             ErrorShape::Ollama => serde_json::json!({"error": message, "type": kind, "tool": tool, "path": path}),
             ErrorShape::Cohere => serde_json::json!({"message": message, "type": kind, "tool": tool, "path": path}),
+            ErrorShape::Aws => {
+                let code = if status == 400 { "ValidationException" } else { "ModelErrorException" };
+                serde_json::json!({"message": message, "__type": code, "type": kind, "tool": tool, "path": path})
+            }
         };
         v.to_string().into_bytes()
     }
@@ -287,10 +295,20 @@ pub struct Routes {
     /// The profile these paths always get, whatever the plugin's profile or model map: a path that is
     /// only ever this API (`None`: the plugin's).
     pub profile: Option<&'static Profile>,
+    /// With `profile`: the route's own model map (pattern, profile name), where the API serves models
+    /// whose rules differ (Claude on Bedrock); the plugin's map is not read there.
+    pub models: &'static [(&'static str, &'static str)],
+    /// The model a path of this API names, where the API puts it there (Gemini, Bedrock).
+    pub model_in_path: Option<fn(&str) -> Option<String>>,
 }
 
 impl Routes {
-    pub const NONE: Routes = Routes { paths: &[], prefixes: &[], prefix_ends: None, profile: None };
+    pub const NONE: Routes = Routes { paths: &[], prefixes: &[], prefix_ends: None, profile: None, models: &[], model_in_path: None };
+}
+
+/// The model a request's path names, for the model map (APIs that put it in the path).
+pub fn model_in_path(path: &str) -> Option<String> {
+    ALL.iter().filter_map(|d| d.routes.model_in_path).find_map(|f| f(path))
 }
 
 /// Every format, in the order the default routes list them.
@@ -302,6 +320,7 @@ pub const ALL: &[&Descriptor] = &[
     &llama_completion::FORMAT,
     &gemini::FORMAT,
     &cohere::FORMAT,
+    &bedrock_converse::FORMAT,
     &mcp_tools::FORMAT,
     &mcp::FORMAT,
     #[cfg(test)]
@@ -386,20 +405,21 @@ pub fn bare(format: Format) -> Option<ListRead> {
 
 /// Whose tool readers `auto` reads each tool with, in this order: every distinct tool shape once (Ollama
 /// and Cohere declare tools as OpenAI chat does), each on the lists its format has.
-pub const AUTO_TOOLS: &[&Descriptor] = &[&openai_chat::FORMAT, &openai_responses::FORMAT, &anthropic::FORMAT, &mcp_tools::FORMAT, &gemini::FORMAT];
+pub const AUTO_TOOLS: &[&Descriptor] =
+    &[&openai_chat::FORMAT, &openai_responses::FORMAT, &anthropic::FORMAT, &mcp_tools::FORMAT, &gemini::FORMAT, &bedrock_converse::FORMAT];
 
 /// What `auto` reads outside `tools`, in this order. Cohere's `response_format` is left out: it holds
 /// the schema itself where OpenAI's holds it under `json_schema.schema`.
 pub const AUTO_OUTPUTS: &[OutputSites] =
-    &[openai_chat::output_sites, openai_responses::output_sites, gemini::output_sites, ollama::output_sites, llama_completion::output_sites];
+    &[openai_chat::output_sites, openai_responses::output_sites, gemini::output_sites, ollama::output_sites, llama_completion::output_sites, bedrock_converse::output_sites];
 
 /// An element of `tools` whose `function` objects declare tools (OpenAI chat, Ollama, Cohere).
 pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
     for fo in &t.functions {
         let name = fo.str("name").unwrap_or_default();
         match (fo.get("description"), fo.get("name")) {
-            (Some(d), _) if d.get() == "null" => undescribed.push(NoDescription { anchor: d, null: true, tool: name.clone() }),
-            (None, Some(n)) => undescribed.push(NoDescription { anchor: n, null: false, tool: name.clone() }),
+            (Some(d), _) if d.get() == "null" => undescribed.push(NoDescription { anchor: d, null: true, empty: false, tool: name.clone() }),
+            (None, Some(n)) => undescribed.push(NoDescription { anchor: n, null: false, empty: false, tool: name.clone() }),
             _ => {}
         }
         for p in fo.all("parameters") {
@@ -435,6 +455,8 @@ mod tests {
         assert_eq!(of(ErrorShape::Google, 502)["error"]["status"].as_str(), Some("INTERNAL"));
         let l = of(ErrorShape::Ollama, 400);
         assert_eq!((l["error"].as_str(), l["tool"].as_str()), (Some("m"), Some("t")));
+        let w = of(ErrorShape::Aws, 400);
+        assert_eq!((w["message"].as_str(), w["__type"].as_str(), w["tool"].as_str()), (Some("m"), Some("ValidationException"), Some("t")));
         let c = of(ErrorShape::Cohere, 400);
         assert_eq!((c["message"].as_str(), c["path"].as_str()), (Some("m"), Some("/p")));
         let shapes: Vec<(&str, ErrorShape)> = ALL.iter().map(|d| (d.name, d.error)).collect();
@@ -443,6 +465,7 @@ mod tests {
             ("gemini", ErrorShape::Google),
             ("ollama", ErrorShape::Ollama),
             ("cohere", ErrorShape::Cohere),
+            ("bedrock-converse", ErrorShape::Aws),
             ("openai-chat", ErrorShape::OpenAi),
         ] {
             assert!(shapes.contains(&(name, want)), "{name}: {shapes:?}");
