@@ -27,7 +27,7 @@ panel("Requests", [(f"sum(rate(toolfit_requests_rewritten{{{sel}}}[$__rate_inter
                    (f"sum(rate(toolfit_rejected_strict{{{sel}}}[$__rate_interval]))", "rejected (strict)")],
       desc="Inference requests toolfit read: rewritten (only schema bytes changed), unchanged (forwarded byte for byte), refused in strict mode.")
 panel("Skipped (forwarded unchanged)", [(f"sum(rate(toolfit_{s}{{{sel}}}[$__rate_interval]))", s.replace("skipped_", "")) for s in
-                                        ("skipped_too_large", "skipped_not_json", "skipped_unknown_shape", "skipped_encoded")]
+                                        ("skipped_too_large", "skipped_not_json", "skipped_unknown_shape", "skipped_encoded", "skipped_signed")]
       + [(f"sum(rate(toolfit_internal_errors{{{sel}}}[$__rate_interval]))", "internal errors")],
       desc="Bodies toolfit did not rewrite, by reason. Internal errors should stay at zero.")
 panel("Transformations by kind", [(f'sum by (__name__) (rate({{__name__=~"toolfit_({"|".join(kinds)})", {sel}}}[$__rate_interval]))', "{{__name__}}")],

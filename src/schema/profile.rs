@@ -68,6 +68,18 @@ impl Defaults {
     pub const STANDARD: Defaults = Defaults { promote_to_description: true, open_objects: false };
 }
 
+/// A profile's `about` line: for `toolfit profiles` and the README, so left out of the Wasm module
+/// (2.5 KB of text no filter reads).
+macro_rules! about {
+    ($text:expr) => {
+        if cfg!(target_family = "wasm") {
+            ""
+        } else {
+            $text
+        }
+    };
+}
+
 macro_rules! pass {
     ($m:ident) => {
         Pass { name: stringify!($m), run: $m::run, wants: &[], after: $m::AFTER, acts: None }
@@ -111,7 +123,7 @@ macro_rules! plain_then {
 /// llama.cpp's converter (llama-server, Ollama's `format`), every version from 2024-08 on.
 pub static LLAMA_CPP: Profile = Profile {
     name: "llama-cpp",
-    about: "llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on",
+    about: about!("llama.cpp's JSON-schema-to-grammar (llama-server, Ollama): every version from 2024-08 on"),
     target: Target::LLAMA_CPP,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -148,7 +160,7 @@ pub static LLAMA_CPP: Profile = Profile {
 /// Ollama: `format` as llama.cpp compiles it; tools in the fields Ollama keeps ([`Target::OLLAMA`]).
 pub static OLLAMA: Profile = Profile {
     name: "ollama",
-    about: "Ollama: format compiled by its vendored llama.cpp; tools in the fields Ollama keeps, the rest in descriptions",
+    about: about!("Ollama: format compiled by its vendored llama.cpp; tools in the fields Ollama keeps, the rest in descriptions"),
     target: Target::OLLAMA,
     // tools are text in Ollama's prompt, never compiled: refs inlined (Ollama drops `$ref`), the
     // dialect and unions made plain, then the fixed fields; no grammar workaround
@@ -164,7 +176,7 @@ pub static OLLAMA: Profile = Profile {
 /// Bounds and dialect clean-up only, for MCP clients and backends that take 2020-12 as it is.
 pub static MCP: Profile = Profile {
     name: "mcp",
-    about: "MCP SEP-2106 bounds and dialect clean-up only; meaning unchanged",
+    about: about!("MCP SEP-2106 bounds and dialect clean-up only; meaning unchanged"),
     target: Target::JSON_SCHEMA,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -199,7 +211,7 @@ macro_rules! grammar_passes {
 /// vLLM with the xgrammar backend ([`Target::XGRAMMAR`]).
 pub static VLLM_XGRAMMAR: Profile = Profile {
     name: "vllm-xgrammar",
-    about: "vLLM with --structured-outputs-backend xgrammar (xgrammar 0.2.8 in strict mode, behind vLLM's pre-check)",
+    about: about!("vLLM with --structured-outputs-backend xgrammar (xgrammar 0.2.8 in strict mode, behind vLLM's pre-check)"),
     target: Target::XGRAMMAR,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -212,7 +224,7 @@ pub static VLLM_XGRAMMAR: Profile = Profile {
 /// vLLM with the guidance backend ([`Target::GUIDANCE`]).
 pub static VLLM_GUIDANCE: Profile = Profile {
     name: "vllm-guidance",
-    about: "vLLM with --structured-outputs-backend guidance (llguidance 1.9.1)",
+    about: about!("vLLM with --structured-outputs-backend guidance (llguidance 1.9.1)"),
     target: Target::GUIDANCE,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -225,7 +237,7 @@ pub static VLLM_GUIDANCE: Profile = Profile {
 /// vLLM with the outlines backend ([`Target::OUTLINES`]).
 pub static VLLM_OUTLINES: Profile = Profile {
     name: "vllm-outlines",
-    about: "vLLM with --structured-outputs-backend outlines (outlines-core 0.2.14)",
+    about: about!("vLLM with --structured-outputs-backend outlines (outlines-core 0.2.14)"),
     target: Target::OUTLINES,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -238,7 +250,7 @@ pub static VLLM_OUTLINES: Profile = Profile {
 /// vLLM's default backend choice ([`Target::VLLM`]).
 pub static VLLM: Profile = Profile {
     name: "vllm",
-    about: "vLLM's default structured-output backend (auto: xgrammar after vLLM's pre-check, llguidance as fallback)",
+    about: about!("vLLM's default structured-output backend (auto: xgrammar after vLLM's pre-check, llguidance as fallback)"),
     target: Target::VLLM,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -282,7 +294,7 @@ macro_rules! strict_passes {
 /// OpenAI without strict mode: the structural 400s only.
 pub static OPENAI: Profile = Profile {
     name: "openai",
-    about: "OpenAI Chat Completions and Responses: non-strict schemas get only what the API requires (items, properties, an object root); strict: true ones the openai-strict rewrite",
+    about: about!("OpenAI Chat Completions and Responses: non-strict schemas get only what the API requires (items, properties, an object root); strict: true ones the openai-strict rewrite"),
     target: Target::OPENAI,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -296,7 +308,7 @@ pub static OPENAI: Profile = Profile {
 /// OpenAI strict mode, for every tool and output format that can be made strict.
 pub static OPENAI_STRICT: Profile = Profile {
     name: "openai-strict",
-    about: "OpenAI strict mode for every tool and json_schema format that can be made strict (closed objects, all required, optional as nullable); the rest sent strict: false",
+    about: about!("OpenAI strict mode for every tool and json_schema format that can be made strict (closed objects, all required, optional as nullable); the rest sent strict: false"),
     target: Target::OPENAI_STRICT,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -310,7 +322,7 @@ pub static OPENAI_STRICT: Profile = Profile {
 /// Anthropic without strict mode: a tool's root is an object and not a union.
 pub static ANTHROPIC: Profile = Profile {
     name: "anthropic",
-    about: "Anthropic Messages: a tool's input_schema an object without a root union; strict: true tools the anthropic-strict rewrite",
+    about: about!("Anthropic Messages: a tool's input_schema an object without a root union; strict: true tools the anthropic-strict rewrite"),
     target: Target::ANTHROPIC,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -323,7 +335,7 @@ pub static ANTHROPIC: Profile = Profile {
 /// Anthropic strict tool use, for every tool that can be made strict within the request limits.
 pub static ANTHROPIC_STRICT: Profile = Profile {
     name: "anthropic-strict",
-    about: "Anthropic strict tool use for every tool that can be (closed objects, supported keywords, no recursion), within 20 strict tools, 24 optional and 16 union parameters per request; the rest non-strict",
+    about: about!("Anthropic strict tool use for every tool that can be (closed objects, supported keywords, no recursion), within 20 strict tools, 24 optional and 16 union parameters per request; the rest non-strict"),
     target: Target::ANTHROPIC_STRICT,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -337,7 +349,7 @@ pub static ANTHROPIC_STRICT: Profile = Profile {
 /// [`BEDROCK_ANTHROPIC`]).
 pub static BEDROCK: Profile = Profile {
     name: "bedrock",
-    about: "Bedrock Converse: a tool's inputSchema.json an object, names [a-zA-Z0-9_-]{1,64}; strict: true tools and outputConfig schemas the bedrock-strict rewrite",
+    about: about!("Bedrock Converse: a tool's inputSchema.json an object, names [a-zA-Z0-9_-]{1,64}; strict: true tools and outputConfig schemas the bedrock-strict rewrite"),
     target: Target::BEDROCK,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -351,7 +363,7 @@ pub static BEDROCK: Profile = Profile {
 /// Claude on Bedrock (`anthropic.claude-*`, `us.anthropic.claude-*`).
 pub static BEDROCK_ANTHROPIC: Profile = Profile {
     name: "bedrock-anthropic",
-    about: "Claude on Bedrock Converse: as bedrock, and no anyOf/oneOf/allOf at a tool's root",
+    about: about!("Claude on Bedrock Converse: as bedrock, and no anyOf/oneOf/allOf at a tool's root"),
     target: Target::BEDROCK_ANTHROPIC,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -364,7 +376,7 @@ pub static BEDROCK_ANTHROPIC: Profile = Profile {
 /// Bedrock's strict tools and structured output, for every tool that can be made strict.
 pub static BEDROCK_STRICT: Profile = Profile {
     name: "bedrock-strict",
-    about: "Bedrock strict tools and outputConfig schemas: Anthropic's strict rules (closed objects, no number or length bounds, no recursion), Bedrock's names; the rest non-strict",
+    about: about!("Bedrock strict tools and outputConfig schemas: Anthropic's strict rules (closed objects, no number or length bounds, no recursion), Bedrock's names; the rest non-strict"),
     target: Target::BEDROCK_STRICT,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -377,7 +389,7 @@ pub static BEDROCK_STRICT: Profile = Profile {
 /// Gemini's OpenAPI `Schema` fields.
 pub static GEMINI: Profile = Profile {
     name: "gemini",
-    about: "Gemini functionDeclarations[].parameters and responseSchema: the OpenAPI 3.0 subset (no refs, nullable, string enums); its JSON Schema fields get gemini-json",
+    about: about!("Gemini functionDeclarations[].parameters and responseSchema: the OpenAPI 3.0 subset (no refs, nullable, string enums); its JSON Schema fields get gemini-json"),
     target: Target::GEMINI,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -400,7 +412,7 @@ pub static GEMINI: Profile = Profile {
 /// Gemini's JSON Schema fields.
 pub static GEMINI_JSON: Profile = Profile {
     name: "gemini-json",
-    about: "Gemini parametersJsonSchema and responseJsonSchema: the documented JSON Schema subset, $ref with only description beside it, recursion only in optional properties",
+    about: about!("Gemini parametersJsonSchema and responseJsonSchema: the documented JSON Schema subset, $ref with only description beside it, recursion only in optional properties"),
     target: Target::GEMINI_JSON,
     defaults: Defaults::STANDARD,
     tool_passes: None,
@@ -413,7 +425,7 @@ pub static GEMINI_JSON: Profile = Profile {
 /// Cohere v2 chat.
 pub static COHERE: Profile = Profile {
     name: "cohere",
-    about: "Cohere v2 chat tools: documented keywords only, refs inlined, no per-tool strict; strict_tools limits checked",
+    about: about!("Cohere v2 chat tools: documented keywords only, refs inlined, no per-tool strict; strict_tools limits checked"),
     target: Target::COHERE,
     defaults: Defaults::STANDARD,
     tool_passes: None,

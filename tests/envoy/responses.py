@@ -91,6 +91,8 @@ ROUTES = [
     {"prefix": "/v1beta/models/", "format": "gemini", "profile": "gemini"},
     {"path": "/api/chat", "format": "ollama", "profile": "ollama"},
     {"path": "/v2/chat", "format": "cohere", "profile": "cohere"},
+    # a route that lists Bedrock names its profile and model map (the default route has both)
+    {"prefix": "/model/", "format": "bedrock-converse", "profile": "bedrock", "models": {"anthropic.claude-*": "bedrock-anthropic", "*.anthropic.claude-*": "bedrock-anthropic"}},
     {"path": "/llama/v1/chat/completions", "format": "openai-chat", "profile": "llama-cpp"},
 ]
 
@@ -390,11 +392,39 @@ def reject(kind="wasm", **delivery_options):
         srv.shutdown()
 
 
+def bedrock(e):
+    """Bedrock Converse: names mapped in toolSpec and toolChoice, the reply's toolUse name restored, Claude's
+    model (in the path, percent-encoded) picking bedrock-anthropic; a request the client signed (SigV4)
+    reaches the upstream byte for byte and is counted."""
+    union = {"anyOf": [{"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}, {"type": "object", "properties": {"id": {"type": "integer"}}}]}
+    req = {"messages": [{"role": "user", "content": [{"text": "x"}]}],
+           "toolConfig": {"tools": [{"toolSpec": {"name": "gh.search", "description": "", "inputSchema": {"json": union}}}], "toolChoice": {"tool": {"name": "gh.search"}}}}
+    up = json.dumps({"output": {"message": {"role": "assistant", "content": [{"text": "ok"}, {"toolUse": {"toolUseId": "t", "name": "gh_search", "input": {"q": "a"}}}]}},
+                     "stopReason": "tool_use", "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}})
+    for model, union_kept in (("us.anthropic.claude-sonnet-4-5-20250929-v1%3A0", False), ("meta.llama3-70b-instruct-v1%3A0", True)):
+        answer("application/json", [up])
+        status, body, _ = post(e, f"/model/{model}/converse", req)
+        sent = json.loads(SCRIPT.requests[-1])
+        spec = sent["toolConfig"]["tools"][0]["toolSpec"]
+        check(f"bedrock {model.split('.')[1].split('-')[0]}: names mapped (toolSpec, toolChoice), the empty description removed, the reply's toolUse name restored",
+              spec["name"] == "gh_search" and sent["toolConfig"]["toolChoice"]["tool"]["name"] == "gh_search" and "description" not in spec
+              and body.decode() == up.replace("gh_search", "gh.search"), body[:300])
+        check(f"bedrock {model.split('.')[1].split('-')[0]}: a root union {'kept beside type: object' if union_kept else 'made one object (Claude refuses it)'}",
+              ("anyOf" in spec["inputSchema"]["json"]) == union_kept and spec["inputSchema"]["json"].get("type") == "object", spec)
+    signed = {"authorization": "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261127/us-east-1/bedrock/aws4_request, SignedHeaders=host;x-amz-date, Signature=00",
+              "x-amz-date": "20261127T000000Z"}
+    answer("application/json", [up])
+    status, body, _ = post(e, "/model/meta.llama3-70b-instruct-v1%3A0/converse", req, signed)
+    check("bedrock: a request the client signed reaches the upstream byte for byte (a rewrite would break its signature)",
+          SCRIPT.requests[-1] == json.dumps(req).encode() and status == 200, SCRIPT.requests[-1][:200])
+    check("bedrock: counted skipped_signed", re.search(r'^toolfit_skipped_signed\{[^}]*\} [1-9]', e.prom(), re.M) is not None)
+
+
 # what the checks through the processor with full-duplex response bodies are named after
 FULL_DUPLEX = "ext_proc, full-duplex responses: "
 
 # every part that reads a response, in order (reject() needs its own Envoy)
-PARTS = (openai, responses, anthropic, gemini, cohere, ollama_and_untouched, patterns_and_formats, encodings)
+PARTS = (openai, responses, anthropic, gemini, cohere, bedrock, ollama_and_untouched, patterns_and_formats, encodings)
 
 
 def run_parts(e, parts, label=""):

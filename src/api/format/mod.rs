@@ -259,23 +259,28 @@ impl ErrorShape {
     /// The body of an answer with HTTP `status`: toolfit's error `kind`, a `message`, and the `tool`
     /// and JSON pointer `path` it is about.
     pub fn body(self, status: u16, kind: &str, message: &str, tool: &str, path: &str) -> Vec<u8> {
-        let inner = || serde_json::json!({"type": kind, "message": message, "tool": tool, "path": path});
+        // written out rather than built as a `Value` (the map code cost the module 3 KB)
+        let q = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
+        let (kind, message, tool, path) = (q(kind), q(message), q(tool), q(path));
+        let inner = format!(r#"{{"type":{kind},"message":{message},"tool":{tool},"path":{path}}}"#);
         let v = match self {
-            ErrorShape::OpenAi => serde_json::json!({ "error": inner() }),
-            ErrorShape::Anthropic => serde_json::json!({"type": "error", "error": inner()}),
+            ErrorShape::OpenAi => format!(r#"{{"error":{inner}}}"#),
+            ErrorShape::Anthropic => format!(r#"{{"type":"error","error":{inner}}}"#),
             ErrorShape::Google => {
                 let state = if status == 400 { "INVALID_ARGUMENT" } else { "INTERNAL" };
-                let info = serde_json::json!({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": kind, "domain": "toolfit", "metadata": {"tool": tool, "path": path}});
-                serde_json::json!({"error": {"code": status, "message": message, "status": state, "details": [info]}})
+                let info = format!(
+                    r#"{{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":{kind},"domain":"toolfit","metadata":{{"tool":{tool},"path":{path}}}}}"#
+                );
+                format!(r#"{{"error":{{"code":{status},"message":{message},"status":"{state}","details":[{info}]}}}}"#)
             }
-            ErrorShape::Ollama => serde_json::json!({"error": message, "type": kind, "tool": tool, "path": path}),
-            ErrorShape::Cohere => serde_json::json!({"message": message, "type": kind, "tool": tool, "path": path}),
+            ErrorShape::Ollama => format!(r#"{{"error":{message},"type":{kind},"tool":{tool},"path":{path}}}"#),
+            ErrorShape::Cohere => format!(r#"{{"message":{message},"type":{kind},"tool":{tool},"path":{path}}}"#),
             ErrorShape::Aws => {
                 let code = if status == 400 { "ValidationException" } else { "ModelErrorException" };
-                serde_json::json!({"message": message, "__type": code, "type": kind, "tool": tool, "path": path})
+                format!(r#"{{"message":{message},"__type":"{code}","type":{kind},"tool":{tool},"path":{path}}}"#)
             }
         };
-        v.to_string().into_bytes()
+        v.into_bytes()
     }
 
     /// The shape of `format`'s errors (`auto` answers as OpenAI does).
