@@ -72,6 +72,7 @@ test-e2e: build wasm
 	python3 tests/envoy/e2e.py
 	python3 tests/envoy/responses.py
 	python3 tests/envoy/clients.py
+	python3 tests/envoy/bedrock.py
 	python3 tests/envoy/faults.py
 	python3 tests/envoy/extproc.py
 

@@ -41,6 +41,7 @@ def tiers():
             ("e2e", ["python3", "tests/envoy/e2e.py"]),
             ("responses", ["python3", "tests/envoy/responses.py"]),
             ("clients", ["python3", "tests/envoy/clients.py"]),
+            ("bedrock", ["python3", "tests/envoy/bedrock.py"]),
             ("faults", ["python3", "tests/envoy/faults.py"]),
             ("extproc", ["python3", "tests/envoy/extproc.py"]),
             ("llama-server", [py, "tests/envoy/llama_server.py"]),

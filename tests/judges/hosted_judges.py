@@ -36,7 +36,7 @@ from harness.venv import venv
 from harness.verdict import check, close, results
 from llama_judges import by_file, corpus_tools
 
-PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1"]
+PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1", "botocore==1.44.5"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker.py")
 
 
@@ -53,12 +53,17 @@ def request(api, rows):
         return "gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": n, "description": "d", "parameters": p} for n, p in params]}]}
     if api == "gemini-json":
         return "gemini", {"contents": [], "tools": [{"functionDeclarations": [{"name": n, "description": "d", "parametersJsonSchema": p} for n, p in params]}]}
+    if api.startswith("bedrock"):
+        strict = {"strict": True} if api == "bedrock-strict" else {}
+        return "bedrock-converse", {"messages": [{"role": "user", "content": [{"text": "x"}]}],
+                                    "toolConfig": {"tools": [{"toolSpec": {"name": n, "description": "d", **strict, "inputSchema": {"json": p}}} for n, p in params]}}
     return "cohere", {"model": "m", "messages": [], "strict_tools": True, "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
 
 
 # the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)
 PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "openai-responses": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
-           "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere"}
+           "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere",
+           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict"}
 
 
 def rewrite(body, fmt, profile):
@@ -77,6 +82,10 @@ def outputs(api, rows):
                 out.append(("openai-chat", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "strict": True, "schema": o}}}))
             elif api == "openai-responses-output":
                 out.append(("openai-responses", {"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "out", "strict": True, "schema": o}}}))
+            elif api == "bedrock-output":
+                js = {"name": "out", "schema": json.dumps(o)}
+                out.append(("bedrock-converse", {"messages": [{"role": "user", "content": [{"text": "x"}]}],
+                                                 "outputConfig": {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": js}}}}))
             elif api == "gemini-json-output":
                 out.append(("gemini", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": o}}))
             else:
@@ -111,6 +120,10 @@ JUDGED_BY = {
     "openai-responses-output": "SDK (openai ResponseFormatTextJSONSchemaConfig) + rules",
     "gemini-output": "SDK (google-genai Schema) + rules",
     "gemini-json-output": "rules (google-genai types responseJsonSchema as Any)",
+    "bedrock": "SDK (botocore's ParamValidator, bedrock-runtime Converse) + rules",
+    "bedrock-anthropic": "SDK (botocore's ParamValidator) + rules (Claude: no root union)",
+    "bedrock-strict": "SDK (botocore's ParamValidator) + rules (anthropic transform_schema)",
+    "bedrock-output": "SDK (botocore's ParamValidator) + rules (anthropic transform_schema)",
 }
 
 # Each judged row's negative control: a request its judge must refuse, with the words of the refusal.
@@ -143,6 +156,16 @@ NEGATIVES = [
      "Schema refuses responseSchema"),
     ("gemini-json-output", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": REF_SIBLINGS}},
      "$ref set alongside unsupported fields"),
+    # an empty description: botocore's validator refuses it (NonEmptyString), as the API does
+    ("bedrock", {"messages": [], "toolConfig": {"tools": [{"toolSpec": {"name": "f", "description": "", "inputSchema": {"json": OPEN}}}]}},
+     "botocore refuses the Converse request"),
+    ("bedrock-anthropic", {"messages": [], "toolConfig": {"tools": [{"toolSpec": {"name": "f", "description": "d", "inputSchema": {"json": {"anyOf": [OPEN, NOT_OBJECT]}}}}]}},
+     "does not support anyOf at the top level"),
+    ("bedrock-strict", {"messages": [], "toolConfig": {"tools": [{"toolSpec": {"name": "f", "description": "d", "strict": True,
+                                                                                 "inputSchema": {"json": {**OPEN, "additionalProperties": False, "properties": {"a": {"type": "array", "maxItems": 3}}}}}}]}},
+     "transform_schema changes it"),
+    ("bedrock-output", {"messages": [], "outputConfig": {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": "out", "schema": {"type": "object"}}}}}},
+     "botocore refuses the Converse request"),
 ]
 
 
@@ -309,7 +332,8 @@ def main():
             out, report = rewrite(body, fmt, PROFILE[api])
             jobs += [{"api": api, "body": body}, {"api": api, "body": out}]
             meta += [(api, label, "raw", report), (api, label, "toolfit", report)]
-    for api, profile in (("openai-output", "openai-strict"), ("openai-responses-output", "openai-strict"), ("gemini-output", "gemini"), ("gemini-json-output", "gemini")):
+    for api, profile in (("openai-output", "openai-strict"), ("openai-responses-output", "openai-strict"), ("gemini-output", "gemini"), ("gemini-json-output", "gemini"),
+                         ("bedrock-output", "bedrock")):
         for label, rows in files:
             for i, (fmt, body) in enumerate(outputs(api, rows)):
                 out, report = rewrite(body, fmt, profile)
@@ -334,6 +358,13 @@ def main():
         t["declined"] += report["counters"].get("strict_declined", 0)
         t["records"] += sum(report["counters"].values())
         t["lossy"] += sum(1 for r in report["records"] if r["lossy"])
+        if api == "bedrock-output" and v["errors"] and report["counters"].get("strict_declined"):
+            # Bedrock has no unconstrained structured output to fall back to: a schema strict mode cannot
+            # say (recursion, a map object, a value of any type) goes as it came, declined and counted
+            t["kept_declined"] = t.get("kept_declined", 0) + 1
+            check(f"{api}: {label} declined with its reason recorded (strict_declined), sent as it came",
+                  any(r["kind"] == "strict_declined" and r["detail"] for r in report["records"]))
+            continue
         check(f"{api}: {label} accepted after toolfit", not v["errors"], "; ".join(v["errors"][:3]))
     print(f"{'api':24} {'files':>5} {'raw refused':>11} {'toolfit refused':>15} {'strict tools':>12} {'declined':>8} {'records':>8} {'lossy':>6}  judged by")
     for api, t in table.items():
@@ -341,7 +372,12 @@ def main():
     check("openai-strict sends some tools strict", table["openai-strict"]["strict"] > 0)
     check("anthropic-strict sends some tools strict", table["anthropic-strict"]["strict"] > 0)
     check("raw corpus is refused somewhere (the judges can fail)", all(table[a]["raw_refused"] > 0 for a in ("openai-strict", "gemini", "gemini-output")))
-    check("output schemas judged", all(table.get(a, {}).get("files", 0) > 10 for a in ("openai-output", "openai-responses-output", "gemini-output", "gemini-json-output")))
+    check("output schemas judged", all(table.get(a, {}).get("files", 0) > 10 for a in ("openai-output", "openai-responses-output", "gemini-output", "gemini-json-output", "bedrock-output")))
+    kept = table["bedrock-output"].get("kept_declined", 0)
+    print(f"bedrock-output: {kept} of {table['bedrock-output']['files']} schemas declined by strict mode and sent as they came (Bedrock refuses them)")
+    check(f"bedrock-output: the schemas strict mode declines are a minority ({kept})", kept * 2 < table["bedrock-output"]["files"])
+    check("bedrock-strict sends some tools strict, and the raw corpus is refused by Bedrock's judges",
+          table["bedrock-strict"]["strict"] > 0 and all(table[a]["raw_refused"] > 0 for a in ("bedrock", "bedrock-anthropic", "bedrock-strict", "bedrock-output")))
     check("openai-responses sends some tools strict", table["openai-responses"]["strict"] > 0)
     return finish()
 

@@ -246,6 +246,28 @@ def cohere_tool(name, s):
         return [f"cohere ToolV2 refuses it: {str(e)[:160]}"]
 
 
+BEDROCK = {}
+
+
+def converse_refused(body, model):
+    """§2.13: botocore's own parameter validation of a Converse call (the body as its parameters, the model
+    from the path), offline: the service model of bedrock-runtime in the botocore wheel."""
+    if not BEDROCK:
+        import botocore.session
+        from botocore.validate import ParamValidator
+        BEDROCK["shape"] = botocore.session.get_session().get_service_model("bedrock-runtime").operation_model("Converse").input_shape
+        BEDROCK["validator"] = ParamValidator()
+    report = BEDROCK["validator"].validate({"modelId": model, **body}, BEDROCK["shape"])
+    return [f"botocore refuses the Converse request: {report.generate_report()[:200]}"] if report.has_errors() else []
+
+
+def bedrock_root(s, claude):
+    """§2.13: `inputSchema.json` an object for every model; Claude's: no union at the root either."""
+    if claude:
+        return anthropic_root(s)
+    return [] if isinstance(s, dict) and s.get("type") == "object" else ["inputSchema.json root is not type: object (§2.13)"]
+
+
 for line in sys.stdin:
     req = json.loads(line)
     api, body = req["api"], req["body"]
@@ -357,15 +379,43 @@ for line in sys.stdin:
                 errors.append(f"{f['name']}: a strict member (422, §2.7)")
             errors += [f"{f['name']}: {e}" for e in cohere_tool(f["name"], f["parameters"])]
             loose += 1
+    elif api in ("bedrock", "bedrock-anthropic", "bedrock-strict"):
+        claude = api == "bedrock-anthropic"
+        errors += converse_refused(body, "anthropic.claude-sonnet-4-5-20250929-v1:0" if claude else "meta.llama3-70b-instruct-v1:0")
+        for t in body["toolConfig"]["tools"]:
+            spec = t["toolSpec"]
+            s = spec["inputSchema"]["json"]
+            if spec.get("strict") is True:
+                strict += 1
+                errors += [f"{spec['name']}: {e}" for e in bedrock_root(s, claude) + anthropic_strict(s)]
+            else:
+                loose += 1
+                errors += [f"{spec['name']}: {e}" for e in bedrock_root(s, claude)]
+            if api == "bedrock-strict" and "strict" not in spec:
+                errors.append(f"{spec['name']}: bedrock-strict left the strict switch unset")
+    elif api == "bedrock-output":
+        errors += converse_refused(body, "meta.llama3-70b-instruct-v1:0")
+        js = body["outputConfig"]["textFormat"]["structure"]["jsonSchema"]
+        try:
+            s = json.loads(js["schema"]) if isinstance(js["schema"], str) else None
+        except ValueError as e:
+            s, _ = None, errors.append(f"jsonSchema.schema is not JSON: {e}")
+        if s is not None:
+            errors += [f"outputConfig: {e}" for e in anthropic_strict(s)]
+        strict += 1
     # function names: each API's pattern (§2.1 tool name, §2.3 tool name, §2.5 function name), unique
     names = {"openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "openai-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
              "openai-responses": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
              "anthropic": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"), "anthropic-strict": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"),
-             "gemini": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"), "gemini-json": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name")}
+             "gemini": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"), "gemini-json": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"),
+             "bedrock": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName"), "bedrock-anthropic": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName"),
+             "bedrock-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName")}
     if api in names:
         pattern, rule = names[api]
         if api.startswith("gemini"):
             declared = [d["name"] for d in body["tools"][0]["functionDeclarations"]]
+        elif api.startswith("bedrock"):
+            declared = [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]]
         else:
             declared = [t["function"]["name"] if "function" in t else t["name"] for t in body["tools"]]
         errors += [f"{n!r}: name the API refuses ({rule})" for n in declared if not re.fullmatch(pattern, n)]

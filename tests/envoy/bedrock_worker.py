@@ -1,0 +1,172 @@
+"""Runs in the Bedrock venv (boto3 and botocore from the registry, pinned in bedrock.py). Two roles:
+
+  double PORT FILE   the Bedrock Runtime double: answers Converse as the API does (JSON), calling every
+                     tool it received under the name it received; judges each request with botocore's
+                     own parameter validation of Converse (the bedrock-runtime service model) and the
+                     rules of docs/backend-rules.md §2.13; verifies the SigV4 signature with botocore's
+                     SigV4 code and the credentials below; appends one JSON line per request to FILE.
+  client URL MODE    boto3's bedrock-runtime client calls `converse` once (MODE: signed, with the
+                     credentials below; unsigned, botocore.UNSIGNED, for a gateway that signs) and
+                     prints what the SDK handed back as JSON.
+"""
+import hashlib, hmac, json, re, sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import botocore.session
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest, HTTPHeaders
+from botocore.credentials import Credentials
+from botocore.validate import ParamValidator
+
+# the test's credentials: the client's when it signs, Envoy's aws_request_signing's when the gateway does
+KEY, SECRET, REGION = "AKIDTOOLFITTEST00001", "toolfit/test/secret/key/0000000000000000", "us-east-1"
+CREDS = Credentials(KEY, SECRET)
+MODEL = botocore.session.get_session().get_service_model("bedrock-runtime")
+AUTH = re.compile(r"AWS4-HMAC-SHA256 Credential=([^/]+)/(\d{8})/([^/]+)/([^/]+)/aws4_request, ?SignedHeaders=([^,]+), ?Signature=([0-9a-f]{64})$")
+
+
+class Exactly(SigV4Auth):
+    """botocore's SigV4 over exactly the headers the signature names (botocore itself would leave out
+    user-agent and add the rest)."""
+
+    def __init__(self, signed, *a):
+        super().__init__(*a)
+        self.signed = signed
+
+    def headers_to_sign(self, request):
+        out = HTTPHeaders()
+        for name in self.signed:
+            out[name] = request.headers.get(name, "")
+        return out
+
+
+def verify(method, path, headers, body):
+    """'unsigned', 'valid', or why not."""
+    auth = headers.get("authorization", "")
+    if not auth:
+        return "unsigned"
+    m = AUTH.match(auth)
+    if not m:
+        return "malformed Authorization"
+    key, day, region, service, signed, sig = m.groups()
+    if key != KEY:
+        return f"unknown key {key}"
+    sha = headers.get("x-amz-content-sha256")
+    if sha and sha != "UNSIGNED-PAYLOAD" and sha != hashlib.sha256(body).hexdigest():
+        return "x-amz-content-sha256 is not the body's hash"
+    req = AWSRequest(method=method, url=f"http://{headers.get('host', '')}{path}", headers={k: v for k, v in headers.items()}, data=body)
+    req.context["timestamp"] = headers.get("x-amz-date", "")
+    s = Exactly(signed.split(";"), CREDS, service, region)
+    want = s.signature(s.string_to_sign(req, s.canonical_request(req)), req)
+    return "valid" if hmac.compare_digest(want, sig) else "invalid"
+
+
+def judge(model, body):
+    """botocore's validation of Converse with this body, and §2.13's rules it does not check."""
+    errors = []
+    try:
+        params = json.loads(body)
+    except ValueError as e:
+        return [f"not JSON: {e}"]
+    report = ParamValidator().validate({"modelId": model, **params}, MODEL.operation_model("Converse").input_shape)
+    if report.has_errors():
+        errors.append(f"botocore refuses the Converse request: {report.generate_report()[:300]}")
+    claude = ".anthropic.claude" in f".{model}"
+    for t in (params.get("toolConfig") or {}).get("tools") or []:
+        spec = t.get("toolSpec") or {}
+        name, s = spec.get("name", ""), (spec.get("inputSchema") or {}).get("json")
+        if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
+            errors.append(f"{name!r}: a name the API refuses (§2.13 ToolName)")
+        if not isinstance(s, dict) or s.get("type") != "object":
+            errors.append(f"{name}: inputSchema.json root is not type: object (§2.13)")
+        if claude and isinstance(s, dict) and any(k in s for k in ("anyOf", "oneOf", "allOf")):
+            errors.append(f"{name}: Claude on Bedrock refuses a union at the root (§2.13)")
+    return errors
+
+
+def sample(s):
+    if not isinstance(s, dict):
+        return "x"
+    t = s.get("type")
+    if t == "object" or "properties" in s:
+        return {k: sample(v) for k, v in (s.get("properties") or {}).items() if k in (s.get("required") or [])}
+    return {"integer": 3, "number": 1.5, "boolean": True, "array": []}.get(t, "x")
+
+
+class Double(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    log = None
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        n = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(n)
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        m = re.match(r"^/model/([^/]+)/converse$", self.path.split("?")[0])
+        from urllib.parse import unquote
+        model = unquote(m.group(1)) if m else ""
+        errors = judge(model, body) if m else [f"not a Converse path: {self.path}"]
+        record = {"path": self.path, "model": model, "signature": verify("POST", self.path, headers, body), "errors": errors,
+                  "sha256": hashlib.sha256(body).hexdigest(), "body": body.decode("utf-8", "replace")}
+        with open(Double.log, "a") as f:
+            f.write(json.dumps(record) + "\n")
+        if errors:
+            out, status = {"message": "; ".join(errors)[:500]}, 400
+        else:
+            params = json.loads(body)
+            content = [{"toolUse": {"toolUseId": f"t{i}", "name": t["toolSpec"]["name"], "input": sample(t["toolSpec"]["inputSchema"]["json"])}}
+                       for i, t in enumerate((params.get("toolConfig") or {}).get("tools") or []) if "toolSpec" in t]
+            out, status = {"output": {"message": {"role": "assistant", "content": content or [{"text": "ok"}]}}, "stopReason": "tool_use" if content else "end_turn",
+                           "usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}, 200
+        data = json.dumps(out).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        if status != 200:
+            self.send_header("x-amzn-errortype", "ValidationException")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def tampered(url, request):
+    """A Converse request signed by botocore (SigV4Auth, the client's credentials), one byte of its body
+    changed after signing, sent as it is: the verifier's control."""
+    import http.client
+    from urllib.parse import quote, urlsplit
+    body = json.dumps({k: v for k, v in request.items() if k != "modelId"}).encode()
+    path = f"/model/{quote(request['modelId'], safe='')}/converse"
+    req = AWSRequest(method="POST", url=url + path, data=body, headers={"content-type": "application/json"})
+    SigV4Auth(CREDS, "bedrock", REGION).add_auth(req)
+    u = urlsplit(url)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    c.request("POST", path, body=body.replace(b"hi", b"ho", 1), headers=dict(req.headers.items()))
+    r = c.getresponse()
+    return {"ok": r.status == 200, "status": r.status, "body": r.read().decode()[:200]}
+
+
+def client(url, mode, request):
+    if mode == "tampered":
+        return tampered(url, request)
+    import boto3
+    from botocore import UNSIGNED
+    from botocore.config import Config
+    cfg = Config(signature_version=UNSIGNED, retries={"max_attempts": 1}) if mode == "unsigned" else Config(retries={"max_attempts": 1})
+    c = boto3.client("bedrock-runtime", region_name=REGION, endpoint_url=url, aws_access_key_id=KEY, aws_secret_access_key=SECRET, config=cfg)
+    try:
+        r = c.converse(**request)
+        return {"ok": True, "content": r["output"]["message"]["content"], "stopReason": r["stopReason"]}
+    except Exception as e:  # noqa: BLE001 (what the SDK raised is the result)
+        return {"ok": False, "error": f"{type(e).__name__}: {e}"[:400]}
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "double":
+        Double.log = sys.argv[3]
+        srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), Double)
+        srv.daemon_threads = True
+        print("ready", flush=True)
+        srv.serve_forever()
+    else:
+        print(json.dumps(client(sys.argv[2], sys.argv[3], json.loads(sys.stdin.read()))))
