@@ -5,10 +5,12 @@
 //! `output.message.content[].toolUse`. The model is in the path: its prefix always gets the `bedrock`
 //! profile, Claude models (`anthropic.claude-*`, and inference profiles `us.anthropic.claude-*`)
 //! `bedrock-anthropic` by the route's own model map. An empty `description` is a 400 (its shape is
-//! `NonEmptyString`): the member is removed. ConverseStream's `application/vnd.amazon.eventstream`
-//! answers are binary frames this descriptor does not read yet: they pass as they came.
+//! `NonEmptyString`): the member is removed. ConverseStream answers in event-stream messages
+//! (`crate::filter::response::frames`) whose JSON payloads say a call in parts: `contentBlockStart`
+//! its name, `contentBlockDelta` pieces of its input, `contentBlockStop` its end. The event's type is in
+//! the message's headers; the payloads tell themselves apart by their members.
 
-use super::{path, Args, Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
+use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::locate::values_at;
 use crate::api::raw::{self, RawObject, RawTool, Step};
@@ -30,7 +32,7 @@ pub const FORMAT: Descriptor = Descriptor {
     declared: &[&[Key("toolConfig"), Key("tools"), Each, Key("toolSpec"), Key("name")]],
     mentioned: &[&[Key("toolConfig"), Key("toolChoice"), Key("tool"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("toolUse"), Key("name")]],
     calls: &[path(&[Key("output"), Key("message"), Key("content"), Each, Key("toolUse")], None, "name", "input", Args::Object)],
-    stream: StreamCalls::None,
+    stream: StreamCalls::Parts { frags, summary: None },
     error: ErrorShape::Aws,
     routes: Routes {
         paths: &[],
@@ -77,6 +79,26 @@ pub fn output_sites<'a>(top: &RawObject<'a>, sites: &mut Vec<Site<'a>>) {
     for s in values_at(top, &["outputConfig", "textFormat", "structure", "jsonSchema", "schema"]) {
         sites.push(Site { json_field: true, encoded: true, ..Site::new(s, "outputConfig".into(), Context::Output) });
     }
+}
+
+/// One ConverseStream event's payload: `{"contentBlockIndex", "start": {"toolUse": {"name"}}}`,
+/// `{"contentBlockIndex", "delta": {"toolUse": {"input": "<a piece of JSON>"}}}`,
+/// `{"contentBlockIndex"}` (the block's stop), `{"stopReason"}` (the message's).
+fn frags(json: &str) -> Vec<Frag> {
+    let mut f = Frags::new(json);
+    let Some(top) = raw::object(json) else { return f.out };
+    let key = (0, index(&top, "contentBlockIndex", 0));
+    let tool_use = |k: &str| top.get(k).and_then(|s| raw::object(s.get())).and_then(|s| s.get("toolUse")).and_then(|t| raw::object(t.get()));
+    if let Some(t) = tool_use("start") {
+        f.name_part(key, t.get("name"));
+    } else if let Some(t) = tool_use("delta") {
+        f.args_part(key, t.get("input"));
+    } else if top.get("stopReason").is_some() {
+        f.out.push(Frag::CloseAll);
+    } else if top.get("contentBlockIndex").is_some() && top.get("start").is_none() && top.get("delta").is_none() {
+        f.out.push(Frag::Close(key));
+    }
+    f.out
 }
 
 /// The model a Bedrock path names (`/model/{modelId}/converse`; the id may be percent-encoded, and an

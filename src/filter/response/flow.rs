@@ -68,6 +68,8 @@ pub fn begin(reply: &Reply, status: u16, end_of_stream: bool, content_type: Opti
         Begin::Stream(Events::Sse, Coding::Identity)
     } else if ct.contains("ndjson") {
         Begin::Stream(Events::Lines, Coding::Identity)
+    } else if ct.starts_with("application/vnd.amazon.eventstream") {
+        Begin::Stream(Events::Frames, Coding::Identity)
     } else if is_json(&ct) {
         let reject = reply.on_invalid == OnInvalid::Reject;
         Begin::Json { hold: reply.repairs() || reject, wait: reject, coding: Coding::Identity }

@@ -21,6 +21,7 @@
 //! (what happens to a response from its headers to its end, for any host).
 
 pub mod flow;
+pub mod frames;
 mod reply;
 pub mod stream;
 mod tally;

@@ -14,6 +14,9 @@ pub enum Events {
     Sse,
     /// `application/x-ndjson` (Ollama): one JSON document per line.
     Lines,
+    /// `application/vnd.amazon.eventstream` (Bedrock's ConverseStream): binary messages whose payloads
+    /// are JSON ([`super::frames`]).
+    Frames,
 }
 
 struct Open {
@@ -23,11 +26,23 @@ struct Open {
 }
 
 struct Held {
-    /// The event's bytes.
+    /// The event's bytes (a message's: its payload).
     text: String,
+    /// A message's headers: it goes out as a message of these and its (repaired) payload.
+    frame: Option<Vec<u8>>,
     /// Where its JSON starts in `text`.
     json_at: usize,
     frags: Vec<Frag>,
+}
+
+impl Held {
+    /// The event as it came (a message written again from its headers and payload: the same bytes).
+    fn spill(&self, out: &mut Vec<u8>) {
+        match &self.frame {
+            Some(headers) => out.extend_from_slice(&super::frames::write(headers, self.text.as_bytes())),
+            None => out.extend_from_slice(self.text.as_bytes()),
+        }
+    }
 }
 
 /// One streamed response being read.
@@ -52,11 +67,14 @@ pub struct Stream {
 /// found by `position` (a vectorised byte search), and each is looked at once however the events
 /// arrive in pieces.
 pub(crate) fn event_end(b: &[u8], from: usize, events: Events) -> Option<usize> {
+    if events == Events::Frames {
+        return super::frames::end(b);
+    }
     let mut at = from;
     loop {
         let i = at + b.get(at..)?.iter().position(|c| *c == b'\n')?;
         let ends = match events {
-            Events::Lines => true,
+            Events::Lines | Events::Frames => true,
             // `\n\n` or `\r\n\r\n`, whichever ends first
             Events::Sse => i.checked_sub(1).and_then(|j| b.get(j)) == Some(&b'\n') || i.checked_sub(3).and_then(|j| b.get(j..i)) == Some(b"\r\n\r"),
         };
@@ -170,7 +188,7 @@ impl Stream {
         self.tally.unrepaired += 1;
         self.given_up = true;
         for h in std::mem::take(&mut self.held) {
-            out.extend_from_slice(h.text.as_bytes());
+            h.spill(out);
         }
         out.append(&mut self.pending);
     }
@@ -224,12 +242,23 @@ impl Stream {
     }
 
     fn event(&mut self, event: &[u8], out: &mut Vec<u8>) {
-        let Ok(text) = simdutf8::basic::from_utf8(event) else {
-            self.pass(event, out);
+        // a message: its payload is the event's text, its headers go out with it again
+        let (body, frame) = match self.events {
+            Events::Frames => match super::frames::read(event) {
+                Some((h, p)) => (p, Some(h)),
+                None => {
+                    self.pass(event, None, out);
+                    return;
+                }
+            },
+            _ => (event, None),
+        };
+        let Ok(text) = simdutf8::basic::from_utf8(body) else {
+            self.pass(event, None, out);
             return;
         };
-        let Some((json_at, json)) = event_json(text, self.events) else {
-            self.pass(event, out);
+        let Some((json_at, json)) = (if frame.is_some() { Some((0, text)) } else { event_json(text, self.events) }) else {
+            self.pass(event, frame.map(|h| (h, text)), out);
             return;
         };
         let summary = self.summary(json);
@@ -242,12 +271,16 @@ impl Stream {
                 self.close(None);
             }
             let fixed = self.reply.repair_doc(json, paths, seen, &mut self.tally);
-            match fixed {
-                Some(new) => {
-                    let text = format!("{}{new}{}", text.get(..json_at).unwrap_or(""), text.get(json_at + json.len()..).unwrap_or(""));
-                    self.pass(text.as_bytes(), out);
+            match (fixed, frame) {
+                (Some(new), Some(h)) => {
+                    let msg = super::frames::write(h, new.as_bytes());
+                    self.pass(&msg, Some((h, &new)), out);
                 }
-                None => self.pass(event, out),
+                (Some(new), None) => {
+                    let text = format!("{}{new}{}", text.get(..json_at).unwrap_or(""), text.get(json_at + json.len()..).unwrap_or(""));
+                    self.pass(text.as_bytes(), None, out);
+                }
+                (None, f) => self.pass(event, f.map(|h| (h, text)), out),
             }
             self.release(out);
             return;
@@ -289,9 +322,9 @@ impl Stream {
             })
             .collect();
         if hold {
-            self.held.push(Held { text: text.to_owned(), json_at, frags: fr });
+            self.held.push(Held { text: text.to_owned(), frame: frame.map(<[u8]>::to_vec), json_at, frags: fr });
         } else {
-            self.pass(event, out);
+            self.pass(event, frame.map(|h| (h, text)), out);
         }
         for c in closes {
             self.close(c);
@@ -301,17 +334,20 @@ impl Stream {
         }
     }
 
-    /// An event that goes on as it is: after whatever is held, to keep the order.
-    fn pass(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+    /// An event that goes on as it is: after whatever is held, to keep the order. `frame`: a message's
+    /// headers and payload text, what it is held as.
+    fn pass(&mut self, bytes: &[u8], frame: Option<(&[u8], &str)>, out: &mut Vec<u8>) {
         if self.held.is_empty() {
             out.extend_from_slice(bytes);
-        } else if let Ok(text) = std::str::from_utf8(bytes) {
-            self.held.push(Held { text: text.to_owned(), json_at: 0, frags: Vec::new() });
+        } else if let Some((h, text)) = frame {
+            self.held.push(Held { text: text.to_owned(), frame: Some(h.to_vec()), json_at: 0, frags: Vec::new() });
+        } else if let (Ok(text), false) = (std::str::from_utf8(bytes), self.events == Events::Frames) {
+            self.held.push(Held { text: text.to_owned(), frame: None, json_at: 0, frags: Vec::new() });
         } else {
-            // not UTF-8 after all: nothing held can be repaired in order with it
+            // not UTF-8 (or not a message) after all: nothing held can be repaired in order with it
             self.tally.unrepaired += 1;
             for h in std::mem::take(&mut self.held) {
-                out.extend_from_slice(h.text.as_bytes());
+                h.spill(out);
             }
             out.extend_from_slice(bytes);
         }
@@ -361,10 +397,11 @@ impl Stream {
                 }
                 edits.push(api::Edit::new(h.json_at + a, h.json_at + b, if first { new } else { "\"\"".into() }));
             }
-            if edits.is_empty() {
-                out.extend_from_slice(h.text.as_bytes());
-            } else {
-                out.extend_from_slice(api::splice(&h.text, edits).as_bytes());
+            let text = if edits.is_empty() { std::borrow::Cow::Borrowed(h.text.as_str()) } else { std::borrow::Cow::Owned(api::splice(&h.text, edits)) };
+            match &h.frame {
+                // a message written again: its own bytes when the payload is unchanged
+                Some(headers) => out.extend_from_slice(&super::frames::write(headers, text.as_bytes())),
+                None => out.extend_from_slice(text.as_bytes()),
             }
         }
     }

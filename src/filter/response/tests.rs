@@ -693,3 +693,75 @@ fn a_call_to_a_lifted_tool_gets_its_name_and_namespace_back() {
     assert_eq!((t.names_restored > 0, t.calls.len()), (true, 1));
     assert_eq!(t.calls[0].violation.as_ref().map(|v| v.instance.as_str()), Some("/tz"), "checked against the nested tool's schema");
 }
+
+/// Every way of cutting a binary `body` in two gives the same bytes as the whole.
+fn every_split_bytes(r: &Reply, framing: Events, body: &[u8]) -> (Vec<u8>, Tally) {
+    let mut whole = Stream::new(r.clone(), framing, Coding::Identity);
+    let expect = whole.feed(body, true);
+    for at in 0..=body.len() {
+        let mut s = Stream::new(r.clone(), framing, Coding::Identity);
+        let (a, b) = body.split_at(at);
+        let mut got = s.feed(a, false);
+        got.extend(s.feed(b, true));
+        assert_eq!(got, expect, "split at {at}");
+        assert_eq!(s.tally, whole.tally, "split at {at}");
+    }
+    (expect, whole.tally)
+}
+
+/// The messages of an event-stream body, each (headers, payload) read back with its checksums.
+fn messages(mut b: &[u8]) -> Vec<(Vec<u8>, String)> {
+    let mut out = Vec::new();
+    while let Some(n) = frames::end(b).filter(|n| *n > 0) {
+        let (m, rest) = b.split_at(n);
+        let (h, p) = frames::read(m).expect("a message with right checksums");
+        out.push((h.to_vec(), String::from_utf8_lossy(p).into_owned()));
+        b = rest;
+    }
+    assert!(b.is_empty(), "bytes after the last message");
+    out
+}
+
+#[test]
+fn bedrock_converse_stream_messages_get_the_name_back_with_their_checksums() {
+    use frames::tests::event;
+    let r = reply(Format::BedrockConverse, &[("gh_search", "gh.search")], false);
+    let events = [
+        event("messageStart", r#"{"p":"abc","role":"assistant"}"#),
+        event("contentBlockDelta", r#"{"contentBlockIndex":0,"delta":{"text":"Let me look."},"p":"ab"}"#),
+        event("contentBlockStop", r#"{"contentBlockIndex":0,"p":"a"}"#),
+        event("contentBlockStart", r#"{"contentBlockIndex":1,"p":"abcd","start":{"toolUse":{"name":"gh_search","toolUseId":"tooluse_1"}}}"#),
+        event("contentBlockDelta", r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"{\"q\":"}},"p":"x"}"#),
+        event("contentBlockDelta", r#"{"contentBlockIndex":1,"delta":{"toolUse":{"input":"\"a\"}"}},"p":"x"}"#),
+        event("contentBlockStop", r#"{"contentBlockIndex":1,"p":"abc"}"#),
+        event("messageStop", r#"{"p":"ab","stopReason":"tool_use"}"#),
+        event("metadata", r#"{"metrics":{"latencyMs":9},"usage":{"inputTokens":3,"outputTokens":4,"totalTokens":7}}"#),
+    ];
+    let body: Vec<u8> = events.concat();
+    let (out, t) = every_split_bytes(&r, Events::Frames, &body);
+    let got = messages(&out);
+    let sent = messages(&body);
+    assert_eq!(got.len(), sent.len());
+    for (i, ((gh, gp), (sh, sp))) in got.iter().zip(&sent).enumerate() {
+        assert_eq!(gh, sh, "message {i}: headers as they came");
+        let want = if i == 3 { sp.replace("gh_search", "gh.search") } else { sp.clone() };
+        assert_eq!(gp, &want, "message {i}");
+    }
+    // the name is as long as the one sent: the same length, other bytes (the message's checksums too)
+    assert!(out.len() == body.len() && out != body);
+    assert_eq!((t.names_restored, t.calls.len()), (1, 1));
+    assert!(t.calls.first().is_some_and(|c| c.violation.is_none()), "the input pieces read as one call");
+    // the controls: a message with a wrong checksum passes as it came (the client's SDK refuses it
+    // as it would have), and the stream goes on
+    let mut bad = events.clone();
+    if let Some(b) = bad.get_mut(3).and_then(|m| m.get_mut(30)) {
+        *b ^= 1;
+    }
+    let bad: Vec<u8> = bad.concat();
+    let mut s = Stream::new(r.clone(), Events::Frames, Coding::Identity);
+    let out = s.feed(&bad, true);
+    assert_eq!(out, bad, "nothing to repair in a message toolfit cannot read");
+    // and a stream that is not frames at all goes on as it came
+    let mut s = Stream::new(r, Events::Frames, Coding::Identity);
+    assert_eq!(s.feed(b"\x00\x00\x00\x02garbage", true), b"\x00\x00\x00\x02garbage");
+}
