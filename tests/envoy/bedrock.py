@@ -126,6 +126,12 @@ def main():
                               and "anyOf" not in spec.get("inputSchema", {}).get("json", {}), spec)
                         uses = [c["toolUse"] for c in r.get("content", []) if "toolUse" in c]
                         check(f"{where}: boto3 hands the program the tool under its own name", r["ok"] and [u["name"] for u in uses] == ["get.weather"], r)
+                        # ConverseStream: the double answers event-stream messages in 7-byte pieces
+                        r = call(py, url, "stream-unsigned", MAPPED)
+                        last = seen(log)[-1]
+                        check(f"{where}: ConverseStream: boto3 reads every message (checksums checked) and gets the tool's own name and whole input",
+                              r["ok"] and last["signature"] == "valid" and r.get("names") == ["get.weather"] and len(r.get("inputs") or []) == 1
+                              and r.get("stopReason") == "tool_use", r)
                     else:
                         r = call(py, url, "unsigned", MAPPED)
                         last = seen(log)[-1]

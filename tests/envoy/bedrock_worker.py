@@ -9,7 +9,7 @@
                      credentials below; unsigned, botocore.UNSIGNED, for a gateway that signs) and
                      prints what the SDK handed back as JSON.
 """
-import hashlib, hmac, json, re, sys
+import binascii, hashlib, hmac, json, re, struct, sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import botocore.session
@@ -93,6 +93,36 @@ def sample(s):
     return {"integer": 3, "number": 1.5, "boolean": True, "array": []}.get(t, "x")
 
 
+def header(name, value):
+    """One string header of an event-stream message (type 7)."""
+    return bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(value)) + value.encode()
+
+
+def message(event_type, payload):
+    """One event-stream message as Bedrock writes it: prelude with its CRC-32, headers, JSON payload,
+    the message's CRC-32."""
+    h = header(":event-type", event_type) + header(":content-type", "application/json") + header(":message-type", "event")
+    data = json.dumps(payload, separators=(",", ":")).encode()
+    prelude = struct.pack(">II", 16 + len(h) + len(data), len(h))
+    msg = prelude + struct.pack(">I", binascii.crc32(prelude)) + h + data
+    return msg + struct.pack(">I", binascii.crc32(msg))
+
+
+def stream_of(calls):
+    """ConverseStream's messages for a text block and then each call, its input in two pieces."""
+    out = [message("messageStart", {"role": "assistant", "p": "abc"}),
+           message("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Looking it up."}, "p": "ab"}),
+           message("contentBlockStop", {"contentBlockIndex": 0, "p": "a"})]
+    for i, (name, args) in enumerate(calls, 1):
+        text = json.dumps(args)
+        out.append(message("contentBlockStart", {"contentBlockIndex": i, "start": {"toolUse": {"toolUseId": f"tooluse_{i}", "name": name}}, "p": "abcd"}))
+        out += [message("contentBlockDelta", {"contentBlockIndex": i, "delta": {"toolUse": {"input": part}}, "p": "x"}) for part in (text[:len(text) // 2], text[len(text) // 2:])]
+        out.append(message("contentBlockStop", {"contentBlockIndex": i, "p": "abc"}))
+    out.append(message("messageStop", {"stopReason": "tool_use" if calls else "end_turn", "p": "ab"}))
+    out.append(message("metadata", {"usage": {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}, "metrics": {"latencyMs": 1}}))
+    return out
+
+
 class Double(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     log = None
@@ -104,7 +134,7 @@ class Double(BaseHTTPRequestHandler):
         n = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(n)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        m = re.match(r"^/model/([^/]+)/converse$", self.path.split("?")[0])
+        m = re.match(r"^/model/([^/]+)/converse(-stream)?$", self.path.split("?")[0])
         from urllib.parse import unquote
         model = unquote(m.group(1)) if m else ""
         errors = judge(model, body) if m else [f"not a Converse path: {self.path}"]
@@ -112,6 +142,23 @@ class Double(BaseHTTPRequestHandler):
                   "sha256": hashlib.sha256(body).hexdigest(), "body": body.decode("utf-8", "replace")}
         with open(Double.log, "a") as f:
             f.write(json.dumps(record) + "\n")
+        if m and m.group(2) and not errors:
+            # the stream, in 7-byte pieces: every message cut, the name's among them
+            params = json.loads(body)
+            calls = [(t["toolSpec"]["name"], sample(t["toolSpec"]["inputSchema"]["json"])) for t in (params.get("toolConfig") or {}).get("tools") or [] if "toolSpec" in t]
+            data = b"".join(stream_of(calls))
+            self.send_response(200)
+            self.send_header("content-type", "application/vnd.amazon.eventstream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(data), 7):
+                piece = data[i:i + 7]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                time.sleep(0.0005)
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+            return
         if errors:
             out, status = {"message": "; ".join(errors)[:500]}, 400
         else:
@@ -152,9 +199,21 @@ def client(url, mode, request):
     import boto3
     from botocore import UNSIGNED
     from botocore.config import Config
-    cfg = Config(signature_version=UNSIGNED, retries={"max_attempts": 1}) if mode == "unsigned" else Config(retries={"max_attempts": 1})
+    cfg = Config(signature_version=UNSIGNED, retries={"max_attempts": 1}) if mode.endswith("unsigned") else Config(retries={"max_attempts": 1})
     c = boto3.client("bedrock-runtime", region_name=REGION, endpoint_url=url, aws_access_key_id=KEY, aws_secret_access_key=SECRET, config=cfg)
     try:
+        if mode.startswith("stream"):
+            # boto3 reads the event-stream itself, each message's checksums checked
+            names, pieces, stop = [], {}, None
+            for ev in c.converse_stream(**request)["stream"]:
+                if "contentBlockStart" in ev and "toolUse" in ev["contentBlockStart"]["start"]:
+                    names.append(ev["contentBlockStart"]["start"]["toolUse"]["name"])
+                if "contentBlockDelta" in ev and "toolUse" in ev["contentBlockDelta"]["delta"]:
+                    i = ev["contentBlockDelta"]["contentBlockIndex"]
+                    pieces[i] = pieces.get(i, "") + ev["contentBlockDelta"]["delta"]["toolUse"]["input"]
+                if "messageStop" in ev:
+                    stop = ev["messageStop"]["stopReason"]
+            return {"ok": True, "names": names, "inputs": [json.loads(v) for _, v in sorted(pieces.items())], "stopReason": stop}
         r = c.converse(**request)
         return {"ok": True, "content": r["output"]["message"]["content"], "stopReason": r["stopReason"]}
     except Exception as e:  # noqa: BLE001 (what the SDK raised is the result)
