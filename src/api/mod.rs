@@ -89,8 +89,6 @@ pub fn model(body: &[u8]) -> Option<String> {
     }
 }
 
-
-
 /// Why a body was left as it was.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Skip {

@@ -458,8 +458,14 @@ mod tests {
         }
         assert_eq!(m.get("bedrock", "bedrock", "skipped_signed"), 2);
         // the controls: a bearer token (Bedrock API keys) or no signature, buffered as any request
-        for h in [Headers { authorization: Some("Bearer ABSK..."), ..post(path) }, post(path), Headers { path: "/model/m.n/converse?X-Amz-Date=1", ..post(path) }] {
-            assert!(matches!(start(&Config::default(), &h, Some("bedrock"), &RouteMeta::default(), &mut m, &mut |_| {}), Start::Buffer(_)), "{:?}", h.authorization);
+        for h in
+            [Headers { authorization: Some("Bearer ABSK..."), ..post(path) }, post(path), Headers { path: "/model/m.n/converse?X-Amz-Date=1", ..post(path) }]
+        {
+            assert!(
+                matches!(start(&Config::default(), &h, Some("bedrock"), &RouteMeta::default(), &mut m, &mut |_| {}), Start::Buffer(_)),
+                "{:?}",
+                h.authorization
+            );
         }
         assert_eq!(m.get("bedrock", "bedrock", "skipped_signed"), 2);
     }

@@ -30,7 +30,10 @@ pub const FORMAT: Descriptor = Descriptor {
     shape: &["messages", "system", "inferenceConfig"],
     convert: CONVERT,
     declared: &[&[Key("toolConfig"), Key("tools"), Each, Key("toolSpec"), Key("name")]],
-    mentioned: &[&[Key("toolConfig"), Key("toolChoice"), Key("tool"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("toolUse"), Key("name")]],
+    mentioned: &[
+        &[Key("toolConfig"), Key("toolChoice"), Key("tool"), Key("name")],
+        &[Key("messages"), Each, Key("content"), Each, Key("toolUse"), Key("name")],
+    ],
     calls: &[path(&[Key("output"), Key("message"), Key("content"), Each, Key("toolUse")], None, "name", "input", Args::Object)],
     stream: StreamCalls::Parts { frags, summary: None },
     error: ErrorShape::Aws,
@@ -45,13 +48,8 @@ pub const FORMAT: Descriptor = Descriptor {
 };
 
 /// `convert --to bedrock-converse`: `toolSpec`s, strict with `--strict-tools`.
-const CONVERT: &[Convert] = converts!(&[Convert {
-    name: "bedrock-converse",
-    profile: &profile::BEDROCK,
-    strict: Some(&profile::BEDROCK_STRICT),
-    tool,
-    list: Convert::array
-}]);
+const CONVERT: &[Convert] =
+    converts!(&[Convert { name: "bedrock-converse", profile: &profile::BEDROCK, strict: Some(&profile::BEDROCK_STRICT), tool, list: Convert::array }]);
 
 fn tool(t: &McpTool) -> Value {
     let mut f = t.head();
@@ -134,8 +132,10 @@ mod tests {
     fn the_model_is_read_from_the_path() {
         assert_eq!(model_in_path("/model/anthropic.claude-sonnet-4-5-20250929-v1:0/converse").as_deref(), Some("anthropic.claude-sonnet-4-5-20250929-v1:0"));
         assert_eq!(
-            model_in_path("/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream")
-                .as_deref(),
+            model_in_path(
+                "/model/arn%3Aaws%3Abedrock%3Aus-east-1%3A123456789012%3Ainference-profile%2Fus.anthropic.claude-3-5-haiku-20241022-v1%3A0/converse-stream"
+            )
+            .as_deref(),
             Some("us.anthropic.claude-3-5-haiku-20241022-v1:0")
         );
         assert_eq!(model_in_path("/model/meta.llama3-70b-instruct-v1%3A0/converse?x=1").as_deref(), Some("meta.llama3-70b-instruct-v1:0"));

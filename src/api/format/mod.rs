@@ -415,8 +415,14 @@ pub const AUTO_TOOLS: &[&Descriptor] =
 
 /// What `auto` reads outside `tools`, in this order. Cohere's `response_format` is left out: it holds
 /// the schema itself where OpenAI's holds it under `json_schema.schema`.
-pub const AUTO_OUTPUTS: &[OutputSites] =
-    &[openai_chat::output_sites, openai_responses::output_sites, gemini::output_sites, ollama::output_sites, llama_completion::output_sites, bedrock_converse::output_sites];
+pub const AUTO_OUTPUTS: &[OutputSites] = &[
+    openai_chat::output_sites,
+    openai_responses::output_sites,
+    gemini::output_sites,
+    ollama::output_sites,
+    llama_completion::output_sites,
+    bedrock_converse::output_sites,
+];
 
 /// An element of `tools` whose `function` objects declare tools (OpenAI chat, Ollama, Cohere).
 pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
