@@ -1,6 +1,7 @@
 """Runs in the Bedrock venv (boto3 and botocore from the registry, pinned in bedrock.py). Two roles:
 
-  double PORT FILE   the Bedrock Runtime double: answers Converse as the API does (JSON), calling every
+  double PORT FILE [CERT KEY]
+                     the Bedrock Runtime double (over TLS with CERT and KEY): answers Converse as the API does (JSON), calling every
                      tool it received under the name it received; judges each request with botocore's
                      own parameter validation of Converse (the bedrock-runtime service model) and the
                      rules of docs/backend-rules.md §2.13; verifies the SigV4 signature with botocore's
@@ -225,6 +226,11 @@ if __name__ == "__main__":
         Double.log = sys.argv[3]
         srv = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[2])), Double)
         srv.daemon_threads = True
+        if len(sys.argv) > 5:
+            import ssl
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(sys.argv[4], sys.argv[5])
+            srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
         print("ready", flush=True)
         srv.serve_forever()
     else:

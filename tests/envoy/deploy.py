@@ -362,6 +362,21 @@ EGRESS_CALLS = {
 }
 
 
+def signing_envoy(cfg, ports, key, secret):
+    """BootstrapEnvoy with AWS credentials in its environment (what the overlay's Secret gives the
+    gateway's aws_request_signing)."""
+    saved = {k: os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    os.environ.update({"AWS_ACCESS_KEY_ID": key, "AWS_SECRET_ACCESS_KEY": secret})
+    try:
+        return BootstrapEnvoy(cfg, ports[0], ports[1])
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def egress(objs, upstream_port, rec):
     """deploy/egress's EnvoyFilter as Istio builds the egress gateway's Envoy: the gateway's routes
     from the VirtualServices (the routes bound to the egress gateway, one virtual host per API host),
@@ -375,7 +390,7 @@ def egress(objs, upstream_port, rec):
         vhosts.append({"name": f"{host}:80", "domains": [host], "routes": routes})
     ports = (runner.free_port(), runner.free_port(), upstream_port)
     cfg = assemble_and_validate("egress", ef, objs, "GATEWAY", ports, vhosts, " (a route per API host)")
-    e = BootstrapEnvoy(cfg, ports[0], ports[1])
+    e = signing_envoy(cfg, ports, "AKIDTOOLFITTEST00001", "toolfit/test/secret/key/0000000000000000")
     try:
         check("egress EnvoyFilter: Envoy runs it", e.ready, e.logs()[-1500:])
         _, request = readme_request()
@@ -385,6 +400,17 @@ def egress(objs, upstream_port, rec):
             body = json.dumps(make(schema)).encode()
             e.request("POST", path, body, {"host": host})
             got[host] = (runner.last(rec).get("body"), runner.cli(body, fmt=fmt, profile=profile), body)
+        # Bedrock (a Llama model: the bedrock profile), signed by the gateway on its route alone
+        conv = {"messages": [{"role": "user", "content": [{"text": "hi"}]}], "toolConfig": {"tools": [{"toolSpec": {"name": "jira.get_issue", "inputSchema": {"json": schema}}}]}}
+        body = json.dumps(conv).encode()
+        e.request("POST", "/model/meta.llama3-70b-instruct-v1%3A0/converse", body, {"host": BEDROCK})
+        signed = runner.last(rec)
+        check("egress: Bedrock rewritten with the bedrock profile, then signed by the gateway (SigV4, service bedrock)",
+              signed.get("body") == runner.cli(body, fmt="bedrock-converse", profile="bedrock") != body
+              and signed["headers"].get("authorization", "").startswith("AWS4-HMAC-SHA256 Credential=AKIDTOOLFITTEST00001/") and "/bedrock/aws4_request" in signed["headers"]["authorization"],
+              signed.get("headers", {}).get("authorization"))
+        check("egress: no other API's request carries an AWS signature (the signer is the Bedrock route's)",
+              not any("authorization" in r["headers"] or "x-amz-date" in r["headers"] for r in rec[-5:-1]), [r["headers"].get("authorization") for r in rec[-5:-1]])
         check("egress: each API's host rewrites with its own profile (the route's metadata); the dotted name mapped for OpenAI and Anthropic, kept for Gemini and Cohere",
               all(sent == want != body for sent, want, body in got.values()) and all((b"jira.get_issue" in sent) == (host in ("generativelanguage.googleapis.com", "api.cohere.com")) for host, (sent, _, _) in got.items()),
               {h: (sent == want, want != body) for h, (sent, want, body) in got.items()})
@@ -426,7 +452,24 @@ def tls_api(objs):
     ctx.load_cert_chain(cert, key)
     srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return port, cert, GzipApi
+    return port, cert, GzipApi, (cert, key)
+
+
+BEDROCK = "bedrock-runtime.us-east-1.amazonaws.com"
+
+
+def bedrock_double(tls):
+    """tests/envoy/bedrock_worker.py's Bedrock Runtime double over TLS (the egress's certificate): it
+    judges each Converse request with botocore and verifies its SigV4 signature with botocore's code and
+    the worker's credentials. Returns (process, port, log file, the worker's credentials)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bedrock
+    py = bedrock.venv("bedrock", bedrock.PINS)
+    port, log = runner.free_port(), tempfile.mktemp(prefix="egress-bedrock-", suffix=".jsonl")
+    open(log, "w").close()
+    proc = subprocess.Popen([py, bedrock.WORKER, "double", str(port), log, *tls], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    ready = proc.stdout.readline().strip() == "ready"
+    return proc if ready else None, port, log, (bedrock.KEY, bedrock.SECRET)
 
 
 def originate_tls(cfg, objs, ca):
@@ -449,12 +492,19 @@ def originate_tls(cfg, objs, ca):
 def egress_replies(ef, objs, vhosts):
     """The egress chain against TLS doubles of the APIs that answer compressed: what the agent gets back
     carries its own tool name and no null toolfit's strict rewrite made possible."""
-    port, ca, api = tls_api(objs)
+    port, ca, api, pair = tls_api(objs)
     ports = (runner.free_port(), runner.free_port(), port)
     cfg, _ = assemble(ef, objs, "GATEWAY", ports, vhosts)
     tls = originate_tls(cfg, objs, ca)
-    check("egress: every API cluster originates TLS as its DestinationRule says", tls == len(EGRESS_CALLS), tls)
-    e = BootstrapEnvoy(cfg, ports[0], ports[1])
+    check("egress: every API cluster originates TLS as its DestinationRule says", tls == len(EGRESS_CALLS) + 1, tls)
+    # Bedrock's cluster goes to its own double, which verifies the gateway's signature; the gateway's
+    # signer reads its credentials from the environment (the Secret's, in the overlay)
+    double, bport, blog, (key, secret) = bedrock_double(pair)
+    check("egress: the Bedrock double starts (botocore, TLS)", double is not None)
+    for c in cfg["static_resources"]["clusters"]:
+        if c["name"].endswith("||" + BEDROCK):
+            c["load_assignment"]["endpoints"][0]["lb_endpoints"][0]["endpoint"]["address"]["socket_address"]["port_value"] = bport
+    e = signing_envoy(cfg, ports, key, secret)
     try:
         check("egress with TLS origination: Envoy runs it", e.ready, e.logs()[-1500:])
         got, codings = {}, {}
@@ -476,12 +526,29 @@ def egress_replies(ef, objs, vhosts):
         time.sleep(1.2)
         prom = e.prom()
         unrepaired = sum(int(x) for x in re.findall(r"^toolfit_responses_unrepaired\{[^}]*\} (\d+)", prom, re.M))
+        # Bedrock: the agent calls it unsigned; toolfit rewrites (a dotted name, Claude's root union),
+        # the gateway signs after it, TLS to the double, which verifies and judges; the name comes back
+        conv = {"messages": [{"role": "user", "content": [{"text": "hi"}]}],
+                "toolConfig": {"tools": [{"toolSpec": {"name": "jira.get_issue", "description": "Get an issue",
+                                                       "inputSchema": {"json": {"anyOf": [STRICT_TOOL, {"type": "object", "properties": {"id": {"type": "integer"}}}]}}}}]}}
+        status, raw, _ = e.request("POST", "/model/us.anthropic.claude-sonnet-4-5-20250929-v1%3A0/converse", json.dumps(conv).encode(), {"host": BEDROCK})
+        seen = [json.loads(x) for x in open(blog).read().splitlines()] if double else []
+        last = seen[-1] if seen else {}
+        check("egress: Bedrock: the gateway's signature, made after toolfit, verifies at the API double (botocore's SigV4), which takes the request",
+              last.get("signature") == "valid" and not last.get("errors"), (last.get("signature"), last.get("errors")))
+        try:
+            names = [c["toolUse"]["name"] for c in json.loads(raw)["output"]["message"]["content"] if "toolUse" in c]
+        except (ValueError, KeyError, TypeError):
+            names = f"{status}: {raw[:200]!r}"
+        check("egress: Bedrock: the agent's call names its own tool (jira.get_issue)", names == ["jira.get_issue"], names)
         check("egress: names restored and nulls removed counted, no reply left unrepaired",
               runner.metric(prom, "toolfit_names_restored", "openai", "openai") >= 1 and runner.metric(prom, "toolfit_names_restored", "anthropic", "anthropic") >= 1
               and runner.metric(prom, "toolfit_nulls_removed", "openai", "openai") >= 1 and unrepaired == 0,
               [l for l in prom.splitlines() if re.match(r"toolfit_(names_restored|nulls_removed|responses_unrepaired)", l)])
     finally:
         e.stop()
+        if double:
+            double.kill()
 
 
 def readme_request():
