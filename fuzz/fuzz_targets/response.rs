@@ -1,5 +1,5 @@
 //! Arbitrary bytes as a model server's response, in every format, plain and streamed. Invariants: no
-//! panic; a stream fed in two pieces (cut where the first byte says) gives exactly what it gives
+//! panic; a stream (SSE, NDJSON, AWS event-stream) fed in two pieces (cut where the first byte says) gives exactly what it gives
 //! whole, and the same counts; a response to a request that needs no repair comes out byte for byte;
 //! what comes out stays within a bound of what went in; a repaired plain body of JSON is JSON; the
 //! same body gzip-compressed and cut anywhere gives, on a repairing stream, exactly what the identity
@@ -38,7 +38,7 @@ fuzz_target!(|data: &[u8]| {
                     assert!(serde_json::from_slice::<serde_json::Value>(&new).is_ok(), "repaired JSON is not JSON");
                 }
             }
-            for framing in [Events::Sse, Events::Lines] {
+            for framing in [Events::Sse, Events::Lines, Events::Frames] {
                 let mut whole = Stream::new(r.clone(), framing, Coding::Identity);
                 let all = whole.feed(body, true);
                 let mut split = Stream::new(r.clone(), framing, Coding::Identity);
