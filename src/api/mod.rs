@@ -50,6 +50,9 @@ pub enum Format {
     /// Bedrock Converse: `toolConfig.tools[].toolSpec.inputSchema.json`,
     /// `outputConfig.textFormat.structure.jsonSchema.schema` (a string holding the schema).
     BedrockConverse,
+    /// Bedrock InvokeModel with Anthropic's Messages body (`anthropic_version: bedrock-2023-05-31`):
+    /// `tools[].input_schema`, its stream Anthropic's events base64-encoded in event-stream messages.
+    BedrockInvoke,
     /// An MCP `tools/list` result (`{"tools": [...]}`, a JSON-RPC response, or a bare array of tools):
     /// `inputSchema` (tool context) and `outputSchema` (structured output).
     McpTools,

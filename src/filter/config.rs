@@ -631,6 +631,7 @@ mod tests {
                 gemini("/v1beta1/projects/"),
                 own("/v2/chat", Format::Cohere, "cohere"),
                 (None, Some("/model/"), Format::BedrockConverse, Some("bedrock"), true),
+                (None, Some("/model/"), Format::BedrockInvoke, Some("bedrock-anthropic"), true),
             ]
         );
         let c = Config::default();
@@ -640,7 +641,8 @@ mod tests {
         let models = bedrock.and_then(|r| r.models.clone()).unwrap_or_default();
         assert_eq!(models.profile_for("us.anthropic.claude-sonnet-4-5-20250929-v1:0").map(|p| p.name), Some("bedrock-anthropic"));
         assert_eq!(models.profile_for("meta.llama3-70b-instruct-v1:0"), None);
-        assert!(c.route_for("/model/x.y/invoke").is_none() && c.route_for("/model/x.y/count-tokens").is_none());
+        assert_eq!(c.route_for("/model/anthropic.claude-x-v1:0/invoke-with-response-stream").map(|r| r.format), Some(Format::BedrockInvoke));
+        assert!(c.route_for("/model/x.y/count-tokens").is_none() && c.route_for("/model/x.y/invoke-async").is_none());
         assert!(c.route_for("/v1beta/models/gemini-2.5-flash:streamGenerateContent").is_some());
         assert!(c.route_for("/v1beta/models/gemini-2.5-flash:countTokens").is_none(), "no schemas there");
     }

@@ -38,6 +38,9 @@ UNION = {"anyOf": [{"type": "object", "properties": {"city": {"type": "string"}}
                    {"type": "object", "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}}, "required": ["lat", "lon"]}]}
 MAPPED = {"modelId": CLAUDE, "messages": [{"role": "user", "content": [{"text": "weather in Oslo?"}]}],
           "toolConfig": {"tools": [{"toolSpec": {"name": "get.weather", "description": "Weather by city or position", "inputSchema": {"json": UNION}}}]}}
+# the same tool as Anthropic's Messages body has it, for InvokeModel
+INVOKE = {"modelId": CLAUDE, "messages": [{"role": "user", "content": "weather in Oslo?"}],
+          "tools": [{"name": "get.weather", "description": "Weather by city or position", "input_schema": UNION}]}
 CLEAN = {"modelId": "meta.llama3-70b-instruct-v1:0", "messages": [{"role": "user", "content": [{"text": "hi"}]}],
          "toolConfig": {"tools": [{"toolSpec": {"name": "get_time", "description": "Time", "inputSchema": {"json": {"type": "object", "properties": {"tz": {"type": "string"}}}}}}]}}
 
@@ -132,6 +135,17 @@ def main():
                         check(f"{where}: ConverseStream: boto3 reads every message (checksums checked) and gets the tool's own name and whole input",
                               r["ok"] and last["signature"] == "valid" and r.get("names") == ["get.weather"] and len(r.get("inputs") or []) == 1
                               and r.get("stopReason") == "tool_use", r)
+                        # InvokeModel with Anthropic's body (Claude Code's and the Anthropic SDK's way to Bedrock)
+                        r = call(py, url, "invoke-unsigned", INVOKE)
+                        last = seen(log)[-1]
+                        sent = json.loads(last["body"]) if last["body"].startswith("{") else {}
+                        tool = (sent.get("tools") or [{}])[0]
+                        check(f"{where}: InvokeModel: the Messages body rewritten for Claude on Bedrock (name mapped, root union made one object), signed after it, taken",
+                              last["signature"] == "valid" and not last["errors"] and tool.get("name") == "get_weather" and "anyOf" not in tool.get("input_schema", {}), (last["errors"], tool))
+                        check(f"{where}: InvokeModel: boto3's answer names the tool as the program did", r["ok"] and r.get("names") == ["get.weather"], r)
+                        r = call(py, url, "invoke-stream-unsigned", INVOKE)
+                        check(f"{where}: InvokeModelWithResponseStream: Anthropic's events inside base64 in event-stream messages, the name restored, checksums right",
+                              r["ok"] and r.get("names") == ["get.weather"] and len(r.get("inputs") or []) == 1, r)
                     else:
                         r = call(py, url, "unsigned", MAPPED)
                         last = seen(log)[-1]

@@ -62,6 +62,30 @@ def verify(method, path, headers, body):
     return "valid" if hmac.compare_digest(want, sig) else "invalid"
 
 
+def judge_invoke(model, body):
+    """InvokeModel with Anthropic's Messages body: botocore's validation of the call (the body a blob),
+    and the Anthropic rules Claude on Bedrock holds tools to (§2.3, §2.13)."""
+    errors = []
+    report = ParamValidator().validate({"modelId": model, "body": body, "contentType": "application/json"}, MODEL.operation_model("InvokeModel").input_shape)
+    if report.has_errors():
+        errors.append(f"botocore refuses the InvokeModel call: {report.generate_report()[:300]}")
+    try:
+        params = json.loads(body)
+    except ValueError as e:
+        return errors + [f"not JSON: {e}"]
+    if params.get("anthropic_version") != "bedrock-2023-05-31":
+        errors.append("anthropic_version is not bedrock-2023-05-31")
+    for t in params.get("tools") or []:
+        name, s = t.get("name", ""), t.get("input_schema")
+        if not re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name):
+            errors.append(f"{name!r}: a name the API refuses (§2.13 ToolName)")
+        if not isinstance(s, dict) or s.get("type") != "object":
+            errors.append(f"{name}: input_schema root is not type: object (§2.3)")
+        elif any(k in s for k in ("anyOf", "oneOf", "allOf")):
+            errors.append(f"{name}: Claude on Bedrock refuses a union at the root (§2.13)")
+    return errors
+
+
 def judge(model, body):
     """botocore's validation of Converse with this body, and §2.13's rules it does not check."""
     errors = []
@@ -131,12 +155,69 @@ class Double(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
+    def invoke(self, model, stream, body, headers):
+        """InvokeModel: Anthropic's message (or, streamed, its events base64-encoded in `chunk` messages),
+        calling every tool under the name it received."""
+        errors = judge_invoke(model, body)
+        with open(Double.log, "a") as f:
+            f.write(json.dumps({"path": self.path, "model": model, "signature": verify("POST", self.path, headers, body), "errors": errors,
+                                "sha256": hashlib.sha256(body).hexdigest(), "body": body.decode("utf-8", "replace")}) + "\n")
+        if errors:
+            data = json.dumps({"message": "; ".join(errors)[:500]}).encode()
+            self.send_response(400)
+            self.send_header("content-type", "application/json")
+            self.send_header("x-amzn-errortype", "ValidationException")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        tools = json.loads(body).get("tools") or []
+        blocks = [{"type": "tool_use", "id": f"toolu_{i}", "name": t["name"], "input": sample(t.get("input_schema"))} for i, t in enumerate(tools)]
+        msg = {"id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": blocks or [{"type": "text", "text": "ok"}],
+               "stop_reason": "tool_use" if blocks else "end_turn", "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}}
+        if not stream:
+            data = json.dumps(msg).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
+        events = [{"type": "message_start", "message": {**msg, "content": [], "stop_reason": None}}]
+        for i, b in enumerate(blocks):
+            events.append({"type": "content_block_start", "index": i, "content_block": {**b, "input": {}}})
+            text = json.dumps(b["input"])
+            events += [{"type": "content_block_delta", "index": i, "delta": {"type": "input_json_delta", "partial_json": p}} for p in (text[:len(text) // 2], text[len(text) // 2:])]
+            events.append({"type": "content_block_stop", "index": i})
+        events += [{"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
+        import base64
+        h = header(":event-type", "chunk") + header(":content-type", "application/json") + header(":message-type", "event")
+        data = b""
+        for ev in events:
+            payload = json.dumps({"bytes": base64.b64encode(json.dumps(ev).encode()).decode(), "p": "abc"}).encode()
+            prelude = struct.pack(">II", 16 + len(h) + len(payload), len(h))
+            msg_bytes = prelude + struct.pack(">I", binascii.crc32(prelude)) + h + payload
+            data += msg_bytes + struct.pack(">I", binascii.crc32(msg_bytes))
+        self.send_response(200)
+        self.send_header("content-type", "application/vnd.amazon.eventstream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for i in range(0, len(data), 11):
+            piece = data[i:i + 11]
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
     def do_POST(self):
         n = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(n)
         headers = {k.lower(): v for k, v in self.headers.items()}
-        m = re.match(r"^/model/([^/]+)/converse(-stream)?$", self.path.split("?")[0])
         from urllib.parse import unquote
+        inv = re.match(r"^/model/([^/]+)/invoke(-with-response-stream)?$", self.path.split("?")[0])
+        if inv:
+            return self.invoke(unquote(inv.group(1)), bool(inv.group(2)), body, headers)
+        m = re.match(r"^/model/([^/]+)/converse(-stream)?$", self.path.split("?")[0])
         model = unquote(m.group(1)) if m else ""
         errors = judge(model, body) if m else [f"not a Converse path: {self.path}"]
         record = {"path": self.path, "model": model, "signature": verify("POST", self.path, headers, body), "errors": errors,
@@ -203,6 +284,20 @@ def client(url, mode, request):
     cfg = Config(signature_version=UNSIGNED, retries={"max_attempts": 1}) if mode.endswith("unsigned") else Config(retries={"max_attempts": 1})
     c = boto3.client("bedrock-runtime", region_name=REGION, endpoint_url=url, aws_access_key_id=KEY, aws_secret_access_key=SECRET, config=cfg)
     try:
+        if mode.startswith("invoke"):
+            # Anthropic's body as the Anthropic SDK's Bedrock client sends it (the model in the path)
+            body = json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 64, "messages": request["messages"], "tools": request["tools"]})
+            if "stream" in mode:
+                names, parts = [], {}
+                for ev in c.invoke_model_with_response_stream(modelId=request["modelId"], body=body, contentType="application/json")["body"]:
+                    e = json.loads(ev["chunk"]["bytes"])
+                    if e["type"] == "content_block_start" and e["content_block"]["type"] == "tool_use":
+                        names.append(e["content_block"]["name"])
+                    if e["type"] == "content_block_delta" and e["delta"]["type"] == "input_json_delta":
+                        parts[e["index"]] = parts.get(e["index"], "") + e["delta"]["partial_json"]
+                return {"ok": True, "names": names, "inputs": [json.loads(v) for _, v in sorted(parts.items())]}
+            r = json.loads(c.invoke_model(modelId=request["modelId"], body=body, contentType="application/json")["body"].read())
+            return {"ok": True, "names": [b["name"] for b in r["content"] if b["type"] == "tool_use"]}
         if mode.startswith("stream"):
             # boto3 reads the event-stream itself, each message's checksums checked
             names, pieces, stop = [], {}, None

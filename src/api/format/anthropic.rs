@@ -24,6 +24,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("messages"), Each, Key("content"), Each, Key("name")]],
     calls: &[path(&[Key("content"), Each], Some("tool_use"), "name", "input", Args::Object)],
     stream: StreamCalls::Parts { frags, summary: None },
+    envelope: None,
     error: ErrorShape::Anthropic,
     routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
 };

@@ -36,6 +36,7 @@ pub const FORMAT: Descriptor = Descriptor {
     ],
     calls: &[path(&[Key("output"), Key("message"), Key("content"), Each, Key("toolUse")], None, "name", "input", Args::Object)],
     stream: StreamCalls::Parts { frags, summary: None },
+    envelope: None,
     error: ErrorShape::Aws,
     routes: Routes {
         paths: &[],

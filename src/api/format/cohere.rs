@@ -22,6 +22,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: super::openai_chat::MENTIONED,
     calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Text)],
     stream: StreamCalls::Parts { frags, summary: None },
+    envelope: None,
     error: ErrorShape::Cohere,
     routes: Routes { paths: &["/v2/chat"], profile: Some(&crate::schema::profile::COHERE), ..Routes::NONE },
 };

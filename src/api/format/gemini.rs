@@ -36,6 +36,7 @@ pub const FORMAT: Descriptor = Descriptor {
         path(&[Key("candidates"), Each, Key("content"), Key("parts"), Each, Key("function_call")], None, "name", "args", Args::Object),
     ],
     stream: StreamCalls::Whole,
+    envelope: None,
     error: ErrorShape::Google,
     routes: Routes {
         paths: &[],

@@ -18,6 +18,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[],
     calls: &[],
     stream: StreamCalls::None,
+    envelope: None,
     error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/completion", "/completions", "/v1/completions"], ..Routes::NONE },
 };

@@ -22,6 +22,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[],
     calls: &[],
     stream: StreamCalls::None,
+    envelope: None,
     // never used: an MCP route answers with JSON-RPC errors of its own (`crate::filter::mcp`)
     error: ErrorShape::OpenAi,
     routes: Routes::NONE,

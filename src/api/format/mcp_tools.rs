@@ -23,6 +23,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[],
     calls: &[],
     stream: StreamCalls::None,
+    envelope: None,
     error: ErrorShape::OpenAi,
     routes: Routes::NONE,
 };

@@ -21,6 +21,7 @@ macro_rules! converts {
 
 pub mod anthropic;
 pub mod bedrock_converse;
+pub mod bedrock_invoke;
 pub mod cohere;
 pub mod gemini;
 pub mod llama_completion;
@@ -66,6 +67,9 @@ pub struct Descriptor {
     pub calls: &'static [CallPath],
     /// How a streamed response carries them.
     pub stream: StreamCalls,
+    /// The member of a streamed event's JSON that holds the real event, base64-encoded (Bedrock
+    /// InvokeModel's `{"bytes": ...}` around Anthropic's events); `None`: the event is the JSON itself.
+    pub envelope: Option<&'static str>,
     /// The shape of the error a rejected response answers with.
     pub error: ErrorShape,
     /// The routes it is served on when the configuration lists none.
@@ -326,6 +330,7 @@ pub const ALL: &[&Descriptor] = &[
     &gemini::FORMAT,
     &cohere::FORMAT,
     &bedrock_converse::FORMAT,
+    &bedrock_invoke::FORMAT,
     &mcp_tools::FORMAT,
     &mcp::FORMAT,
     #[cfg(test)]
@@ -477,6 +482,7 @@ mod tests {
             ("ollama", ErrorShape::Ollama),
             ("cohere", ErrorShape::Cohere),
             ("bedrock-converse", ErrorShape::Aws),
+            ("bedrock-invoke", ErrorShape::Aws),
             ("openai-chat", ErrorShape::OpenAi),
         ] {
             assert!(shapes.contains(&(name, want)), "{name}: {shapes:?}");

@@ -22,6 +22,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: super::openai_chat::MENTIONED,
     calls: &[path(&[Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Object)],
     stream: StreamCalls::Whole,
+    envelope: None,
     error: ErrorShape::Ollama,
     routes: Routes { paths: &["/api/chat", "/api/generate"], profile: Some(&crate::schema::profile::OLLAMA), ..Routes::NONE },
 };

@@ -26,6 +26,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: MENTIONED,
     calls: CALLS,
     stream: StreamCalls::Parts { frags, summary: None },
+    envelope: None,
     error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/v1/chat/completions", "/chat/completions"], ..Routes::NONE },
 };

@@ -29,6 +29,7 @@ pub const FORMAT: Descriptor = Descriptor {
     mentioned: &[&[Key("tool_choice"), Key("name")], &[Key("input"), Each, Key("name")]],
     calls: &[path(&[Key("output"), Each], Some("function_call"), "name", "arguments", Args::Text)],
     stream: StreamCalls::Parts { frags, summary: Some(Summary { is: summary, calls: DONE }) },
+    envelope: None,
     error: ErrorShape::OpenAi,
     routes: Routes { paths: &["/v1/responses"], ..Routes::NONE },
 };

@@ -49,6 +49,50 @@ pub fn read(msg: &[u8]) -> Option<(&[u8], &[u8])> {
     Some((msg.get(12..12 + headers)?, msg.get(12 + headers..total - 4)?))
 }
 
+/// The string member `key` of a payload's JSON object, base64-decoded, and the payload around the
+/// string: (before it, what it held, after it). `None` when there is no such member or it does not
+/// decode (Bedrock InvokeModel's `{"bytes": "<an Anthropic event, base64>"}`).
+pub fn unwrap<'a>(payload: &'a str, key: &str) -> Option<(&'a str, String, &'a str)> {
+    let o = crate::api::raw::object(payload)?;
+    let v = o.get(key)?.get();
+    let at = crate::api::raw::offset(payload, v)?;
+    let text = serde_json::from_str::<String>(v).ok()?;
+    let inner = String::from_utf8(unbase64(&text)?).ok()?;
+    Some((payload.get(..at)?, inner, payload.get(at + v.len()..)?))
+}
+
+const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard base64 with padding.
+pub fn base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for c in bytes.chunks(3) {
+        let n = c.iter().enumerate().fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
+        for i in 0..4 {
+            let six = usize::try_from((n >> (18 - 6 * i)) & 63).unwrap_or(0);
+            out.push(if i <= c.len() { char::from(B64.get(six).copied().unwrap_or(b'=')) } else { '=' });
+        }
+    }
+    out
+}
+
+/// Standard base64, padded or not (`None`: any other character).
+pub fn unbase64(text: &str) -> Option<Vec<u8>> {
+    let t = text.trim_end_matches('=');
+    let mut out = Vec::with_capacity(t.len() * 3 / 4);
+    let (mut n, mut bits) = (0u32, 0);
+    for c in t.bytes() {
+        let v = u32::try_from(B64.iter().position(|x| *x == c)?).ok()?;
+        n = n << 6 | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(u8::try_from((n >> bits) & 0xFF).ok()?);
+        }
+    }
+    Some(out)
+}
+
 /// A message of these headers and payload, lengths and checksums computed.
 pub fn write(headers: &[u8], payload: &[u8]) -> Vec<u8> {
     let total = MIN + headers.len() + payload.len();
@@ -84,6 +128,18 @@ pub mod tests {
         h.extend(header(":content-type", "application/json"));
         h.extend(header(":message-type", "event"));
         write(&h, payload.as_bytes())
+    }
+
+    #[test]
+    fn base64_both_ways() {
+        for (plain, coded) in [("", ""), ("f", "Zg=="), ("fo", "Zm8="), ("foo", "Zm9v"), ("foob", "Zm9vYg=="), ("fooba", "Zm9vYmE="), ("foobar", "Zm9vYmFy")] {
+            assert_eq!(base64(plain.as_bytes()), coded);
+            assert_eq!(unbase64(coded).as_deref(), Some(plain.as_bytes()));
+        }
+        assert_eq!(unbase64("Zm9v!"), None, "not base64");
+        let (a, inner, b) = unwrap(r#"{"bytes":"eyJhIjoxfQ==","p":"x"}"#, "bytes").unwrap_or_default();
+        assert_eq!((a, inner.as_str(), b), (r#"{"bytes":"#, r#"{"a":1}"#, r#","p":"x"}"#));
+        assert!(unwrap(r#"{"other":"eyJhIjoxfQ=="}"#, "bytes").is_none());
     }
 
     #[test]

@@ -26,20 +26,60 @@ struct Open {
 }
 
 struct Held {
-    /// The event's bytes (a message's: its payload).
+    /// The event's text: an SSE event's or a line's bytes; a message's payload, or what its envelope
+    /// member held.
     text: String,
-    /// A message's headers: it goes out as a message of these and its (repaired) payload.
-    frame: Option<Vec<u8>>,
+    /// The message the event came in, if it came in one.
+    message: Option<Message>,
     /// Where its JSON starts in `text`.
     json_at: usize,
     frags: Vec<Frag>,
 }
 
+/// An event-stream message an event came in: how to write it again around a changed text.
+struct Message {
+    /// Its bytes as they came (what goes out while its text is unchanged).
+    bytes: Vec<u8>,
+    headers: Vec<u8>,
+    /// The payload around the envelope member's string, where the text is what that string held
+    /// ([`crate::api::format::Descriptor::envelope`]).
+    outer: Option<(String, String)>,
+}
+
+/// [`Message`] while its event is read.
+#[derive(Clone, Copy)]
+struct MessageRef<'a> {
+    bytes: &'a [u8],
+    headers: &'a [u8],
+    outer: Option<(&'a str, &'a str)>,
+}
+
+impl MessageRef<'_> {
+    fn owned(&self) -> Message {
+        Message { bytes: self.bytes.to_vec(), headers: self.headers.to_vec(), outer: self.outer.map(|(a, b)| (a.to_owned(), b.to_owned())) }
+    }
+
+    /// The message written again around `text`: new lengths and checksums.
+    fn with(&self, text: &str) -> Vec<u8> {
+        let payload = match self.outer {
+            Some((a, b)) => format!("{a}\"{}\"{b}", super::frames::base64(text.as_bytes())),
+            None => text.to_owned(),
+        };
+        super::frames::write(self.headers, payload.as_bytes())
+    }
+}
+
+impl Message {
+    fn as_ref(&self) -> MessageRef<'_> {
+        MessageRef { bytes: &self.bytes, headers: &self.headers, outer: self.outer.as_ref().map(|(a, b)| (a.as_str(), b.as_str())) }
+    }
+}
+
 impl Held {
-    /// The event as it came (a message written again from its headers and payload: the same bytes).
+    /// The event as it came.
     fn spill(&self, out: &mut Vec<u8>) {
-        match &self.frame {
-            Some(headers) => out.extend_from_slice(&super::frames::write(headers, self.text.as_bytes())),
+        match &self.message {
+            Some(m) => out.extend_from_slice(&m.bytes),
             None => out.extend_from_slice(self.text.as_bytes()),
         }
     }
@@ -242,23 +282,39 @@ impl Stream {
     }
 
     fn event(&mut self, event: &[u8], out: &mut Vec<u8>) {
-        // a message: its payload is the event's text, its headers go out with it again
-        let (body, frame) = match self.events {
-            Events::Frames => match super::frames::read(event) {
-                Some((h, p)) => (p, Some(h)),
-                None => {
+        // a message: its payload (or what its envelope member holds) is the event's text
+        let decoded: String;
+        let mut frame: Option<MessageRef> = None;
+        let text = if self.events == Events::Frames {
+            let Some((headers, payload)) = super::frames::read(event).and_then(|(h, p)| Some((h, simdutf8::basic::from_utf8(p).ok()?))) else {
+                self.pass(event, None, out);
+                return;
+            };
+            let envelope = self.reply.format.descriptor().and_then(|d| d.envelope);
+            match envelope.map(|member| super::frames::unwrap(payload, member)) {
+                Some(Some((a, inner, b))) => {
+                    decoded = inner;
+                    frame = Some(MessageRef { bytes: event, headers, outer: Some((a, b)) });
+                    decoded.as_str()
+                }
+                Some(None) => {
                     self.pass(event, None, out);
                     return;
                 }
-            },
-            _ => (event, None),
-        };
-        let Ok(text) = simdutf8::basic::from_utf8(body) else {
-            self.pass(event, None, out);
-            return;
+                None => {
+                    frame = Some(MessageRef { bytes: event, headers, outer: None });
+                    payload
+                }
+            }
+        } else {
+            let Ok(text) = simdutf8::basic::from_utf8(event) else {
+                self.pass(event, None, out);
+                return;
+            };
+            text
         };
         let Some((json_at, json)) = (if frame.is_some() { Some((0, text)) } else { event_json(text, self.events) }) else {
-            self.pass(event, frame.map(|h| (h, text)), out);
+            self.pass(event, frame.map(|m| (m, text)), out);
             return;
         };
         let summary = self.summary(json);
@@ -272,15 +328,15 @@ impl Stream {
             }
             let fixed = self.reply.repair_doc(json, paths, seen, &mut self.tally);
             match (fixed, frame) {
-                (Some(new), Some(h)) => {
-                    let msg = super::frames::write(h, new.as_bytes());
-                    self.pass(&msg, Some((h, &new)), out);
+                (Some(new), Some(m)) => {
+                    let msg = m.with(&new);
+                    self.pass(&msg, Some((MessageRef { bytes: &msg, ..m }, &new)), out);
                 }
                 (Some(new), None) => {
                     let text = format!("{}{new}{}", text.get(..json_at).unwrap_or(""), text.get(json_at + json.len()..).unwrap_or(""));
                     self.pass(text.as_bytes(), None, out);
                 }
-                (None, f) => self.pass(event, f.map(|h| (h, text)), out),
+                (None, f) => self.pass(event, f.map(|m| (m, text)), out),
             }
             self.release(out);
             return;
@@ -322,9 +378,9 @@ impl Stream {
             })
             .collect();
         if hold {
-            self.held.push(Held { text: text.to_owned(), frame: frame.map(<[u8]>::to_vec), json_at, frags: fr });
+            self.held.push(Held { text: text.to_owned(), message: frame.map(|m| m.owned()), json_at, frags: fr });
         } else {
-            self.pass(event, frame.map(|h| (h, text)), out);
+            self.pass(event, frame.map(|m| (m, text)), out);
         }
         for c in closes {
             self.close(c);
@@ -334,15 +390,15 @@ impl Stream {
         }
     }
 
-    /// An event that goes on as it is: after whatever is held, to keep the order. `frame`: a message's
-    /// headers and payload text, what it is held as.
-    fn pass(&mut self, bytes: &[u8], frame: Option<(&[u8], &str)>, out: &mut Vec<u8>) {
+    /// An event that goes on as it is: after whatever is held, to keep the order. `frame`: the message
+    /// it came in and its text, what it is held as.
+    fn pass(&mut self, bytes: &[u8], frame: Option<(MessageRef, &str)>, out: &mut Vec<u8>) {
         if self.held.is_empty() {
             out.extend_from_slice(bytes);
-        } else if let Some((h, text)) = frame {
-            self.held.push(Held { text: text.to_owned(), frame: Some(h.to_vec()), json_at: 0, frags: Vec::new() });
+        } else if let Some((m, text)) = frame {
+            self.held.push(Held { text: text.to_owned(), message: Some(m.owned()), json_at: 0, frags: Vec::new() });
         } else if let (Ok(text), false) = (std::str::from_utf8(bytes), self.events == Events::Frames) {
-            self.held.push(Held { text: text.to_owned(), frame: None, json_at: 0, frags: Vec::new() });
+            self.held.push(Held { text: text.to_owned(), message: None, json_at: 0, frags: Vec::new() });
         } else {
             // not UTF-8 (or not a message) after all: nothing held can be repaired in order with it
             self.tally.unrepaired += 1;
@@ -397,10 +453,14 @@ impl Stream {
                 }
                 edits.push(api::Edit::new(h.json_at + a, h.json_at + b, if first { new } else { "\"\"".into() }));
             }
-            let text = if edits.is_empty() { std::borrow::Cow::Borrowed(h.text.as_str()) } else { std::borrow::Cow::Owned(api::splice(&h.text, edits)) };
-            match &h.frame {
-                // a message written again: its own bytes when the payload is unchanged
-                Some(headers) => out.extend_from_slice(&super::frames::write(headers, text.as_bytes())),
+            if edits.is_empty() {
+                h.spill(out);
+                continue;
+            }
+            let text = api::splice(&h.text, edits);
+            match &h.message {
+                // a message written again around its repaired text
+                Some(m) => out.extend_from_slice(&m.as_ref().with(&text)),
                 None => out.extend_from_slice(text.as_bytes()),
             }
         }

@@ -765,3 +765,37 @@ fn bedrock_converse_stream_messages_get_the_name_back_with_their_checksums() {
     let mut s = Stream::new(r, Events::Frames, Coding::Identity);
     assert_eq!(s.feed(b"\x00\x00\x00\x02garbage", true), b"\x00\x00\x00\x02garbage");
 }
+
+#[test]
+fn bedrock_invoke_stream_events_inside_base64_get_the_name_back() {
+    use frames::tests::header;
+    // InvokeModelWithResponseStream: each Anthropic event base64-encoded in a `chunk` message
+    let chunk = |event: &str| {
+        let mut h = header(":event-type", "chunk");
+        h.extend(header(":content-type", "application/json"));
+        h.extend(header(":message-type", "event"));
+        frames::write(&h, format!(r#"{{"bytes":"{}","p":"abc"}}"#, frames::base64(event.as_bytes())).as_bytes())
+    };
+    let r = reply(Format::BedrockInvoke, &[("gh_search", "gh.search")], false);
+    let events = [
+        r#"{"type":"message_start","message":{"id":"m","role":"assistant","content":[]}}"#,
+        r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"gh_search","input":{}}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"q\":\"a\"}"}}"#,
+        r#"{"type":"content_block_stop","index":0}"#,
+        r#"{"type":"message_stop"}"#,
+    ];
+    let body: Vec<u8> = events.iter().flat_map(|e| chunk(e)).collect();
+    let (out, t) = every_split_bytes(&r, Events::Frames, &body);
+    let got: Vec<String> =
+        messages(&out).iter().map(|(_, p)| frames::unwrap(p, "bytes").map(|(a, inner, b)| format!("{a}|{inner}|{b}")).unwrap_or_default()).collect();
+    for (i, e) in events.iter().enumerate() {
+        let want = if i == 1 { e.replace("gh_search", "gh.search") } else { (*e).to_string() };
+        assert_eq!(got.get(i).map(String::as_str), Some(format!(r#"{{"bytes":|{want}|,"p":"abc"}}"#).as_str()), "event {i}");
+    }
+    assert_eq!((t.names_restored, t.calls.len()), (1, 1));
+    // the control: an envelope that is not base64 passes as it came
+    let mut h = header(":event-type", "chunk");
+    h.extend(header(":message-type", "event"));
+    let odd = frames::write(&h, br#"{"bytes":"not base64!"}"#);
+    assert_eq!(Stream::new(r, Events::Frames, Coding::Identity).feed(&odd, true), odd);
+}
