@@ -65,6 +65,7 @@ test-unit:
 test-judges: build
 	$$(scripts/venv.sh)/bin/python tests/judges/llama_judges.py
 	$$(scripts/venv.sh)/bin/python tests/judges/vllm_judges.py
+	$$(scripts/venv.sh)/bin/python tests/judges/sglang_judges.py
 	$$(scripts/venv.sh)/bin/python tests/judges/ollama_judges.py
 	$$(scripts/venv.sh)/bin/python tests/judges/hosted_judges.py
 

@@ -36,6 +36,7 @@ def tiers():
         "test": fast + [
             ("llama judges", [py, "tests/judges/llama_judges.py"]),
             ("vllm judges", [py, "tests/judges/vllm_judges.py"]),
+            ("sglang judges", [py, "tests/judges/sglang_judges.py"]),
             ("ollama judges", [py, "tests/judges/ollama_judges.py"]),
             ("hosted judges", [py, "tests/judges/hosted_judges.py"]),
             ("e2e", ["python3", "tests/envoy/e2e.py"]),

@@ -221,6 +221,19 @@ pub static VLLM_XGRAMMAR: Profile = Profile {
     passes: grammar_passes!(),
 };
 
+/// SGLang with its default grammar backend ([`Target::SGLANG`]).
+pub static SGLANG: Profile = Profile {
+    name: "sglang",
+    about: about!("SGLang with --grammar-backend xgrammar, its default (xgrammar 0.2.7 behind SGLang 0.5.23's own pre-check)"),
+    target: Target::SGLANG,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    plans: unplanned(),
+    passes: grammar_passes!(),
+};
+
 /// vLLM with the guidance backend ([`Target::GUIDANCE`]).
 pub static VLLM_GUIDANCE: Profile = Profile {
     name: "vllm-guidance",
@@ -442,6 +455,7 @@ pub static ALL: &[&Profile] = &[
     &VLLM_XGRAMMAR,
     &VLLM_GUIDANCE,
     &VLLM_OUTLINES,
+    &SGLANG,
     &OPENAI,
     &OPENAI_STRICT,
     &ANTHROPIC,

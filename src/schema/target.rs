@@ -100,6 +100,10 @@ pub struct Target {
     /// Whether the server reads the tools inside a Responses API namespace (what Codex sends its MCP
     /// tools in), or skips them so they must be lifted to the top-level list (see `api::lift`).
     pub namespaces: Namespaces,
+    /// Whether the backend's pre-check reads every root definition, referenced or not (SGLang's walks
+    /// `$defs` and `definitions` whole): definitions no ref reaches are removed, which changes nothing
+    /// a value must be.
+    pub reads_unused_defs: bool,
 }
 
 /// How a server reads the tools inside an OpenAI Responses `namespace` tool.
@@ -610,6 +614,7 @@ impl Target {
         names: None,
         property_names: None,
         namespaces: Namespaces::Read,
+        reads_unused_defs: false,
     };
 
     /// What every vLLM backend shares: vLLM's nesting check, and its `tool_choice: "required"` wrapper.
@@ -661,6 +666,15 @@ impl Target {
         counts_need_room: true,
         ..Target::VLLM_SERVER
     };
+
+    /// xgrammar 0.2.7 as SGLang 0.5.23 runs it (`--grammar-backend xgrammar`, its default), behind
+    /// SGLang's own pre-check (its `sglang/srt/constrained/json_schema_validation.py`): a schema with
+    /// `multipleOf`, `not`, `uniqueItems`, `contains`, `if`/`then`/`else`, `dependent*`,
+    /// `min`/`maxContains`, a string format outside xgrammar's 14, or more than one of `format`,
+    /// `pattern` and the lengths on one string is refused for the whole request. Neither vLLM's nesting
+    /// check nor its tool wrapper's shared definitions apply.
+    pub const SGLANG: Target =
+        Target { beside_pattern: BesidePattern::Nothing, shared_defs: false, nesting: None, reads_unused_defs: true, ..Target::XGRAMMAR };
 
     /// llguidance as vLLM runs it (`whitespace_flexible`). It refuses (400) the relational keywords,
     /// `propertyNames`, `$dynamicAnchor`, unknown formats, look-around and a `oneOf` it cannot prove
@@ -879,6 +893,7 @@ impl Target {
             names,
             property_names,
             namespaces,
+            reads_unused_defs,
         } = *self;
         let n = Target::JSON_SCHEMA;
         let set = [
@@ -912,6 +927,7 @@ impl Target {
             ("names", names != n.names),
             ("property_names", property_names != n.property_names),
             ("namespaces", namespaces != n.namespaces),
+            ("reads_unused_defs", reads_unused_defs != n.reads_unused_defs),
         ];
         set.iter().filter(|(_, on)| *on).map(|(f, _)| *f).collect()
     }

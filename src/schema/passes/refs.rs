@@ -22,14 +22,22 @@ const MAX_HOPS: usize = 32;
 /// Most targets a cycle search visits before it assumes a cycle (keeps the ref, never loops).
 const MAX_CYCLE_SEARCH: usize = 2_000;
 
-/// A schema without a `$ref` key anywhere needs nothing from this pass: the census skips its walk.
-pub const WANTS: &[&str] = &["$ref"];
+/// A schema without a `$ref` key anywhere needs nothing from this pass (but its unused definitions, for
+/// a backend that reads them): the census skips its walk.
+pub const WANTS: &[&str] = &["$ref", "$defs", "definitions"];
 
 /// Passes that must run before this one in a profile's list: refs into a draft-07 `items` array follow it to `prefixItems`.
 pub const AFTER: &[&str] = &["dialect"];
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     if !has_ref(root, 0) {
+        if let (true, Value::Object(r)) = (cx.target.reads_unused_defs, root) {
+            // no ref: every definition is unused
+            let n = [r.remove("$defs"), r.remove("definitions")].into_iter().flatten().count();
+            if n > 0 {
+                cx.record(&Path::root(""), Kind::KeywordNormalized, UNUSED);
+            }
+        }
         return;
     }
     let orig = root.clone();
@@ -74,10 +82,16 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             }
         }
     }
-    if cx.report.counters != before {
-        drop_orphans(root, &st.targets);
+    if cx.report.counters != before || cx.target.reads_unused_defs {
+        let unused = drop_orphans(root, &st.targets, cx.target.reads_unused_defs);
+        if unused > 0 {
+            cx.record(&Path::root(""), Kind::KeywordNormalized, UNUSED);
+        }
     }
 }
+
+/// What a backend that reads every definition gets said of the unused ones toolfit removed.
+const UNUSED: &str = "definitions no $ref reaches removed: the backend's pre-check reads them anyway";
 
 enum Fail {
     External,
@@ -451,10 +465,12 @@ fn strip_nested_defs(v: &mut Value, depth: usize) -> bool {
     found
 }
 
-/// Removes root definitions that some ref used to reach but no ref reaches any more.
-fn drop_orphans(root: &mut Value, targets: &HashSet<String>) {
+/// Removes root definitions that some ref used to reach but no ref reaches any more (with `all`: every
+/// definition no ref reaches, for a backend that reads them anyway).
+fn drop_orphans(root: &mut Value, targets: &HashSet<String>, all: bool) -> usize {
     let snapshot = root.clone();
-    let Value::Object(r) = root else { return };
+    let Value::Object(r) = root else { return 0 };
+    let mut unused = 0;
     let mut reached: HashSet<String> = HashSet::new();
     let mut queue: Vec<String> = Vec::new();
     let mut body = r.clone();
@@ -478,14 +494,16 @@ fn drop_orphans(root: &mut Value, targets: &HashSet<String>) {
             push_escaped(&mut p, &n);
             let inside = format!("{p}/");
             let used = reached.iter().any(|x| x == &p || x.starts_with(&inside));
-            if targets.contains(&p) && !used {
+            if (all || targets.contains(&p)) && !used {
                 d.remove(&n);
+                unused += usize::from(!targets.contains(&p));
             }
         }
         if d.is_empty() {
             r.remove(k);
         }
     }
+    unused
 }
 
 #[cfg(test)]

@@ -1,0 +1,59 @@
+#!/usr/bin/env python3
+"""One judge process for SGLang's default grammar backend, run in the SGLang judges' venv (see
+tests/judges/sglang_judges.py, which builds it). Reads JSON lines {"schema"} and writes one JSON line per
+item, flushed at once: {"ok", "error"?}.
+
+Each schema is judged the way SGLang 0.5.23 compiles a `json_schema` or a tool's parameters with
+`--grammar-backend xgrammar` (sglang/srt/constrained/xgrammar_backend.py, `dispatch_json`): SGLang's own
+`validate_xgrammar_json_schema` first (read out of the SGLang wheel: SGLANG_SRC is its extracted
+json_schema_validation.py, run as it is), then xgrammar 0.2.7's `Grammar.from_json_schema` with
+`any_whitespace=True` (SGLang's default). Either refusing is SGLang's `InvalidGrammarObject`: the
+request fails.
+
+xgrammar's package imports torch for its GPU bitmask helpers, which compiling does not use: a stand-in
+module named torch is installed after tvm_ffi and transformers have looked for the real one and found
+none (as tests/judges/vllm_worker.py does for vLLM's xgrammar).
+"""
+import json, os, resource, sys, types
+
+resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+
+
+def load_xgrammar():
+    import tvm_ffi  # noqa: F401  (looks for torch itself; must find none)
+    from transformers.utils import is_torch_available
+    is_torch_available()
+    stand_in = types.ModuleType("torch")
+    stand_in.Tensor = type("Tensor", (), {})
+    stand_in.int32 = "int32"
+    stand_in.tensor = lambda *a, **k: None
+    stand_in.__getattr__ = lambda name: type(name, (), {})
+    sys.modules["torch"] = stand_in
+    import xgrammar
+    return xgrammar
+
+
+def sglang_validator():
+    """SGLang's `validate_xgrammar_json_schema`, from its source file as the wheel ships it."""
+    ns = {"__name__": "sglang_json_schema_validation"}
+    path = os.environ["SGLANG_SRC"]
+    exec(compile(open(path).read(), path, "exec"), ns)
+    return ns["validate_xgrammar_json_schema"], ns["UnsupportedJSONSchemaFeature"]
+
+
+def main():
+    xgr = load_xgrammar()
+    validate, unsupported = sglang_validator()
+    for line in sys.stdin:
+        schema = json.loads(line)["schema"]
+        try:
+            validate(schema)
+            xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=True)
+            out = {"ok": True}
+        except (RuntimeError, ValueError, unsupported) as e:
+            out = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+        print(json.dumps(out), flush=True)
+
+
+if __name__ == "__main__":
+    main()
