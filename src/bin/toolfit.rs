@@ -6,9 +6,9 @@ use std::process::ExitCode;
 use toolfit::api::{self, Format, Skip};
 use toolfit::schema::{self, Context, Kind, Profile, Report};
 
-/// Every profile's name, from the code's one list.
+/// Every profile's name and alias, from the code's lists.
 fn profile_names() -> Vec<&'static str> {
-    schema::profile::ALL.iter().map(|p| p.name).collect()
+    schema::profile::ALL.iter().map(|p| p.name).chain(schema::profile::ALIASES.iter().map(|(a, _)| *a)).collect()
 }
 
 /// Every body format's name, `auto` first, from the code's one list.

@@ -598,12 +598,21 @@ impl Config {
 }
 
 fn profile_names() -> String {
-    crate::schema::profile::ALL.iter().map(|p| p.name).collect::<Vec<_>>().join(", ")
+    let aliases = crate::schema::profile::ALIASES.iter().map(|(a, _)| *a);
+    crate::schema::profile::ALL.iter().map(|p| p.name).chain(aliases).collect::<Vec<_>>().join(", ")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_alias_names_its_profile() {
+        let c = Config::parse(br#"{"profile": "azure-openai", "routes": [{"path": "/x", "format": "openai-chat", "profile": "azure-openai-strict"}]}"#);
+        let c = c.unwrap_or_default();
+        assert_eq!((c.profile.name, c.route_for("/x").and_then(|r| r.profile).map(|p| p.name)), ("openai", Some("openai-strict")));
+        assert!(Config::parse(br#"{"profile": "azure"}"#).is_err_and(|e| e.contains("azure-openai")), "the error lists the aliases too");
+    }
 
     #[test]
     fn default_routes_are_each_formats_own() {

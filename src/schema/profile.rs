@@ -469,9 +469,15 @@ pub static ALL: &[&Profile] = &[
     &MCP,
 ];
 
+/// Other names a profile answers to, for hosts that refuse exactly what another profile's API refuses
+/// (their counters carry the profile's own name). Azure OpenAI: its 400s are OpenAI's own rules ("object
+/// schema missing properties" is the `properties` rule, "[] is not of type 'object'" the root rule;
+/// docs/backend-rules.md §2.14).
+pub static ALIASES: &[(&str, &Profile)] = &[("azure-openai", &OPENAI), ("azure-openai-strict", &OPENAI_STRICT)];
+
 impl Profile {
     pub fn by_name(name: &str) -> Option<&'static Profile> {
-        ALL.iter().copied().find(|p| p.name == name)
+        ALL.iter().copied().find(|p| p.name == name).or_else(|| ALIASES.iter().find(|(a, _)| *a == name).map(|(_, p)| *p))
     }
 
     /// The passes a schema in `context` goes through.

@@ -45,7 +45,7 @@ def request(api, rows):
     params = [(n, p if isinstance(p, dict) else {"type": "object"}) for _, n, p, _ in rows]
     if api == "openai-responses":
         return "openai-responses", {"model": "m", "input": "x", "tools": [{"type": "function", "name": n, "description": "d", "parameters": p} for n, p in params]}
-    if api.startswith("openai"):
+    if api.startswith("openai") or api == "azure-openai":
         return "openai-chat", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
     if api.startswith("anthropic"):
         return "anthropic", {"model": "m", "messages": [], "tools": [{"name": n, "description": "d", "input_schema": p} for n, p in params]}
@@ -63,7 +63,7 @@ def request(api, rows):
 # the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)
 PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "openai-responses": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
            "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere",
-           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict"}
+           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict", "azure-openai": "azure-openai"}
 
 
 def rewrite(body, fmt, profile):
@@ -120,6 +120,7 @@ JUDGED_BY = {
     "openai-responses-output": "SDK (openai ResponseFormatTextJSONSchemaConfig) + rules",
     "gemini-output": "SDK (google-genai Schema) + rules",
     "gemini-json-output": "rules (google-genai types responseJsonSchema as Any)",
+    "azure-openai": "rules (OpenAI's: Azure's 400s are its structural rules, §2.14)",
     "bedrock": "SDK (botocore's ParamValidator, bedrock-runtime Converse) + rules",
     "bedrock-anthropic": "SDK (botocore's ParamValidator) + rules (Claude: no root union)",
     "bedrock-strict": "SDK (botocore's ParamValidator) + rules (anthropic transform_schema)",
@@ -156,6 +157,9 @@ NEGATIVES = [
      "Schema refuses responseSchema"),
     ("gemini-json-output", {"contents": [], "generationConfig": {"responseMimeType": "application/json", "responseJsonSchema": REF_SIBLINGS}},
      "$ref set alongside unsupported fields"),
+    # Azure's "object schema missing properties" (Azure/azure-mcp#197)
+    ("azure-openai", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
+     "object schema missing properties"),
     # an empty description: botocore's validator refuses it (NonEmptyString), as the API does
     ("bedrock", {"messages": [], "toolConfig": {"tools": [{"toolSpec": {"name": "f", "description": "", "inputSchema": {"json": OPEN}}}]}},
      "botocore refuses the Converse request"),

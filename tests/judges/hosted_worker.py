@@ -272,7 +272,7 @@ for line in sys.stdin:
     req = json.loads(line)
     api, body = req["api"], req["body"]
     errors, strict, loose = [], 0, 0
-    if api in ("openai", "openai-strict"):
+    if api in ("openai", "openai-strict", "azure-openai"):
         for t in body["tools"]:
             f = t["function"]
             name, s = f["name"], f.get("parameters")
@@ -404,7 +404,7 @@ for line in sys.stdin:
             errors += [f"outputConfig: {e}" for e in anthropic_strict(s)]
         strict += 1
     # function names: each API's pattern (§2.1 tool name, §2.3 tool name, §2.5 function name), unique
-    names = {"openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "openai-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
+    names = {"openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "azure-openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "openai-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
              "openai-responses": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
              "anthropic": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"), "anthropic-strict": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"),
              "gemini": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"), "gemini-json": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"),
