@@ -69,7 +69,7 @@ fn readme_lists_every_profile_as_the_code_describes_it() {
         assert!(read("docs/profiles.md").contains(&format!("`{}`", p.name)), "docs/profiles.md never names {}", p.name);
     }
     // control: a profile the code does not have is not in the table
-    assert!(!rows.iter().any(|r| r.starts_with("| `mistral` |")));
+    assert!(!rows.iter().any(|r| r.starts_with("| `groq` |")));
 }
 
 /// docs/configuration.md names every key the configuration reader accepts, every format by name with

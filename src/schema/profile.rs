@@ -399,6 +399,28 @@ pub static BEDROCK_STRICT: Profile = Profile {
     passes: strict_passes!(),
 };
 
+/// Mistral's chat completions (OpenAI's request shape).
+pub static MISTRAL: Profile = Profile {
+    name: "mistral",
+    about: about!("Mistral chat tools: valid JSON Schema 2020-12 (draft-04 and draft-07 spellings rewritten), no $schema or $id, an object root"),
+    target: Target::MISTRAL,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    plans: unplanned(),
+    passes: &[
+        tested!(bounds),
+        tested!(dialect),
+        tested!(boolean_schemas),
+        gated!(refs),
+        tested!(never),
+        pass!(tool_root),
+        pass!(keywords),
+        gated!(regex_dialect),
+    ],
+};
+
 /// Gemini's OpenAPI `Schema` fields.
 pub static GEMINI: Profile = Profile {
     name: "gemini",
@@ -463,6 +485,7 @@ pub static ALL: &[&Profile] = &[
     &GEMINI,
     &GEMINI_JSON,
     &COHERE,
+    &MISTRAL,
     &BEDROCK,
     &BEDROCK_ANTHROPIC,
     &BEDROCK_STRICT,

@@ -557,6 +557,68 @@ const GEMINI_JSON_KEYWORDS: &[&str] = &[
     "propertyOrdering",
 ];
 
+/// JSON Schema 2020-12's keywords (core but `$schema`/`$id`, applicators, validation, format, content,
+/// meta-data): what Mistral takes. Its 400s are the document failing a JSON Schema metaschema
+/// ("... is not valid under any of the given schemas", SylphxAI/pdf-reader-mcp#63: a draft-04 boolean
+/// `exclusiveMinimum`) and the two identifiers (BerriAI/litellm#13389).
+const MISTRAL_KEYWORDS: &[&str] = &[
+    "$ref",
+    "$defs",
+    "definitions",
+    "$anchor",
+    "$comment",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "not",
+    "if",
+    "then",
+    "else",
+    "dependentSchemas",
+    "prefixItems",
+    "items",
+    "contains",
+    "properties",
+    "patternProperties",
+    "additionalProperties",
+    "propertyNames",
+    "unevaluatedItems",
+    "unevaluatedProperties",
+    "type",
+    "enum",
+    "const",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "maxContains",
+    "minContains",
+    "maxProperties",
+    "minProperties",
+    "required",
+    "dependentRequired",
+    "format",
+    "contentEncoding",
+    "contentMediaType",
+    "contentSchema",
+    "title",
+    "description",
+    "default",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "examples",
+];
+
 /// What Cohere's tool-use documentation names.
 const COHERE_KEYWORDS: &[&str] = &["type", "description", "properties", "required", "items", "enum", "anyOf", "additionalProperties", "format", "title"];
 
@@ -810,6 +872,12 @@ impl Target {
     /// constrained): Anthropic's strict rules (closed objects, no number or length bounds, `minItems` 0
     /// or 1, no recursion, the per-request limits), Bedrock's names.
     pub const BEDROCK_STRICT: Target = Target { names: Some(Names::BEDROCK), ..Target::ANTHROPIC_STRICT };
+
+    /// Mistral's function tools: the document must be valid JSON Schema (draft-04 booleans are refused)
+    /// without `$schema` or `$id`; nothing is enforced.
+    /// Its validator may check `pattern` as a regex the way Python's jsonschema does (with `re`), so
+    /// patterns are written in what ECMA-262 and `re` read alike, as for OpenAI.
+    pub const MISTRAL: Target = Target { keywords: Some(MISTRAL_KEYWORDS), regex: Regex::Python { look_around: true }, ..Target::HOSTED };
 
     /// Gemini's `parameters` and `responseSchema`: the OpenAPI 3.0 `Schema` of the Developer API. Any
     /// other field is a 400 (`additionalProperties`, `$ref`, `const`, type lists included), so refs are

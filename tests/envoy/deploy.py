@@ -355,6 +355,10 @@ EGRESS_CALLS = {
                                           lambda t, strict=False: {"contents": [{"role": "user", "parts": [{"text": "hi"}]}],
                                                                    "tools": [{"functionDeclarations": [{"name": "jira.get_issue", "parameters": t}]}]},
                                           lambda r: [(p["functionCall"]["name"], p["functionCall"]["args"]) for p in r["candidates"][0]["content"]["parts"]]),
+    "api.mistral.ai": ("mistral", "openai-chat", "/v1/chat/completions",
+                       lambda t, strict=False: {"model": "mistral-large-latest", "messages": [{"role": "user", "content": "hi"}],
+                                                "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]},
+                       lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["choices"][0]["message"]["tool_calls"]]),
     "api.cohere.com": ("cohere", "cohere", "/v2/chat",
                        lambda t, strict=False: {"model": "command-a", "messages": [{"role": "user", "content": "hi"}],
                                                 "tools": [{"type": "function", "function": {"name": "jira.get_issue", "parameters": t}}]},
@@ -410,9 +414,11 @@ def egress(objs, upstream_port, rec):
               and signed["headers"].get("authorization", "").startswith("AWS4-HMAC-SHA256 Credential=AKIDTOOLFITTEST00001/") and "/bedrock/aws4_request" in signed["headers"]["authorization"],
               signed.get("headers", {}).get("authorization"))
         check("egress: no other API's request carries an AWS signature (the signer is the Bedrock route's)",
-              not any("authorization" in r["headers"] or "x-amz-date" in r["headers"] for r in rec[-5:-1]), [r["headers"].get("authorization") for r in rec[-5:-1]])
-        check("egress: each API's host rewrites with its own profile (the route's metadata); the dotted name mapped for OpenAI and Anthropic, kept for Gemini and Cohere",
-              all(sent == want != body for sent, want, body in got.values()) and all((b"jira.get_issue" in sent) == (host in ("generativelanguage.googleapis.com", "api.cohere.com")) for host, (sent, _, _) in got.items()),
+              not any("authorization" in r["headers"] or "x-amz-date" in r["headers"] for r in rec[-1 - len(EGRESS_CALLS):-1]),
+              [r["headers"].get("authorization") for r in rec[-1 - len(EGRESS_CALLS):-1]])
+        check("egress: each API's host rewrites with its own profile (the route's metadata); the dotted name mapped for OpenAI and Anthropic, kept for Gemini, Cohere and Mistral",
+              all(sent == want != body for sent, want, body in got.values())
+              and all((b"jira.get_issue" in sent) == (host in ("generativelanguage.googleapis.com", "api.cohere.com", "api.mistral.ai")) for host, (sent, _, _) in got.items()),
               {h: (sent == want, want != body) for h, (sent, want, body) in got.items()})
         time.sleep(1.2)
         prom = e.prom()

@@ -36,7 +36,7 @@ from harness.venv import venv
 from harness.verdict import check, close, results
 from llama_judges import by_file, corpus_tools
 
-PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1", "botocore==1.44.5"]
+PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1", "botocore==1.44.5", "mistralai==3.7.0"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "hosted_worker.py")
 
 
@@ -45,7 +45,7 @@ def request(api, rows):
     params = [(n, p if isinstance(p, dict) else {"type": "object"}) for _, n, p, _ in rows]
     if api == "openai-responses":
         return "openai-responses", {"model": "m", "input": "x", "tools": [{"type": "function", "name": n, "description": "d", "parameters": p} for n, p in params]}
-    if api.startswith("openai") or api == "azure-openai":
+    if api.startswith("openai") or api in ("azure-openai", "mistral"):
         return "openai-chat", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
     if api.startswith("anthropic"):
         return "anthropic", {"model": "m", "messages": [], "tools": [{"name": n, "description": "d", "input_schema": p} for n, p in params]}
@@ -63,7 +63,7 @@ def request(api, rows):
 # the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)
 PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "openai-responses": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
            "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere",
-           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict", "azure-openai": "azure-openai"}
+           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict", "azure-openai": "azure-openai", "mistral": "mistral"}
 
 
 def rewrite(body, fmt, profile):
@@ -121,6 +121,7 @@ JUDGED_BY = {
     "gemini-output": "SDK (google-genai Schema) + rules",
     "gemini-json-output": "rules (google-genai types responseJsonSchema as Any)",
     "azure-openai": "rules (OpenAI's: Azure's 400s are its structural rules, §2.14)",
+    "mistral": "SDK (mistralai Function) + rules (the 2020-12 metaschema, no $schema/$id, §2.15)",
     "bedrock": "SDK (botocore's ParamValidator, bedrock-runtime Converse) + rules",
     "bedrock-anthropic": "SDK (botocore's ParamValidator) + rules (Claude: no root union)",
     "bedrock-strict": "SDK (botocore's ParamValidator) + rules (anthropic transform_schema)",
@@ -160,6 +161,10 @@ NEGATIVES = [
     # Azure's "object schema missing properties" (Azure/azure-mcp#197)
     ("azure-openai", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]},
      "object schema missing properties"),
+    # pdf-reader-mcp's tool as Mistral refused it (SylphxAI/pdf-reader-mcp#63): a draft-04 boolean exclusiveMinimum
+    ("mistral", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "read_pdf", "parameters": {
+        "type": "object", "properties": {"pages": {"anyOf": [{"type": "array", "items": {"type": "integer", "exclusiveMinimum": True, "minimum": 0}}]}}}}}]},
+     "not valid JSON Schema"),
     # an empty description: botocore's validator refuses it (NonEmptyString), as the API does
     ("bedrock", {"messages": [], "toolConfig": {"tools": [{"toolSpec": {"name": "f", "description": "", "inputSchema": {"json": OPEN}}}]}},
      "botocore refuses the Converse request"),

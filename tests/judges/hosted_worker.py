@@ -246,6 +246,29 @@ def cohere_tool(name, s):
         return [f"cohere ToolV2 refuses it: {str(e)[:160]}"]
 
 
+def mistral_tool(t):
+    """§2.15: mistralai's Function takes it; the parameters are valid against the 2020-12 metaschema (Mistral
+    validates them against one), and carry no `$schema` or `$id`."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+    from mistralai.client.models import Function
+    f, errs = t["function"], []
+    try:
+        Function.model_validate(f)
+    except Exception as e:  # noqa: BLE001
+        errs.append(f"mistralai Function refuses it: {str(e)[:160]}")
+    s = f.get("parameters")
+    try:
+        Draft202012Validator.check_schema(s)
+    except SchemaError as e:
+        errs.append(f"parameters are not valid JSON Schema 2020-12 ({e.message[:120]} at {'/'.join(map(str, e.path))}) (§2.15)")
+    for p, n, _ in nodes(s):
+        for k in ("$schema", "$id"):
+            if k in n:
+                errs.append(f"{p}: {k} (§2.15)")
+    return errs
+
+
 BEDROCK = {}
 
 
@@ -378,6 +401,10 @@ for line in sys.stdin:
             if "strict" in f or "strict" in t:
                 errors.append(f"{f['name']}: a strict member (422, §2.7)")
             errors += [f"{f['name']}: {e}" for e in cohere_tool(f["name"], f["parameters"])]
+            loose += 1
+    elif api == "mistral":
+        for t in body["tools"]:
+            errors += [f"{t['function']['name']}: {e}" for e in mistral_tool(t)]
             loose += 1
     elif api in ("bedrock", "bedrock-anthropic", "bedrock-strict"):
         claude = api == "bedrock-anthropic"

@@ -27,7 +27,8 @@ static OLDER_KEYS: LazyLock<KeySet> = LazyLock::new(|| KeySet::new(OLDER.iter().
 pub fn acts(node: &Map<String, Value>, _: &super::Probe, place: &crate::schema::walk::Place) -> bool {
     let mut bad = false;
     crate::schema::walk::children(node, |_, child| bad = bad || bad_child(child));
-    bad || (node.has("$ref") && node.len() > 1)
+    bad || empty_prefix(node)
+        || (node.has("$ref") && node.len() > 1)
         || node.at("type").is_some_and(|t| t.as_str().is_none_or(|s| Types::from_name(s).is_none()))
         || node.iter().any(|(k, v)| (OLDER_KEYS.contains(k) && !(place.root && k == "$schema")) || bad_member(k, v))
 }
@@ -53,6 +54,11 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         fix_type(node, &mut changes, &mut lossy);
         malformed(node, &mut lossy);
+        if empty_prefix(node) {
+            // it constrains nothing, and the metaschema refuses it
+            node.remove("prefixItems");
+            normalized.push("an empty prefixItems has no effect".into());
+        }
         if acts {
             item_arrays(node, path, &mut moved, &mut changes, &mut normalized);
             if let Some(c) = boolean_items(node) {
@@ -249,6 +255,11 @@ fn malformed(node: &mut Map<String, Value>, lossy: &mut Vec<(String, Value)>) {
     });
 }
 
+/// `prefixItems: []`.
+fn empty_prefix(node: &Map<String, Value>) -> bool {
+    node.get("prefixItems").is_some_and(|p| p.as_array().is_some_and(Vec::is_empty))
+}
+
 /// A keyword whose value is not of the kind it must be.
 fn bad_member(k: &str, v: &Value) -> bool {
     match k {
@@ -311,7 +322,13 @@ fn fix_type(node: &mut Map<String, Value>, changes: &mut Vec<String>, lossy: &mu
                     None => lossy.push(("type".into(), v.clone())),
                 }
             }
-            if any || out.is_empty() && !a.is_empty() {
+            if a.is_empty() {
+                // not a valid 2020-12 `type` (the metaschema asks for one name or more); what a
+                // validator makes of it is "no type matches": said as such
+                node.remove("type");
+                node.insert("not".into(), Value::Object(Map::new()));
+                changes.push("an empty type list matches nothing: not: {}".into());
+            } else if any || out.is_empty() {
                 node.remove("type");
                 changes.push("type list without usable names means no type".into());
             } else if &out != a {
