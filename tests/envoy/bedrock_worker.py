@@ -191,21 +191,18 @@ class Double(BaseHTTPRequestHandler):
             events.append({"type": "content_block_stop", "index": i})
         events += [{"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None}, "usage": {"output_tokens": 1}}, {"type": "message_stop"}]
         import base64
-        h = header(":event-type", "chunk") + header(":content-type", "application/json") + header(":message-type", "event")
-        data = b""
-        for ev in events:
-            payload = json.dumps({"bytes": base64.b64encode(json.dumps(ev).encode()).decode(), "p": "abc"}).encode()
-            prelude = struct.pack(">II", 16 + len(h) + len(payload), len(h))
-            msg_bytes = prelude + struct.pack(">I", binascii.crc32(prelude)) + h + payload
-            data += msg_bytes + struct.pack(">I", binascii.crc32(msg_bytes))
+        self.stream(b"".join(message("chunk", {"bytes": base64.b64encode(json.dumps(ev).encode()).decode(), "p": "abc"}) for ev in events), 11)
+
+    def stream(self, data, piece):
+        """An event-stream body in `piece`-byte chunks: every message cut somewhere."""
         self.send_response(200)
         self.send_header("content-type", "application/vnd.amazon.eventstream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for i in range(0, len(data), 11):
-            piece = data[i:i + 11]
-            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+        for i in range(0, len(data), piece):
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(data[i:i + piece]), data[i:i + piece]))
             self.wfile.flush()
+            time.sleep(0.0005)
         self.wfile.write(b"0\r\n\r\n")
         self.wfile.flush()
 
@@ -228,18 +225,7 @@ class Double(BaseHTTPRequestHandler):
             # the stream, in 7-byte pieces: every message cut, the name's among them
             params = json.loads(body)
             calls = [(t["toolSpec"]["name"], sample(t["toolSpec"]["inputSchema"]["json"])) for t in (params.get("toolConfig") or {}).get("tools") or [] if "toolSpec" in t]
-            data = b"".join(stream_of(calls))
-            self.send_response(200)
-            self.send_header("content-type", "application/vnd.amazon.eventstream")
-            self.send_header("transfer-encoding", "chunked")
-            self.end_headers()
-            for i in range(0, len(data), 7):
-                piece = data[i:i + 7]
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.flush()
-                time.sleep(0.0005)
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
+            self.stream(b"".join(stream_of(calls)), 7)
             return
         if errors:
             out, status = {"message": "; ".join(errors)[:500]}, 400

@@ -10,27 +10,13 @@ json_schema_validation.py, run as it is), then xgrammar 0.2.7's `Grammar.from_js
 `any_whitespace=True` (SGLang's default). Either refusing is SGLang's `InvalidGrammarObject`: the
 request fails.
 
-xgrammar's package imports torch for its GPU bitmask helpers, which compiling does not use: a stand-in
-module named torch is installed after tvm_ffi and transformers have looked for the real one and found
-none (as tests/judges/vllm_worker.py does for vLLM's xgrammar).
+xgrammar is loaded without torch, as for vLLM's judge (tests/judges/xgrammar_standin.py).
 """
-import json, os, resource, sys, types
+import json, os, resource, sys
+
+from xgrammar_standin import load_xgrammar
 
 resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
-
-
-def load_xgrammar():
-    import tvm_ffi  # noqa: F401  (looks for torch itself; must find none)
-    from transformers.utils import is_torch_available
-    is_torch_available()
-    stand_in = types.ModuleType("torch")
-    stand_in.Tensor = type("Tensor", (), {})
-    stand_in.int32 = "int32"
-    stand_in.tensor = lambda *a, **k: None
-    stand_in.__getattr__ = lambda name: type(name, (), {})
-    sys.modules["torch"] = stand_in
-    import xgrammar
-    return xgrammar
 
 
 def sglang_validator():

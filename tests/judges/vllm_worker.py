@@ -21,25 +21,13 @@ xgrammar's package imports torch for its GPU bitmask helpers, which compiling an
 use: a stand-in module named torch is installed after tvm_ffi and transformers have looked for the real one
 and found none.
 """
-import ast, json, os, re, resource, sys, tempfile, types
+import ast, json, os, re, resource, sys, tempfile
+
+from xgrammar_standin import load_xgrammar
 
 VLLM_SRC = os.environ["VLLM_SRC"]
 # an outlines-core DFA or an llguidance grammar can grow without bound on a large schema
 resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
-
-
-def load_xgrammar():
-    import tvm_ffi  # noqa: F401  (looks for torch itself; must find none)
-    from transformers.utils import is_torch_available
-    is_torch_available()
-    stand_in = types.ModuleType("torch")
-    stand_in.Tensor = type("Tensor", (), {})
-    stand_in.int32 = "int32"
-    stand_in.tensor = lambda *a, **k: None
-    stand_in.__getattr__ = lambda name: type(name, (), {})
-    sys.modules["torch"] = stand_in
-    import xgrammar
-    return xgrammar
 
 
 class VLLMValidationError(ValueError):
