@@ -367,7 +367,7 @@ def main():
     if "--no-mcp" not in sys.argv:
         mcp_lists(venv, d, quick)
     size = os.path.getsize(WASM)
-    print(f"dist/toolfit.wasm: {size} bytes  [budget <= 600,000: {'met' if size <= 600_000 else 'MISSED'}; make test holds it too]")
+    print(f"dist/toolfit.wasm: {size} bytes  [budget <= 610,000: {'met' if size <= 610_000 else 'MISSED'}; make test holds it too]")
 
 
 def mcp_lists(venv, d, quick=False):

@@ -69,7 +69,18 @@ fn readme_lists_every_profile_as_the_code_describes_it() {
         assert!(read("docs/profiles.md").contains(&format!("`{}`", p.name)), "docs/profiles.md never names {}", p.name);
     }
     // control: a profile the code does not have is not in the table
-    assert!(!rows.iter().any(|r| r.starts_with("| `groq` |")));
+    assert!(!rows.iter().any(|r| r.starts_with("| `fireworks` |")));
+    // the backends table names every profile and alias in its profiles column, and nothing else
+    let backends: Vec<&str> =
+        readme.lines().skip_while(|l| !l.starts_with("| backend | profiles | judged by |")).skip(2).take_while(|l| l.starts_with('|')).collect();
+    assert!(backends.len() > 10, "README has no backends table");
+    let named: Vec<&str> = backends.iter().filter_map(|r| r.split('|').nth(2)).flat_map(|c| c.split('`').skip(1).step_by(2)).collect();
+    for p in toolfit::schema::profile::ALL.iter().map(|p| p.name).chain(toolfit::schema::profile::ALIASES.iter().map(|(a, _)| *a)) {
+        assert!(named.contains(&p), "README's backends table never names profile {p}");
+    }
+    for n in &named {
+        assert!(toolfit::schema::profile::Profile::by_name(n).is_some(), "README's backends table names {n}, which is no profile");
+    }
 }
 
 /// docs/configuration.md names every key the configuration reader accepts, every format by name with

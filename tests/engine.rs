@@ -313,6 +313,7 @@ fn skipping_gated_passes_changes_nothing() {
             defaults: p.defaults,
             modes: None,
             json_fields: None,
+            outputs: None,
             plans: Default::default(),
         };
         for (name, opts) in option_sets() {

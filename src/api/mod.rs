@@ -257,6 +257,14 @@ fn rewrite_schemas(
     for site in &sites {
         policy.site(text, site, cache.as_deref_mut(), &mut results);
     }
+    // a strict mode of all tools or none, with one tool declined: every tool again, non-strict
+    if policy.mixed() {
+        policy = StrictPolicy::all_loose(profile, opts);
+        results.clear();
+        for site in &sites {
+            policy.site(text, site, cache.as_deref_mut(), &mut results);
+        }
+    }
     // what spans the request: definitions shared across tools, Cohere's request-level switch, the
     // descriptions old llama-server releases need
     if profile.target.shared_defs {
@@ -281,7 +289,7 @@ mod tests {
     use super::*;
     use crate::schema::profile::LLAMA_CPP;
     use crate::schema::Kind;
-    use serde_json::Value;
+    use serde_json::{json, Value};
 
     fn run(body: &str, f: Format) -> BodyOutcome {
         match rewrite_body(body.as_bytes(), f, &LLAMA_CPP, &Options::default()) {
@@ -400,6 +408,33 @@ mod tests {
         let out = String::from_utf8(o.body.unwrap()).unwrap();
         assert!(out.contains(r#""strict_tools":true"#) && !out.contains(r#""strict":true"#), "{out}");
         assert_eq!(o.report.counters.get(&Kind::StrictDeclined), None);
+    }
+
+    #[test]
+    fn deepseek_strict_is_all_tools_or_none() {
+        let p = &crate::schema::profile::DEEPSEEK_STRICT;
+        let plain = r#"{"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"x":{"type":"string","minLength":2}}}}}"#;
+        // a map: strict mode cannot say it
+        let map = r#"{"type":"function","function":{"name":"m","parameters":{"type":"object","properties":{"tags":{"type":"object","additionalProperties":{"type":"string"}}}}}}"#;
+        let with = |tools: &str, c: Option<&mut cache::SiteCache>| {
+            let b = format!(r#"{{"model":"deepseek-chat","messages":[],"tools":[{tools}]}}"#);
+            rewrite_body_cached(b.as_bytes(), Format::OpenAiChat, p, &Options::default(), c).unwrap()
+        };
+        let mut c = cache::SiteCache::new(1 << 20);
+        for cache in [None, Some(&mut c)] {
+            let o = with(&format!("{plain},{map}"), cache);
+            let out: Value = serde_json::from_slice(&o.body.unwrap()).unwrap();
+            let tools = out["tools"].as_array().unwrap();
+            assert!(tools.iter().all(|t| t["function"]["strict"] == json!(false)), "{out}");
+            assert_eq!(tools[0]["function"]["parameters"]["properties"]["x"]["minLength"], json!(2), "the non-strict rewrite: {out}");
+            assert_eq!(o.report.counters.get(&Kind::StrictDeclined), Some(&2));
+        }
+        // control: every tool can be strict, so every tool is
+        let o = with(plain, Some(&mut c));
+        let out: Value = serde_json::from_slice(&o.body.unwrap()).unwrap();
+        assert_eq!(out["tools"][0]["function"]["strict"], json!(true), "{out}");
+        assert!(out["tools"][0]["function"]["parameters"]["properties"]["x"].get("minLength").is_none(), "{out}");
+        assert_eq!(out["tools"][0]["function"]["parameters"]["additionalProperties"], json!(false));
     }
 
     /// Adding a format is its module and its variant: the test-only probe format keeps its tools under

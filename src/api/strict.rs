@@ -19,11 +19,29 @@ pub(super) struct StrictPolicy<'o> {
     /// What the request's strict tools have used of the per-request limits so far.
     spent: Spent,
     scopes: Scopes,
+    /// Tools sent strict, and tools that asked for strict mode and were declined, so far.
+    strict_tools: usize,
+    declined_tools: usize,
+    /// Every tool non-strict: the mode is all tools or none, and one was declined (see [`Self::mixed`]).
+    all_loose: bool,
 }
 
 impl<'o> StrictPolicy<'o> {
     pub(super) fn new(profile: &'static Profile, opts: &'o Options) -> Self {
-        StrictPolicy { profile, opts, spent: Spent::default(), scopes: Scopes::default() }
+        StrictPolicy { profile, opts, spent: Spent::default(), scopes: Scopes::default(), strict_tools: 0, declined_tools: 0, all_loose: false }
+    }
+
+    /// The policy for a second pass over a request whose strict mode is all tools or none, after
+    /// [`Self::mixed`]: every tool non-strict.
+    pub(super) fn all_loose(profile: &'static Profile, opts: &'o Options) -> Self {
+        StrictPolicy { all_loose: true, ..StrictPolicy::new(profile, opts) }
+    }
+
+    /// Whether the request's tools ended some strict and some declined where the API's strict mode is
+    /// all tools or none (DeepSeek): the request is then rewritten again with [`Self::all_loose`].
+    pub(super) fn mixed(&self) -> bool {
+        let all_or_none = self.profile.modes.and_then(|m| m.strict.target.strict).is_some_and(|s| s.all_tools);
+        all_or_none && self.strict_tools > 0 && self.declined_tools > 0
     }
 
     /// Rewrites one site and adds its results (the schema's, and any switch or member edit beside it).
@@ -44,11 +62,13 @@ impl<'o> StrictPolicy<'o> {
         }
         let (profile, opts) = (self.profile, self.opts);
         let modes = profile.modes.filter(|_| !matches!(site.strict, StrictAt::NoSwitch));
-        let strict_on = modes.is_some_and(|m| m.force || site.strict.on());
-        let first = profile.for_site(strict_on, site.json_field);
+        let asked = modes.is_some_and(|m| m.force || site.strict.on());
+        let all_loose = self.all_loose && site.context == Context::Tool;
+        let strict_on = asked && !all_loose;
+        let first = profile.for_site(strict_on, site.json_field, site.context);
         let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut self.scopes);
         let mut strict = strict_on;
-        let loose = profile.for_site(false, site.json_field);
+        let loose = profile.for_site(false, site.json_field, site.context);
         if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
             done = declined(done.report, rewrite_site(src, site, loose, opts, cache.as_deref_mut(), &mut self.scopes));
             strict = false;
@@ -60,6 +80,21 @@ impl<'o> StrictPolicy<'o> {
                 report.push(crate::schema::Record { tool: site.tool.clone(), path: String::new(), kind: Kind::StrictDeclined, detail: why });
                 done = declined(report, rewrite_site(src, site, loose, opts, cache, &mut self.scopes));
                 strict = false;
+            }
+        }
+        if all_loose && asked {
+            done.report.push(crate::schema::Record {
+                tool: site.tool.clone(),
+                path: String::new(),
+                kind: Kind::StrictDeclined,
+                detail: "another tool of the request cannot be made strict, and the API's strict mode is all tools or none".into(),
+            });
+        }
+        if site.context == Context::Tool && asked {
+            if strict {
+                self.strict_tools += 1;
+            } else {
+                self.declined_tools += 1;
             }
         }
         // a forced profile states the switch on every schema, strict or declined

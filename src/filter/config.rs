@@ -627,7 +627,10 @@ mod tests {
             vec![
                 exact("/v1/chat/completions", Format::OpenAiChat),
                 exact("/chat/completions", Format::OpenAiChat),
+                exact("/openai/v1/chat/completions", Format::OpenAiChat),
+                (None, Some("/openai/deployments/"), Format::OpenAiChat, None, false),
                 exact("/v1/responses", Format::OpenAiResponses),
+                exact("/openai/v1/responses", Format::OpenAiResponses),
                 exact("/v1/messages", Format::Anthropic),
                 own("/api/chat", Format::Ollama, "ollama"),
                 own("/api/generate", Format::Ollama, "ollama"),
@@ -654,6 +657,9 @@ mod tests {
         assert!(c.route_for("/model/x.y/count-tokens").is_none() && c.route_for("/model/x.y/invoke-async").is_none());
         assert!(c.route_for("/v1beta/models/gemini-2.5-flash:streamGenerateContent").is_some());
         assert!(c.route_for("/v1beta/models/gemini-2.5-flash:countTokens").is_none(), "no schemas there");
+        // Azure OpenAI's deployments: chat completions only (its embeddings carry no schemas)
+        assert_eq!(c.route_for("/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21").map(|r| r.format), Some(Format::OpenAiChat));
+        assert!(c.route_for("/openai/deployments/emb/embeddings").is_none());
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub struct Profile {
     /// The profile for an API's JSON Schema fields (Gemini's `parametersJsonSchema`,
     /// `responseJsonSchema`), where this one is for its other schema fields.
     pub json_fields: Option<&'static Profile>,
+    /// The profile for structured-output schemas (`response_format`), where the API compiles them
+    /// otherwise than tools (Groq and xAI take fewer keywords there).
+    pub outputs: Option<&'static Profile>,
     /// Its [`PassPlan`] for each context, made on the first schema that needs it.
     pub plans: [OnceLock<PassPlan>; 2],
 }
@@ -129,6 +132,7 @@ pub static LLAMA_CPP: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: &[
         tested!(bounds),
@@ -168,6 +172,7 @@ pub static OLLAMA: Profile = Profile {
     tool_passes: Some(plain_then![pass!(fixed_fields), tested!(bounds)]),
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     // `format` is compiled by the llama.cpp it vendors (`llama_cpp_since` names the release)
     passes: LLAMA_CPP.passes,
@@ -182,6 +187,7 @@ pub static MCP: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: &[tested!(bounds), tested!(dialect)],
 };
@@ -217,6 +223,7 @@ pub static VLLM_XGRAMMAR: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: grammar_passes!(),
 };
@@ -230,6 +237,7 @@ pub static SGLANG: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: grammar_passes!(),
 };
@@ -243,6 +251,7 @@ pub static VLLM_GUIDANCE: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: grammar_passes!(),
 };
@@ -256,6 +265,7 @@ pub static VLLM_OUTLINES: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: grammar_passes!(),
 };
@@ -269,6 +279,7 @@ pub static VLLM: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: grammar_passes!(),
 };
@@ -313,6 +324,7 @@ pub static OPENAI: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: false }),
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     // `regex_dialect`: OpenAI compiles every pattern with Python's re, strict or not
     passes: &[tested!(bounds), pass!(tool_root), pass!(structure), gated!(regex_dialect)],
@@ -327,6 +339,7 @@ pub static OPENAI_STRICT: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &OPENAI_STRICT, loose: &OPENAI, force: true }),
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     // `structure` for what strict mode leaves as it was: an object it declined to close
     passes: strict_passes![pass!(structure), gated!(regex_dialect)],
@@ -341,6 +354,7 @@ pub static ANTHROPIC: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: false }),
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: &[tested!(bounds), pass!(root_union), pass!(tool_root)],
 };
@@ -354,6 +368,7 @@ pub static ANTHROPIC_STRICT: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &ANTHROPIC_STRICT, loose: &ANTHROPIC, force: true }),
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: strict_passes!(),
 };
@@ -369,6 +384,7 @@ pub static BEDROCK: Profile = Profile {
     modes: Some(Modes { strict: &BEDROCK_STRICT, loose: &BEDROCK, force: false }),
     // structured output is always constrained
     json_fields: Some(&BEDROCK_STRICT),
+    outputs: None,
     plans: unplanned(),
     passes: &[tested!(bounds), pass!(tool_root)],
 };
@@ -382,6 +398,7 @@ pub static BEDROCK_ANTHROPIC: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &BEDROCK_STRICT, loose: &BEDROCK_ANTHROPIC, force: false }),
     json_fields: Some(&BEDROCK_STRICT),
+    outputs: None,
     plans: unplanned(),
     passes: &[tested!(bounds), pass!(root_union), pass!(tool_root)],
 };
@@ -395,6 +412,7 @@ pub static BEDROCK_STRICT: Profile = Profile {
     tool_passes: None,
     modes: Some(Modes { strict: &BEDROCK_STRICT, loose: &BEDROCK, force: true }),
     json_fields: Some(&BEDROCK_STRICT),
+    outputs: None,
     plans: unplanned(),
     passes: strict_passes!(),
 };
@@ -408,6 +426,7 @@ pub static MISTRAL: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: &[
         tested!(bounds),
@@ -421,6 +440,119 @@ pub static MISTRAL: Profile = Profile {
     ],
 };
 
+/// Groq (OpenAI's request shape): tools as sent but `required` declared; response formats its subset.
+pub static GROQ: Profile = Profile {
+    name: "groq",
+    about: about!("Groq chat completions: a tool's root an object, properties declaring what required names; json_schema response formats groq-output, strict: true schemas the groq-strict rewrite"),
+    target: Target::GROQ,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &GROQ_STRICT, loose: &GROQ, force: false }),
+    json_fields: None,
+    outputs: Some(&GROQ_OUTPUT),
+    plans: unplanned(),
+    passes: &[tested!(bounds), pass!(tool_root), pass!(structure)],
+};
+
+/// Groq's non-strict `json_schema` response formats.
+pub static GROQ_OUTPUT: Profile = Profile {
+    name: "groq-output",
+    about: about!(
+        "Groq json_schema response formats without strict: the documented subset (types, enum, anyOf, $defs/$ref), other keywords said in descriptions"
+    ),
+    target: Target::GROQ_OUTPUT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    outputs: None,
+    plans: unplanned(),
+    passes: hosted_then![tested!(unsupported), pass!(keywords), pass!(structure), tested!(never), tested!(bounds)],
+};
+
+/// Groq's strict mode, for every tool and response format that can be made strict.
+pub static GROQ_STRICT: Profile = Profile {
+    name: "groq-strict",
+    about: about!("Groq strict mode for every tool and json_schema format that can be (closed objects, all required, optional as nullable, the documented subset); the rest non-strict"),
+    target: Target::GROQ_STRICT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &GROQ_STRICT, loose: &GROQ, force: true }),
+    json_fields: None,
+    outputs: None,
+    plans: unplanned(),
+    passes: strict_passes![pass!(structure)],
+};
+
+/// DeepSeek's chat completions (OpenAI's request shape).
+pub static DEEPSEEK: Profile = Profile {
+    name: "deepseek",
+    about: about!(
+        "DeepSeek chat completions: a tool's root type: object; strict: true tools (beta) the deepseek-strict rewrite, all of a request's tools or none"
+    ),
+    target: Target::DEEPSEEK,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &DEEPSEEK_STRICT, loose: &DEEPSEEK, force: false }),
+    json_fields: None,
+    outputs: None,
+    plans: unplanned(),
+    passes: &[tested!(bounds), pass!(tool_root)],
+};
+
+/// DeepSeek's strict mode (beta), for all of a request's tools when every one can be made strict.
+pub static DEEPSEEK_STRICT: Profile = Profile {
+    name: "deepseek-strict",
+    about: about!("DeepSeek strict mode (beta) for a request's tools when all can be (closed objects, all required, no length or item bounds, five formats); else all non-strict"),
+    target: Target::DEEPSEEK_STRICT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: Some(Modes { strict: &DEEPSEEK_STRICT, loose: &DEEPSEEK, force: true }),
+    json_fields: None,
+    outputs: None,
+    plans: unplanned(),
+    passes: strict_passes!(),
+};
+
+/// xAI's chat completions (OpenAI's request shape).
+pub static XAI: Profile = Profile {
+    name: "xai",
+    about: about!("xAI chat completions: tools as openai (items, properties, an object root); response formats xai-output"),
+    target: Target::XAI,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    outputs: Some(&XAI_OUTPUT),
+    plans: unplanned(),
+    passes: &[tested!(bounds), pass!(tool_root), pass!(structure)],
+};
+
+/// xAI's structured outputs.
+pub static XAI_OUTPUT: Profile = Profile {
+    name: "xai-output",
+    about: about!("xAI structured outputs: no length or item-count bounds, no allOf (merged), the rest as xai"),
+    target: Target::XAI_OUTPUT,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    outputs: None,
+    plans: unplanned(),
+    // no `unions`: xAI takes keywords beside `anyOf`, and `structure` writes some there
+    passes: &[
+        tested!(bounds),
+        tested!(dialect),
+        tested!(boolean_schemas),
+        gated!(refs),
+        gated!(all_of),
+        tested!(unsupported),
+        pass!(structure),
+        tested!(never),
+        tested!(bounds),
+    ],
+};
+
 /// Gemini's OpenAPI `Schema` fields.
 pub static GEMINI: Profile = Profile {
     name: "gemini",
@@ -430,6 +562,7 @@ pub static GEMINI: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: Some(&GEMINI_JSON),
+    outputs: None,
     plans: unplanned(),
     passes: hosted_then![
         pass!(unroll),
@@ -453,6 +586,7 @@ pub static GEMINI_JSON: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: Some(&GEMINI_JSON),
+    outputs: None,
     plans: unplanned(),
     passes: hosted_then![pass!(unroll), tested!(unsupported), tested!(never), pass!(keywords), tested!(bounds)],
 };
@@ -466,6 +600,7 @@ pub static COHERE: Profile = Profile {
     tool_passes: None,
     modes: None,
     json_fields: None,
+    outputs: None,
     plans: unplanned(),
     passes: hosted_then![pass!(unroll), tested!(unsupported), pass!(structure), tested!(never), pass!(keywords), tested!(bounds),],
 };
@@ -486,6 +621,13 @@ pub static ALL: &[&Profile] = &[
     &GEMINI_JSON,
     &COHERE,
     &MISTRAL,
+    &GROQ,
+    &GROQ_OUTPUT,
+    &GROQ_STRICT,
+    &DEEPSEEK,
+    &DEEPSEEK_STRICT,
+    &XAI,
+    &XAI_OUTPUT,
     &BEDROCK,
     &BEDROCK_ANTHROPIC,
     &BEDROCK_STRICT,
@@ -549,14 +691,15 @@ impl Profile {
 impl Profile {
     /// The profile for one schema: the strict or the non-strict one where the API has both, the
     /// JSON Schema one for an API's JSON Schema fields.
-    pub fn for_site(&'static self, strict: bool, json_field: bool) -> &'static Profile {
+    pub fn for_site(&'static self, strict: bool, json_field: bool, context: Context) -> &'static Profile {
         let p = match self.modes {
             Some(m) if strict => m.strict,
             Some(m) => m.loose,
             None => self,
         };
-        match (json_field, p.json_fields) {
-            (true, Some(j)) => j,
+        match (json_field, p.json_fields, context, p.outputs) {
+            (true, Some(j), _, _) => j,
+            (_, _, Context::Output, Some(o)) => o,
             _ => p,
         }
     }

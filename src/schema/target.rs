@@ -209,6 +209,9 @@ pub enum ObjectProperties {
     Written,
     /// Not empty where present (Gemini: 400 "properties: should be non-empty for OBJECT type").
     NonEmpty,
+    /// Declaring what `required` names (Groq: 400 "'required' present but 'properties' is missing",
+    /// for a `required`, even an empty one, beside missing or empty `properties`).
+    BesideRequired,
 }
 
 impl Structure {
@@ -218,6 +221,8 @@ impl Structure {
     pub const SPELLED: Structure = Structure { items: true, properties: ObjectProperties::Written, own_type_only: false };
     /// Gemini's OpenAPI `Schema`: `items` written, `properties` never empty, keywords on their own type.
     pub const GEMINI: Structure = Structure { items: true, properties: ObjectProperties::NonEmpty, own_type_only: true };
+    /// Groq: `properties` declaring what `required` names.
+    pub const GROQ: Structure = Structure { items: false, properties: ObjectProperties::BesideRequired, own_type_only: false };
 }
 
 /// Cohere's `strict_tools: true`: at most `max_fields` parameters over all tools (every level counted),
@@ -280,6 +285,9 @@ pub struct Strict {
     /// (`enum`, `const`) none beside it: how Anthropic's SDK writes strict schemas (it fails on a type
     /// list and drops the type beside literals).
     pub single_types: bool,
+    /// Whether strict mode is all the request's tools or none (DeepSeek: "all `function` need to set
+    /// the `strict` property to `true`"): one tool declined sends every tool non-strict.
+    pub all_tools: bool,
 }
 
 /// Limits a strict mode sets over all strict tools of one request (Anthropic: 20 tools, 24 optional
@@ -619,6 +627,52 @@ const MISTRAL_KEYWORDS: &[&str] = &[
     "examples",
 ];
 
+/// What DeepSeek's strict mode documents (its Tool Calls guide, "strict Mode (Beta)"): object, string,
+/// number, integer, boolean, array, enum, anyOf, `$ref`/`$defs`; strings' `pattern` and five formats;
+/// numbers' `const`, `default`, bounds and `multipleOf`. `minLength`, `maxLength`, `minItems`,
+/// `maxItems` are named unsupported; nothing else is named at all.
+const DEEPSEEK_STRICT_KEYWORDS: &[&str] = &[
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "anyOf",
+    "enum",
+    "const",
+    "default",
+    "$ref",
+    "$defs",
+    "description",
+    "title",
+    "pattern",
+    "format",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+];
+
+/// What Groq's structured outputs document ("Schema Requirements": primitives, object, array, enum,
+/// anyOf, `$defs`/`$ref`, `#` recursion); it answers 400 "minItems is not supported" on a keyword
+/// beyond them (i-am-bee/beeai-framework#1215).
+const GROQ_OUTPUT_KEYWORDS: &[&str] =
+    &["type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "$ref", "$defs", "description", "title"];
+
+/// OpenAI's strict rules, for the strict modes that copy them.
+const OPENAI_LIKE_STRICT: Strict = Strict {
+    all_required: true,
+    recursion: true,
+    max_object_depth: Some(10),
+    max_properties: Some(5_000),
+    max_enum_values: Some(1_000),
+    max_min_items: None,
+    per_request: None,
+    single_types: false,
+    all_tools: false,
+};
+
 /// What Cohere's tool-use documentation names.
 const COHERE_KEYWORDS: &[&str] = &["type", "description", "properties", "required", "items", "enum", "anyOf", "additionalProperties", "format", "title"];
 
@@ -803,16 +857,7 @@ impl Target {
         structure: Structure::SPELLED,
         never: Never::EmptyAnyOf,
         names: Some(Names::OPENAI),
-        strict: Some(Strict {
-            all_required: true,
-            recursion: true,
-            max_object_depth: Some(10),
-            max_properties: Some(5_000),
-            max_enum_values: Some(1_000),
-            max_min_items: None,
-            per_request: None,
-            single_types: false,
-        }),
+        strict: Some(OPENAI_LIKE_STRICT),
         ..Target::GRAMMAR
     };
 
@@ -856,6 +901,7 @@ impl Target {
             max_min_items: Some(1),
             per_request: Some(RequestLimits { tools: 20, optional: 24, unions: 16 }),
             single_types: true,
+            all_tools: false,
         }),
         ..Target::GRAMMAR
     };
@@ -878,6 +924,51 @@ impl Target {
     /// Its validator may check `pattern` as a regex the way Python's jsonschema does (with `re`), so
     /// patterns are written in what ECMA-262 and `re` read alike, as for OpenAI.
     pub const MISTRAL: Target = Target { keywords: Some(MISTRAL_KEYWORDS), regex: Regex::Python { look_around: true }, ..Target::HOSTED };
+
+    /// Groq's function tools (OpenAI's request shape): nothing enforced, but `required` needs
+    /// `properties` declaring it (400 "'required' present but 'properties' is missing":
+    /// usestrix/strix#1088, livekit/agents#5082), OpenAI's names.
+    pub const GROQ: Target = Target { structure: Structure::GROQ, names: Some(Names::OPENAI), ..Target::HOSTED };
+
+    /// Groq's `json_schema` response formats without `strict`: its documented subset only (other
+    /// keywords are a 400), as `GROQ` otherwise.
+    pub const GROQ_OUTPUT: Target = Target { keywords: Some(GROQ_OUTPUT_KEYWORDS), ..Target::GROQ };
+
+    /// Groq's strict mode (`strict: true` response formats, on the models that have it): its subset,
+    /// every property required (optional ones nullable), every object closed, recursion allowed.
+    pub const GROQ_STRICT: Target = Target {
+        unenforced: &["patternProperties", "propertyNames", "minProperties", "maxProperties"],
+        formats: Some(&[]),
+        keywords: Some(GROQ_OUTPUT_KEYWORDS),
+        regex: Regex::Ecma,
+        structure: Structure::GROQ,
+        strict: Some(Strict { max_object_depth: None, max_properties: None, max_enum_values: None, ..OPENAI_LIKE_STRICT }),
+        ..Target::OPENAI_STRICT
+    };
+
+    /// DeepSeek's function tools without `strict`: the root must say `type: object` (400 "schema must be
+    /// a JSON Schema of 'type: \"object\"', got 'type: null'": farion1231/cc-switch#2848), OpenAI's names.
+    pub const DEEPSEEK: Target = Target { names: Some(Names::OPENAI), ..Target::HOSTED };
+
+    /// DeepSeek's strict mode (beta): its documented subset (no length or item-count bounds, five
+    /// formats), every property required and every object closed, recursion through `$ref`, and every
+    /// tool of the request strict or none.
+    pub const DEEPSEEK_STRICT: Target = Target {
+        unenforced: &["patternProperties", "propertyNames", "minProperties", "maxProperties", "minLength", "maxLength", "minItems", "maxItems"],
+        formats: Some(&["email", "hostname", "ipv4", "ipv6", "uuid"]),
+        keywords: Some(DEEPSEEK_STRICT_KEYWORDS),
+        regex: Regex::Ecma,
+        structure: Structure::AS_SENT,
+        strict: Some(Strict { max_object_depth: None, max_properties: None, max_enum_values: None, all_tools: true, ..OPENAI_LIKE_STRICT }),
+        ..Target::OPENAI_STRICT
+    };
+
+    /// xAI's function tools (OpenAI's request shape): OpenAI's structural rules and names.
+    pub const XAI: Target = Target { structure: Structure::SPELLED, names: Some(Names::OPENAI), ..Target::HOSTED };
+
+    /// xAI's structured outputs (always constrained): no `minLength`/`maxLength`, no
+    /// `minItems`/`maxItems`/`minContains`/`maxContains`, no `allOf` (its structured-outputs guide).
+    pub const XAI_OUTPUT: Target = Target { unenforced: &["minLength", "maxLength", "minItems", "maxItems", "minContains", "maxContains"], ..Target::XAI };
 
     /// Gemini's `parameters` and `responseSchema`: the OpenAPI 3.0 `Schema` of the Developer API. Any
     /// other field is a 400 (`additionalProperties`, `$ref`, `const`, type lists included), so refs are

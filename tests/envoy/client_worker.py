@@ -1,5 +1,5 @@
 """Runs inside the clients' venv (tests/envoy/clients.py builds it): each job is one call made the way
-a program makes it with the real SDK (openai, anthropic, google-genai, cohere, ollama), through Envoy
+a program makes it with the real SDK (openai, anthropic, google-genai, cohere, ollama, mistralai, groq), through Envoy
 and toolfit. Prints, per job, one JSON line of what the SDK handed to the program: the tool calls as
 (name, arguments) after the SDK parsed them, the structured-output text, or the SDK's error.
   python client_worker.py JOBS.json"""
@@ -118,6 +118,41 @@ def ollama_chat(job):
     return {"calls": calls}
 
 
+def mistral_chat(job):
+    """mistralai (its own Speakeasy client, not OpenAI's): chat.complete and chat.stream."""
+    from mistralai.client import Mistral
+    c = Mistral(api_key="test", server_url=job["base"])
+    tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["schema"]}} for t in job["tools"]]
+    kw = dict(model="mistral-large-latest", messages=[{"role": "user", "content": "use the tools"}], tools=tools)
+    args = lambda a: a if isinstance(a, dict) else json.loads(a)
+    if not job["stream"]:
+        m = c.chat.complete(**kw).choices[0].message
+        return {"calls": [[tc.function.name, args(tc.function.arguments)] for tc in m.tool_calls or []]}
+    calls = []
+    for ev in c.chat.stream(**kw):
+        for ch in ev.data.choices:
+            calls += [[tc.function.name, args(tc.function.arguments)] for tc in ch.delta.tool_calls or []]
+    return {"calls": calls}
+
+
+def groq_chat(job):
+    """groq (Stainless, OpenAI's shape under /openai/v1)."""
+    from groq import Groq
+    c = Groq(base_url=job["base"], api_key="test", max_retries=0)
+    tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["schema"], "strict": job.get("strict", False)}} for t in job["tools"]]
+    kw = dict(model="openai/gpt-oss-120b", messages=[{"role": "user", "content": "use the tools"}], tools=tools)
+    if not job["stream"]:
+        m = c.chat.completions.create(**kw).choices[0].message
+        return {"calls": [[tc.function.name, json.loads(tc.function.arguments)] for tc in m.tool_calls or []]}
+    calls = {}
+    for chunk in c.chat.completions.create(**kw, stream=True):
+        for ch in chunk.choices:
+            for tc in ch.delta.tool_calls or []:
+                n, a = calls.get(tc.index, ("", ""))
+                calls[tc.index] = (n + (tc.function.name or "" if tc.function else ""), a + (tc.function.arguments or "" if tc.function else ""))
+    return {"calls": [[n, json.loads(a)] for _, (n, a) in sorted(calls.items())]}
+
+
 def refused(job):
     """A request toolfit refuses in strict mode: what the SDK made of the 400 (its error class, and the
     status and message where that SDK reads them from its API's error body)."""
@@ -127,10 +162,14 @@ def refused(job):
         sdk, body = job["sdk"], getattr(e, "body", None)
         if sdk.startswith("openai"):  # the SDK keeps the body's `error` object
             status, message = e.status_code, body.get("message") if isinstance(body, dict) else None
+        elif sdk == "groq":  # the SDK keeps the whole body
+            status, message = e.status_code, body.get("error", {}).get("message") if isinstance(body, dict) else None
         elif sdk == "anthropic":
             status, message = e.status_code, (body or {}).get("error", {}).get("message") if isinstance(body, dict) else None
         elif sdk == "gemini":  # google-genai's APIError reads code, status and message from `error`
             status, message = e.code, f"{e.status}: {e.message}"
+        elif sdk == "mistral":  # SDKError: the status and the body as text
+            status, message = e.raw_response.status_code, json.loads(e.body).get("error", {}).get("message")
         elif sdk == "cohere":
             status, message = e.status_code, body.get("message") if isinstance(body, dict) else None
         else:  # ollama's ResponseError takes `error` as the message
@@ -140,7 +179,8 @@ def refused(job):
 
 
 RUN = {"openai-chat": openai_chat, "openai-format": openai_format, "openai-responses": openai_responses,
-       "anthropic": anthropic_messages, "gemini": gemini, "cohere": cohere_chat, "ollama": ollama_chat}
+       "anthropic": anthropic_messages, "gemini": gemini, "cohere": cohere_chat, "ollama": ollama_chat,
+       "mistral": mistral_chat, "groq": groq_chat}
 
 if __name__ == "__main__":
     for job in json.load(open(sys.argv[1])):

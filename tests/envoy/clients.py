@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Real SDKs through Envoy and toolfit: openai (Chat Completions, Responses, response_format), anthropic,
-google-genai (`parameters` and `parametersJsonSchema`), cohere (v2) and ollama, each from PyPI in its own
+google-genai (`parameters` and `parametersJsonSchema`), cohere (v2), ollama, mistralai and groq, each from PyPI in its own
 venv under ~/.cache/toolfit/clients, with its own requests, headers (Accept-Encoding included: httpx asks
 for br and zstd here, since those packages are installed) and parsers. Behind Envoy stands a test double
 for each hosted API (there is no network here): it answers in that API's shape, plain or streamed, calls
@@ -19,7 +19,7 @@ from harness.runner import Envoy, echo_upstream, free_port
 from harness.verdict import check
 from harness.venv import venv
 
-PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1", "ollama==0.6.3",
+PINS = ["openai-agents==0.24.0", "google-genai==3.4.0", "anthropic==2.12.0", "cohere==7.3.1", "ollama==0.6.3", "mistralai==3.7.0", "groq==1.7.0",
         "brotli==1.2.1", "zstandard==0.25.0"]
 WORKER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "client_worker.py")
 
@@ -44,6 +44,8 @@ SDKS = {
     "gemini": ("gemini", "/v1beta/models/", ["gemini"]),
     "cohere": ("cohere", "/v2/chat", ["cohere"]),
     "ollama": ("ollama", "/api/chat", ["ollama", "llama-cpp"]),
+    "mistral": ("openai-chat", "/v1/chat/completions", ["mistral"]),
+    "groq": ("openai-chat", "/openai/v1/chat/completions", ["groq", "groq-strict"]),
 }
 CODINGS = ["gzip", "deflate"]
 # Envoy routes for the clients' paths (/CODING/PROFILE/...), with toolfit on and the inference body limit
@@ -117,9 +119,15 @@ def answer(fmt, req, path):
         if not stream:
             tcs = [{"id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": json.dumps(a)}} for i, (n, a) in enumerate(calls)]
             return "application/json", [json.dumps({"id": "c", "object": "chat.completion", "created": 1, "model": "m", "choices": [
-                {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": tcs}, "finish_reason": "tool_calls"}]}).encode()]
+                {"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": tcs}, "finish_reason": "tool_calls"}],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18}}).encode()]
         base = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m"}
         ev = []
+        if "/mistral/" in path:  # Mistral streams each call whole, its arguments in one piece
+            ev = [{**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": f"call{i:05d}", "type": "function",
+                                                                              "function": {"name": n, "arguments": json.dumps(a)}}]}, "finish_reason": None}]}
+                  for i, (n, a) in enumerate(calls)]
+            calls = []
         for i, (n, a) in enumerate(calls):
             ev.append({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function", "function": {"name": n, "arguments": ""}}]}, "finish_reason": None}]})
             ev += [{**base, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": i, "function": {"arguments": p}}]}, "finish_reason": None}]} for p in halves(json.dumps(a))]
@@ -265,7 +273,8 @@ def valid(value, s, at="$"):
 # class, and the status each SDK reads from the body; Gemini's `status` string).
 LOSSY = {"name": "lookup", "description": "Look up", "schema": {"type": "object", "properties": {"k": {"type": "string", "pattern": "^(?!x)"}}, "required": ["k"]}}
 REFUSED = {"openai-chat": ("BadRequestError", 400), "openai-format": ("BadRequestError", 400), "openai-responses": ("BadRequestError", 400),
-           "anthropic": ("BadRequestError", 400), "gemini": ("ClientError", 400), "cohere": ("BadRequestError", 400), "ollama": ("ResponseError", 400)}
+           "anthropic": ("BadRequestError", 400), "gemini": ("ClientError", 400), "cohere": ("BadRequestError", 400), "ollama": ("ResponseError", 400),
+           "mistral": ("SDKError", 400), "groq": ("BadRequestError", 400)}
 # The ollama client drops `pattern` (its Tool model has no field for it) before the request leaves; a
 # property name with a quote, which llama.cpp before 2025-05 cannot write into a grammar, gets through.
 LOSSY_OLLAMA = {"name": "lookup", "description": "Look up", "schema": {"type": "object", "properties": {'k"': {"type": "string"}}, "required": ['k"']}}
@@ -312,7 +321,7 @@ def main():
                     for field in fields:
                         jobs.append({"id": len(jobs), "sdk": sdk, "profile": prof, "coding": coding, "stream": stream, "field": field,
                                      "base": f"http://127.0.0.1:{e.port}/{coding}/{prof}", "tools": TOOLS, "output": OUTPUT,
-                                     "strict": prof in ("openai", "anthropic-strict")})
+                                     "strict": prof in ("openai", "anthropic-strict", "groq")})
     first_refused = len(jobs)
     for sdk in SDKS:
         jobs.append({"id": len(jobs), "sdk": sdk, "profile": STRICT, "coding": "gzip", "stream": False, "field": None, "refused": True,

@@ -45,7 +45,7 @@ def request(api, rows):
     params = [(n, p if isinstance(p, dict) else {"type": "object"}) for _, n, p, _ in rows]
     if api == "openai-responses":
         return "openai-responses", {"model": "m", "input": "x", "tools": [{"type": "function", "name": n, "description": "d", "parameters": p} for n, p in params]}
-    if api.startswith("openai") or api in ("azure-openai", "mistral"):
+    if api.startswith("openai") or api in ("azure-openai", "mistral", "groq", "groq-strict", "deepseek", "deepseek-strict", "xai"):
         return "openai-chat", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": n, "description": "d", "parameters": p}} for n, p in params]}
     if api.startswith("anthropic"):
         return "anthropic", {"model": "m", "messages": [], "tools": [{"name": n, "description": "d", "input_schema": p} for n, p in params]}
@@ -63,7 +63,8 @@ def request(api, rows):
 # the profile each API's requests go through (gemini-json: the gemini profile's JSON Schema fields)
 PROFILE = {"openai": "openai", "openai-strict": "openai-strict", "openai-responses": "openai-strict", "anthropic": "anthropic", "anthropic-strict": "anthropic-strict",
            "gemini": "gemini", "gemini-json": "gemini", "cohere": "cohere",
-           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict", "azure-openai": "azure-openai", "mistral": "mistral"}
+           "bedrock": "bedrock", "bedrock-anthropic": "bedrock-anthropic", "bedrock-strict": "bedrock-strict", "azure-openai": "azure-openai", "mistral": "mistral",
+           "groq": "groq", "groq-strict": "groq-strict", "deepseek": "deepseek", "deepseek-strict": "deepseek-strict", "xai": "xai"}
 
 
 def rewrite(body, fmt, profile):
@@ -80,6 +81,9 @@ def outputs(api, rows):
         if isinstance(o, dict) and len(out) < 5:
             if api == "openai-output":
                 out.append(("openai-chat", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "strict": True, "schema": o}}}))
+            elif api in ("groq-output", "groq-strict-output", "xai-output"):
+                strict = {"strict": True} if api == "groq-strict-output" else {}
+                out.append(("openai-chat", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", **strict, "schema": o}}}))
             elif api == "openai-responses-output":
                 out.append(("openai-responses", {"model": "m", "input": "x", "text": {"format": {"type": "json_schema", "name": "out", "strict": True, "schema": o}}}))
             elif api == "bedrock-output":
@@ -126,6 +130,14 @@ JUDGED_BY = {
     "bedrock-anthropic": "SDK (botocore's ParamValidator) + rules (Claude: no root union)",
     "bedrock-strict": "SDK (botocore's ParamValidator) + rules (anthropic transform_schema)",
     "bedrock-output": "SDK (botocore's ParamValidator) + rules (anthropic transform_schema)",
+    "groq": "rules (§2.16: required beside properties, an object root)",
+    "groq-strict": "rules (§2.16: the documented subset, closed objects, all required)",
+    "groq-output": "rules (§2.16: the documented subset)",
+    "groq-strict-output": "rules (§2.16: the documented subset, closed objects, all required)",
+    "deepseek": "rules (§2.17: a type: object root)",
+    "deepseek-strict": "rules (§2.17: the strict subset, all tools strict or none)",
+    "xai": "rules (OpenAI's structural rules, §2.18)",
+    "xai-output": "rules (§2.18: no length or item bounds, no allOf)",
 }
 
 # Each judged row's negative control: a request its judge must refuse, with the words of the refusal.
@@ -175,6 +187,25 @@ NEGATIVES = [
      "transform_schema changes it"),
     ("bedrock-output", {"messages": [], "outputConfig": {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": {"name": "out", "schema": {"type": "object"}}}}}},
      "botocore refuses the Converse request"),
+    # livekit/agents#5082: a tool without arguments, as Groq refused it
+    ("groq", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {}, "required": []}}}]},
+     "'required' present but 'properties' is missing"),
+    ("groq-strict", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "strict": True, "parameters": OPEN}}]},
+     "additionalProperties must be false"),
+    # i-am-bee/beeai-framework#1215
+    ("groq-output", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "schema": {
+        "type": "object", "properties": {"next_step": {"type": "array", "items": {"type": "string"}, "minItems": 1}}}}}}, "minItems is not supported"),
+    ("groq-strict-output", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "strict": True, "schema": OPEN}}},
+     "additionalProperties must be false"),
+    # Mars-Sea/dsh-commandcode-provider#35: a root $ref, no root type
+    ("deepseek", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "dispatch_task", "parameters": {
+        "$ref": "#/$defs/T", "$defs": {"T": OPEN}}}}]}, "got 'type: null'"),
+    ("deepseek-strict", {"model": "m", "messages": [], "tools": [
+        {"type": "function", "function": {"name": "f", "strict": True, "parameters": {**OPEN, "additionalProperties": False, "properties": {"a": {"type": "string", "minLength": 2}}}}},
+        {"type": "function", "function": {"name": "g", "parameters": OPEN}}]}, "minLength is not supported in strict mode"),
+    ("xai", {"model": "m", "messages": [], "tools": [{"type": "function", "function": {"name": "f", "parameters": NOT_OBJECT}}]}, "root is not type: object"),
+    ("xai-output", {"model": "m", "messages": [], "response_format": {"type": "json_schema", "json_schema": {"name": "out", "schema": {"allOf": [OPEN]}}}},
+     "allOf is not supported"),
 ]
 
 
@@ -342,7 +373,7 @@ def main():
             jobs += [{"api": api, "body": body}, {"api": api, "body": out}]
             meta += [(api, label, "raw", report), (api, label, "toolfit", report)]
     for api, profile in (("openai-output", "openai-strict"), ("openai-responses-output", "openai-strict"), ("gemini-output", "gemini"), ("gemini-json-output", "gemini"),
-                         ("bedrock-output", "bedrock")):
+                         ("bedrock-output", "bedrock"), ("groq-output", "groq"), ("groq-strict-output", "groq-strict"), ("xai-output", "xai")):
         for label, rows in files:
             for i, (fmt, body) in enumerate(outputs(api, rows)):
                 out, report = rewrite(body, fmt, profile)
@@ -388,6 +419,9 @@ def main():
     check("bedrock-strict sends some tools strict, and the raw corpus is refused by Bedrock's judges",
           table["bedrock-strict"]["strict"] > 0 and all(table[a]["raw_refused"] > 0 for a in ("bedrock", "bedrock-anthropic", "bedrock-strict", "bedrock-output")))
     check("openai-responses sends some tools strict", table["openai-responses"]["strict"] > 0)
+    check("groq-strict and deepseek-strict send some tools strict, and the raw corpus is refused by their judges",
+          table["groq-strict"]["strict"] > 0 and table["deepseek-strict"]["strict"] > 0
+          and all(table[a]["raw_refused"] > 0 for a in ("groq", "groq-strict", "groq-output", "deepseek", "deepseek-strict", "xai-output")))
     return finish()
 
 

@@ -53,10 +53,10 @@ def python_re_refuses(s):
     return errs
 
 
-def openai_structural(s):
+def openai_structural(s, python_re=True):
     """§2.2: root an object schema; every array has `items`, every object `properties` (400 otherwise);
-    every pattern one Python's re compiles."""
-    errs = python_re_refuses(s)
+    every pattern one Python's re compiles (OpenAI's own, not a rule of the hosts that copy the rest)."""
+    errs = python_re_refuses(s) if python_re else []
     if not isinstance(s, dict) or s.get("type") != "object":
         errs.append("root is not type: object (§2.2)")
     for p, n, _ in nodes(s):
@@ -269,6 +269,66 @@ def mistral_tool(t):
     return errs
 
 
+GROQ_OUTPUT_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "$ref", "$defs", "description", "title"}
+DEEPSEEK_STRICT_KEYWORDS = {"type", "properties", "required", "additionalProperties", "items", "anyOf", "enum", "const", "default", "$ref", "$defs",
+                            "description", "title", "pattern", "format", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"}
+DEEPSEEK_FORMATS = {"email", "hostname", "ipv4", "ipv6", "uuid"}
+XAI_UNSUPPORTED = ("minLength", "maxLength", "minItems", "maxItems", "minContains", "maxContains", "allOf")
+
+
+def closed_and_required(s, rule):
+    """A strict mode's objects: closed, every property required."""
+    errs = []
+    for p, n, _ in nodes(s):
+        if "object" in types_of(n) or "properties" in n:
+            if n.get("additionalProperties") is not False:
+                errs.append(f"{p}: additionalProperties must be false ({rule})")
+            if sorted(n.get("required", [])) != sorted(n.get("properties", {})):
+                errs.append(f"{p}: required must list every property ({rule})")
+    return errs
+
+
+def groq_tool(s):
+    """§2.16: `required` (even empty) needs non-empty `properties`; the root an object."""
+    errs = [] if isinstance(s, dict) and s.get("type") == "object" else ["root is not type: object (§2.16)"]
+    for p, n, _ in nodes(s):
+        if "required" in n and not (isinstance(n.get("properties"), dict) and n["properties"]):
+            errs.append(f"{p or '/'}: 'required' present but 'properties' is missing (§2.16)")
+    return errs
+
+
+def groq_output(s, strict):
+    """§2.16: the documented subset (a keyword beyond it is "not supported"); strict: closed, all required."""
+    errs = [] if isinstance(s, dict) and s.get("type") == "object" else ["root is not type: object (§2.16)"]
+    for p, n, _ in nodes(s):
+        errs += [f"{p}: {k} is not supported (§2.16)" for k in n if k not in GROQ_OUTPUT_KEYWORDS]
+    return errs + (closed_and_required(s, "§2.16 strict") if strict else [])
+
+
+def deepseek_tool(s):
+    """§2.17: the root says type: object."""
+    t = s.get("type") if isinstance(s, dict) else None
+    return [] if t == "object" else [f"schema must be a JSON Schema of 'type: \"object\"', got 'type: {t if t else 'null'}' (§2.17)"]
+
+
+def deepseek_strict(s):
+    """§2.17 strict mode: the documented keywords and five formats, closed objects with every property required,
+    refs into `$defs`."""
+    errs = deepseek_tool(s)
+    for p, n, _ in nodes(s):
+        errs += [f"{p}: {k} is not supported in strict mode (§2.17)" for k in n if k not in DEEPSEEK_STRICT_KEYWORDS]
+        if isinstance(n.get("format"), str) and n["format"] not in DEEPSEEK_FORMATS:
+            errs.append(f"{p}: format {n['format']} is not supported in strict mode (§2.17)")
+        if isinstance(n.get("$ref"), str) and not re.fullmatch(r"#(/\$defs/[^/]+)?", n["$ref"]):
+            errs.append(f"{p}: $ref {n['$ref']} does not point into $defs (§2.17)")
+    return errs + closed_and_required(s, "§2.17 strict")
+
+
+def xai_output(s):
+    """§2.18: no length or item-count bounds, no allOf."""
+    return [f"{p}: {k} is not supported (§2.18)" for p, n, _ in nodes(s) for k in XAI_UNSUPPORTED if k in n]
+
+
 BEDROCK = {}
 
 
@@ -406,6 +466,26 @@ for line in sys.stdin:
         for t in body["tools"]:
             errors += [f"{t['function']['name']}: {e}" for e in mistral_tool(t)]
             loose += 1
+    elif api in ("groq", "groq-strict", "deepseek", "deepseek-strict", "xai"):
+        host = api.split("-")[0]
+        for t in body["tools"]:
+            f = t["function"]
+            name, s = f["name"], f.get("parameters")
+            if f.get("strict") is True and host != "xai":
+                strict += 1
+                errors += [f"{name}: {e}" for e in (groq_output(s, True) if host == "groq" else deepseek_strict(s))]
+            else:
+                loose += 1
+                errors += [f"{name}: {e}" for e in {"groq": groq_tool, "deepseek": deepseek_tool, "xai": lambda s: openai_structural(s, False)}[host](s)]
+            if api.endswith("-strict") and "strict" not in f:
+                errors.append(f"{name}: {api} left the strict switch unset")
+        if host == "deepseek" and 0 < strict < len(body["tools"]):
+            errors.append(f"{strict} of {len(body['tools'])} functions strict: strict mode needs all of them (§2.17)")
+    elif api in ("groq-output", "groq-strict-output", "xai-output"):
+        js = body["response_format"]["json_schema"]
+        on = js.get("strict") is True
+        strict, loose = int(on), int(not on)
+        errors += [f"{js['name']}: {e}" for e in (xai_output(js["schema"]) if api == "xai-output" else groq_output(js["schema"], on))]
     elif api in ("bedrock", "bedrock-anthropic", "bedrock-strict"):
         claude = api == "bedrock-anthropic"
         errors += converse_refused(body, "anthropic.claude-sonnet-4-5-20250929-v1:0" if claude else "meta.llama3-70b-instruct-v1:0")
@@ -436,7 +516,8 @@ for line in sys.stdin:
              "anthropic": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"), "anthropic-strict": (r"[a-zA-Z0-9_-]{1,128}", "§2.3 tool name"),
              "gemini": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"), "gemini-json": (r"[a-zA-Z_][a-zA-Z0-9_.:-]{0,63}", "§2.5 function name"),
              "bedrock": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName"), "bedrock-anthropic": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName"),
-             "bedrock-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName")}
+             "bedrock-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.13 ToolName"),
+             **{h: (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name, OpenAI's") for h in ("groq", "groq-strict", "deepseek", "deepseek-strict", "xai")}}
     if api in names:
         pattern, rule = names[api]
         if api.startswith("gemini"):

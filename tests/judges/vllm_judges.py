@@ -37,7 +37,12 @@ VLLM = "vllm==0.33.0"
 VLLM_FILES = ["vllm/sampling_params.py", "vllm/v1/structured_output/backend_xgrammar.py",
               "vllm/v1/structured_output/backend_outlines.py", "vllm/tool_parsers/utils.py"]
 # profile -> the backend its output must compile on
-PROFILES = {"vllm": "vllm", "vllm-xgrammar": "xgrammar", "vllm-guidance": "guidance", "vllm-outlines": "outlines"}
+PROFILES = {"vllm": "vllm", "vllm-xgrammar": "xgrammar", "vllm-guidance": "guidance", "vllm-outlines": "outlines",
+            # SGLang 0.5.23's --grammar-backend llguidance calls llguidance (its pin: >=1.7.6,<2; 1.9.1 here)
+            # as vLLM does, whitespace-flexible, with no pre-check of its own
+            "sglang-guidance": "guidance"}
+# the profiles behind vLLM's own tool_choice=required wrapper
+WRAPPED = [p for p in PROFILES if p.startswith("vllm")]
 MATRIX_KEYS = ("rejected", "valid_accepted", "valid_rejected", "invalid_accepted", "invalid_rejected", "silent_groups")
 ITEM_SECONDS = 60
 # a 40-tool request's wrapper on outlines: firecrawl's 26 tools make a 5 MB regex that vLLM's own
@@ -252,7 +257,7 @@ def required_checks(judge):
     raw_clash = judge.one({"backend": "vllm", "tools": clash, "instances": calls})
     print(f"tool_choice required: raw, {sum(not r['ok'] for r in raw)} of {len(raw)} corpus requests refused by vLLM; "
           f"the clash request: {raw_clash.get('error', 'accepted')[:80]}")
-    for profile, backend in PROFILES.items():
+    for profile, backend in ((p, PROFILES[p]) for p in WRAPPED):
         def one(item):
             label, tools = item
             return label, toolfit_request(profile, required_request(tools))["tools"]

@@ -28,7 +28,14 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: None },
     envelope: None,
     error: ErrorShape::OpenAi,
-    routes: Routes { paths: &["/v1/chat/completions", "/chat/completions"], ..Routes::NONE },
+    // Groq's and Azure OpenAI's v1 API under `/openai/v1/`; Azure's deployments API names the
+    // deployment in the path
+    routes: Routes {
+        paths: &["/v1/chat/completions", "/chat/completions", "/openai/v1/chat/completions"],
+        prefixes: &["/openai/deployments/"],
+        prefix_ends: Some(&["/chat/completions"]),
+        ..Routes::NONE
+    },
 };
 
 /// `convert --to openai`: chat function tools, strict with `--strict-tools`.

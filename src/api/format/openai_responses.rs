@@ -31,7 +31,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: Some(Summary { is: summary, calls: DONE }) },
     envelope: None,
     error: ErrorShape::OpenAi,
-    routes: Routes { paths: &["/v1/responses"], ..Routes::NONE },
+    routes: Routes { paths: &["/v1/responses", "/openai/v1/responses"], ..Routes::NONE },
 };
 
 /// `convert --to openai-responses`: flat function tools; the Responses API reads a tool without

@@ -66,8 +66,10 @@ fn close(node: &mut Map<String, Value>, path: &Path, strict: &Strict, cx: &mut C
         node.insert("required".into(), Value::Array(names.iter().cloned().map(Value::String).collect()));
     }
     if optional.is_empty() {
-        if !node.has("required") {
-            // the mode reads a missing `required` as wrong, even with no properties
+        // the mode reads a missing `required` as wrong, even with no properties; an API that refuses
+        // `required` beside no properties (Groq) gets none there
+        let refused = cx.target.structure.properties == crate::schema::target::ObjectProperties::BesideRequired && names.is_empty();
+        if !node.has("required") && !refused {
             node.insert("required".into(), Value::Array(Vec::new()));
             cx.record(path, Kind::StructureSpelled, "required: [] written out");
         }

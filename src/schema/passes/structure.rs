@@ -27,6 +27,9 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     }
     post_order_cx(root, cx, &mut |node, path, cx| {
+        if want.properties == ObjectProperties::BesideRequired {
+            declare_required(node, path, cx);
+        }
         let Some(t) = Types::of(node) else { return };
         if want.own_type_only {
             let vacuous: Vec<String> = node
@@ -58,6 +61,28 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             _ => {}
         }
     });
+}
+
+/// `required` beside missing or empty `properties` (Groq refuses it): an empty `required` removed, and
+/// each name it lists declared with the schema `additionalProperties` gives it (`{}` without one), which
+/// is what held for it before. Left where `patternProperties` may also hold for a name.
+fn declare_required(node: &mut serde_json::Map<String, Value>, path: &str, cx: &mut Cx) {
+    let Some(Value::Array(required)) = node.get("required") else { return };
+    if node.get("properties").and_then(Value::as_object).is_some_and(|p| !p.is_empty()) {
+        return;
+    }
+    if required.is_empty() {
+        node.remove("required");
+        cx.record(path, Kind::StructureSpelled, "required: [] removed (it names nothing)");
+        return;
+    }
+    if node.has("patternProperties") {
+        return;
+    }
+    let each = node.get("additionalProperties").cloned().unwrap_or_else(|| json!({}));
+    let declared: serde_json::Map<String, Value> = required.iter().filter_map(Value::as_str).map(|n| (n.to_string(), each.clone())).collect();
+    node.insert("properties".into(), Value::Object(declared));
+    cx.record(path, Kind::StructureSpelled, "properties written out for the names required lists");
 }
 
 fn kind_name(keyword: &str) -> &'static str {
@@ -108,6 +133,21 @@ mod tests {
         // a tool without arguments: the root keeps its type, loses the empty properties
         let (v, _) = run_on(json!({"type": "object", "properties": {}}), &Target::GEMINI);
         assert_eq!(v, json!({"type": "object"}));
+    }
+
+    #[test]
+    fn groq_declares_what_required_names() {
+        let (v, n) = run_on(json!({"type": "object", "properties": {}, "required": [], "properties2": 1}), &Target::GROQ);
+        assert_eq!(v, json!({"type": "object", "properties": {}, "properties2": 1}));
+        assert_eq!(n, 1);
+        let (v, _) = run_on(json!({"type": "object", "required": ["a"], "additionalProperties": {"type": "string"}}), &Target::GROQ);
+        assert_eq!(v["properties"], json!({"a": {"type": "string"}}), "{v}");
+        let (v, _) = run_on(json!({"required": ["a"]}), &Target::GROQ);
+        assert_eq!(v["properties"], json!({"a": {}}));
+        // control: declared properties, or patternProperties that may hold for the name, stay as they are
+        for s in [json!({"properties": {"a": {}}, "required": ["a"]}), json!({"required": ["a"], "patternProperties": {"^a": {"type": "integer"}}})] {
+            assert_eq!(run_on(s.clone(), &Target::GROQ), (s, 0));
+        }
     }
 
     #[test]
