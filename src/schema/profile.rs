@@ -242,6 +242,20 @@ pub static SGLANG: Profile = Profile {
     passes: grammar_passes!(),
 };
 
+/// SGLang with the llguidance backend ([`Target::SGLANG_GUIDANCE`]).
+pub static SGLANG_GUIDANCE: Profile = Profile {
+    name: "sglang-guidance",
+    about: about!("SGLang with --grammar-backend llguidance (llguidance 1.9.1, within SGLang 0.5.23's pin; no pre-check)"),
+    target: Target::SGLANG_GUIDANCE,
+    defaults: Defaults::STANDARD,
+    tool_passes: None,
+    modes: None,
+    json_fields: None,
+    outputs: None,
+    plans: unplanned(),
+    passes: grammar_passes!(),
+};
+
 /// vLLM with the guidance backend ([`Target::GUIDANCE`]).
 pub static VLLM_GUIDANCE: Profile = Profile {
     name: "vllm-guidance",
@@ -613,6 +627,7 @@ pub static ALL: &[&Profile] = &[
     &VLLM_GUIDANCE,
     &VLLM_OUTLINES,
     &SGLANG,
+    &SGLANG_GUIDANCE,
     &OPENAI,
     &OPENAI_STRICT,
     &ANTHROPIC,

@@ -808,6 +808,10 @@ impl Target {
         ..Target::VLLM_SERVER
     };
 
+    /// llguidance as SGLang runs it (`--grammar-backend llguidance`: whitespace-flexible, no pre-check,
+    /// tools' definitions not shared across a wrapper): what llguidance refuses, as [`Target::GUIDANCE`].
+    pub const SGLANG_GUIDANCE: Target = Target { shared_defs: false, nesting: None, ..Target::GUIDANCE };
+
     /// outlines-core as vLLM runs it (a regex built from the schema). It ignores number bounds,
     /// `multipleOf` and `minProperties`/`maxProperties`, refuses `patternProperties`, unknown formats and
     /// `$anchor` refs, and closes objects without `additionalProperties`.
