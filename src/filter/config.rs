@@ -628,6 +628,7 @@ mod tests {
                 exact("/v1/chat/completions", Format::OpenAiChat),
                 exact("/chat/completions", Format::OpenAiChat),
                 exact("/openai/v1/chat/completions", Format::OpenAiChat),
+                exact("/beta/chat/completions", Format::OpenAiChat),
                 (None, Some("/openai/deployments/"), Format::OpenAiChat, None, false),
                 exact("/v1/responses", Format::OpenAiResponses),
                 exact("/openai/v1/responses", Format::OpenAiResponses),

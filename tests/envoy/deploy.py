@@ -363,7 +363,8 @@ EGRESS_CALLS = {
                      lambda t, strict=False: {"model": "openai/gpt-oss-120b", "messages": [{"role": "user", "content": "hi"}],
                                               "tools": [{"type": "function", "function": {"name": "jira.get_issue", **strict_flag(strict), "parameters": t}}]},
                      lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["choices"][0]["message"]["tool_calls"]]),
-    "api.deepseek.com": ("deepseek", "openai-chat", "/chat/completions",
+    # the beta base URL, where DeepSeek's strict mode is
+    "api.deepseek.com": ("deepseek", "openai-chat", "/beta/chat/completions",
                          lambda t, strict=False: {"model": "deepseek-chat", "messages": [{"role": "user", "content": "hi"}],
                                                   "tools": [{"type": "function", "function": {"name": "jira.get_issue", **strict_flag(strict), "parameters": t}}]},
                          lambda r: [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in r["choices"][0]["message"]["tool_calls"]]),

@@ -28,10 +28,10 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: None },
     envelope: None,
     error: ErrorShape::OpenAi,
-    // Groq's and Azure OpenAI's v1 API under `/openai/v1/`; Azure's deployments API names the
-    // deployment in the path
+    // Groq's and Azure OpenAI's v1 API under `/openai/v1/`, DeepSeek's beta features (strict mode)
+    // under `/beta/`; Azure's deployments API names the deployment in the path
     routes: Routes {
-        paths: &["/v1/chat/completions", "/chat/completions", "/openai/v1/chat/completions"],
+        paths: &["/v1/chat/completions", "/chat/completions", "/openai/v1/chat/completions", "/beta/chat/completions"],
         prefixes: &["/openai/deployments/"],
         prefix_ends: Some(&["/chat/completions"]),
         ..Routes::NONE
