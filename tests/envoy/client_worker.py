@@ -8,9 +8,13 @@ import json, sys, traceback
 
 def openai_chat(job):
     from openai import OpenAI
-    c = OpenAI(base_url=job["base"] + "/v1", api_key="test", max_retries=0)
+    return chat_calls(OpenAI(base_url=job["base"] + "/v1", api_key="test", max_retries=0), "gpt-4o", job)
+
+
+def chat_calls(c, model, job):
+    """Chat Completions tool calls through a Stainless client (openai, groq), plain or streamed."""
     tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["schema"], "strict": job.get("strict", False)}} for t in job["tools"]]
-    kw = dict(model="gpt-4o", messages=[{"role": "user", "content": "use the tools"}], tools=tools)
+    kw = dict(model=model, messages=[{"role": "user", "content": "use the tools"}], tools=tools)
     if not job["stream"]:
         m = c.chat.completions.create(**kw).choices[0].message
         return {"calls": [[tc.function.name, json.loads(tc.function.arguments)] for tc in m.tool_calls or []]}
@@ -19,7 +23,8 @@ def openai_chat(job):
         for ch in chunk.choices:
             for tc in ch.delta.tool_calls or []:
                 n, a = calls.get(tc.index, ("", ""))
-                calls[tc.index] = (n + (tc.function.name or ""), a + (tc.function.arguments or ""))
+                f = tc.function
+                calls[tc.index] = (n + ((f.name if f else None) or ""), a + ((f.arguments if f else None) or ""))
     return {"calls": [[n, json.loads(a)] for _, (n, a) in sorted(calls.items())]}
 
 
@@ -138,19 +143,7 @@ def mistral_chat(job):
 def groq_chat(job):
     """groq (Stainless, OpenAI's shape under /openai/v1)."""
     from groq import Groq
-    c = Groq(base_url=job["base"], api_key="test", max_retries=0)
-    tools = [{"type": "function", "function": {"name": t["name"], "description": t["description"], "parameters": t["schema"], "strict": job.get("strict", False)}} for t in job["tools"]]
-    kw = dict(model="openai/gpt-oss-120b", messages=[{"role": "user", "content": "use the tools"}], tools=tools)
-    if not job["stream"]:
-        m = c.chat.completions.create(**kw).choices[0].message
-        return {"calls": [[tc.function.name, json.loads(tc.function.arguments)] for tc in m.tool_calls or []]}
-    calls = {}
-    for chunk in c.chat.completions.create(**kw, stream=True):
-        for ch in chunk.choices:
-            for tc in ch.delta.tool_calls or []:
-                n, a = calls.get(tc.index, ("", ""))
-                calls[tc.index] = (n + (tc.function.name or "" if tc.function else ""), a + (tc.function.arguments or "" if tc.function else ""))
-    return {"calls": [[n, json.loads(a)] for _, (n, a) in sorted(calls.items())]}
+    return chat_calls(Groq(base_url=job["base"], api_key="test", max_retries=0), "openai/gpt-oss-120b", job)
 
 
 def refused(job):
