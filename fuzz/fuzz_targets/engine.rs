@@ -29,6 +29,7 @@ fn ungated() -> &'static [Profile] {
                 defaults: p.defaults,
                 modes: None,
                 json_fields: None,
+                outputs: None,
                 plans: Default::default(),
             })
             .collect()
