@@ -4,7 +4,8 @@
 //!
 //! `toolfit-extproc --config FILE --listen ADDR --metrics-listen ADDR [--max-streams N]
 //! [--message-timeout-ms N]`. FILE is the Wasm plugin's configuration (the same JSON); an unknown key
-//! or bad value stops the start with the key named.
+//! or bad value stops the start with the key named. `--listen unix:PATH` serves on a Unix domain socket
+//! (a processor beside Envoy in the same pod: Envoy's cluster names it as a `pipe` address).
 
 use envoy_types::pb::envoy::service::ext_proc::v3::external_processor_server::{ExternalProcessor, ExternalProcessorServer};
 use envoy_types::pb::envoy::service::ext_proc::v3::{ProcessingRequest, ProcessingResponse};
@@ -19,10 +20,26 @@ use tonic::{Request, Response, Status, Streaming};
 use toolfit_extproc::extmcp::ExtMcpServer;
 use toolfit_extproc::session::{Session, Shared};
 
+/// Where the gRPC service listens.
+enum Listen {
+    Tcp(SocketAddr),
+    /// A Unix domain socket at this path (`unix:PATH`).
+    Unix(std::path::PathBuf),
+}
+
+impl std::fmt::Display for Listen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Listen::Tcp(a) => write!(f, "{a}"),
+            Listen::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
 /// What the command line says.
 struct Args {
     config: String,
-    listen: SocketAddr,
+    listen: Listen,
     metrics_listen: SocketAddr,
     /// Streams processed at once; past it a new stream is refused (`RESOURCE_EXHAUSTED`), which Envoy's
     /// `failure_mode_allow: true` turns into the request going on unchanged.
@@ -32,7 +49,7 @@ struct Args {
     message_timeout: Duration,
 }
 
-const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR --metrics-listen ADDR [--max-streams N] [--message-timeout-ms N]";
+const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--max-streams N] [--message-timeout-ms N]";
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
@@ -46,7 +63,13 @@ fn parse_args() -> Result<Args, String> {
         let addr = |v: &str| v.parse::<SocketAddr>().map_err(|e| format!("{flag} {v}: {e}"));
         match flag.as_str() {
             "--config" => config = Some(value),
-            "--listen" => listen = Some(addr(&value)?),
+            "--listen" => {
+                listen = Some(match value.strip_prefix("unix:") {
+                    Some("") => return Err(format!("--listen {value}: the socket's path is empty")),
+                    Some(path) => Listen::Unix(path.into()),
+                    None => Listen::Tcp(addr(&value)?),
+                })
+            }
             "--metrics-listen" => metrics_listen = Some(addr(&value)?),
             "--max-streams" => max_streams = value.parse().map_err(|e| format!("--max-streams {value}: {e}"))?,
             "--message-timeout-ms" => timeout_ms = value.parse().map_err(|e| format!("--message-timeout-ms {value}: {e}"))?,
@@ -256,7 +279,11 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
     // agentgateway's MCP hook on the same listener (its backend calls it by service name)
     let extmcp = ExtMcpServer::new(shared.clone());
     let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone(), refused };
-    let grpc = tokio::net::TcpListener::bind(args.listen).await?;
+    // bound before readiness is said, so a probe that passes means Envoy can connect
+    let incoming = match &args.listen {
+        Listen::Tcp(a) => Incoming::Tcp(tokio::net::TcpListener::bind(a).await?),
+        Listen::Unix(p) => Incoming::Unix(bind_unix(p)?),
+    };
     ready.store(true, Ordering::SeqCst);
     let stop = {
         let ready = ready.clone();
@@ -267,20 +294,40 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
             log::info!("toolfit-extproc: stopping, draining open streams");
         }
     };
-    tonic::transport::Server::builder()
+    let router = tonic::transport::Server::builder()
         // HTTP/2 flow-control windows that take a typical request body (hundreds of KB) in one go: with
         // h2's 64 KiB default, Envoy would wait for window updates several times per body
         .initial_stream_window_size(Some(4 << 20))
         .initial_connection_window_size(Some(16 << 20))
         .max_frame_size(Some(1 << 20))
         .add_service(ExternalProcessorServer::new(processor).max_decoding_message_size(max_message).max_encoding_message_size(max_message))
-        .add_service(extmcp)
+        .add_service(extmcp);
+    match incoming {
         // no Nagle on the stream to Envoy: each answer is a small frame Envoy waits for, and a delayed
         // ACK would hold it about 40 ms
-        .serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(grpc).with_nodelay(Some(true)), stop)
-        .await?;
+        Incoming::Tcp(l) => router.serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true)), stop).await?,
+        Incoming::Unix(l) => router.serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(l), stop).await?,
+    }
     log::info!("toolfit-extproc: stopped ({} streams open at the end)", active.load(Ordering::SeqCst));
     Ok(())
+}
+
+/// A bound gRPC listener.
+enum Incoming {
+    Tcp(tokio::net::TcpListener),
+    Unix(tokio::net::UnixListener),
+}
+
+/// Binds a Unix domain socket at `path`, replacing a socket left there by a processor that stopped (a
+/// restarted container keeps its emptyDir); anything else at the path is an error, never removed.
+fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener, Box<dyn std::error::Error>> {
+    use std::os::unix::fs::FileTypeExt;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
+        Ok(_) => return Err(format!("--listen unix:{}: something other than a socket is there", path.display()).into()),
+        Err(_) => {}
+    }
+    Ok(tokio::net::UnixListener::bind(path)?)
 }
 
 async fn shutdown_signal() {

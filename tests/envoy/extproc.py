@@ -169,6 +169,41 @@ def too_slow(rec, up_port):
         p.stop()
 
 
+def unix_socket(rec, up_port):
+    """--listen unix:PATH: Envoy reaches the processor over a Unix domain socket (a `pipe` cluster), as a
+    processor beside Envoy in one pod does; a stale socket left at the path is replaced, anything else
+    there is refused, never removed."""
+    import socket as so, tempfile
+    d = tempfile.mkdtemp(prefix="toolfit-uds-")
+    path = os.path.join(d, "extproc.sock")
+    stale = so.socket(so.AF_UNIX, so.SOCK_STREAM)
+    stale.bind(path)  # what a processor that died leaves behind
+    stale.close()
+    p = Processor({"profile": "llama-cpp", "framing": "exact"}, unix=path)
+    check("--listen unix:PATH: the processor starts on a path a stale socket held", p.ready, p.logs()[-500:])
+    body = chat_body(NEEDS_FIX)
+    e = Envoy(up_port, path)
+    try:
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("over the Unix socket: a chat request is rewritten as the engine says", status == 200 and last(rec).get("body") == cli(body, "openai-chat") != body,
+              f"status {status} {e.logs()[-300:]}")
+    finally:
+        e.stop()
+        p.stop()
+    # control: Envoy pointed at a socket no processor serves sends the request on unchanged
+    e = Envoy(up_port, os.path.join(d, "nobody.sock"))
+    try:
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("control: with no processor on the socket the request goes on unchanged (failure_mode_allow)", status == 200 and last(rec).get("body") == body, f"status {status}")
+    finally:
+        e.stop()
+    kept = os.path.join(d, "notes.txt")
+    open(kept, "w").write("not a socket")
+    p = Processor({"profile": "llama-cpp"}, unix=kept)
+    check("--listen unix:PATH on a file that is not a socket: refused, naming it, the file kept",
+          not p.ready and p.proc.wait(10) != 0 and "other than a socket" in p.logs() and open(kept).read() == "not a socket", p.logs()[-300:])
+
+
 def bad_config():
     p = Processor({"profile": "llama-cpp", "max_body_bytez": 5})
     check("an unknown configuration key refuses to start, naming it", not p.ready and p.proc.wait(10) == 2 and "max_body_bytez" in p.logs(), p.logs()[-500:])
@@ -186,6 +221,7 @@ def main():
         delivery(mode, rec, up_port)
     under_load()
     too_slow(rec, up_port)
+    unix_socket(rec, up_port)
     bad_config()
 
 

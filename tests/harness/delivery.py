@@ -27,15 +27,17 @@ EXTPROC_OFF = """                  envoy.filters.http.ext_proc:
 
 
 class Processor(runner.Process):
-    """toolfit-extproc on loopback ports, `config` written as its --config file."""
+    """toolfit-extproc on loopback ports (or its gRPC service on the Unix socket `unix`), `config` written
+    as its --config file."""
 
-    def __init__(self, config, flags=(), ports=None):
+    def __init__(self, config, flags=(), ports=None, unix=None):
         self.port, self.metrics_port = ports or (free_port(), free_port())
         self.dir = tempfile.mkdtemp(prefix="toolfit-extproc-")
         self.cfg = os.path.join(self.dir, "config.json")
         open(self.cfg, "w").write(json.dumps(config))
         self.log = open(os.path.join(self.dir, "extproc.log"), "w+")
-        self.proc = subprocess.Popen([EXTPROC, "--config", self.cfg, "--listen", f"127.0.0.1:{self.port}",
+        listen = f"unix:{unix}" if unix else f"127.0.0.1:{self.port}"
+        self.proc = subprocess.Popen([EXTPROC, "--config", self.cfg, "--listen", listen,
                                       "--metrics-listen", f"127.0.0.1:{self.metrics_port}", *flags], stdout=self.log, stderr=subprocess.STDOUT)
         self.ready = self.wait("/readyz")
 
@@ -72,13 +74,18 @@ class Processor(runner.Process):
 
 
 class ExtprocEnvoy(runner.Envoy):
-    """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted."""
+    """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted; a
+    `processor_port` that is a path is the processor's Unix socket (a `pipe` address)."""
 
     def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED"):
         self.port, self.admin = free_port(), free_port()
         text = open(os.path.join(ROOT, "envoy", "extproc.yaml")).read()
         text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
-        text = text.replace("port_value: 8080", f"port_value: {upstream_port}").replace("port_value: 50051", f"port_value: {processor_port}")
+        text = text.replace("port_value: 8080", f"port_value: {upstream_port}")
+        if isinstance(processor_port, str):  # a path resolves by no DNS: the cluster is STATIC
+            text = text.replace("  - name: toolfit_extproc\n    type: STRICT_DNS", "  - name: toolfit_extproc\n    type: STATIC")
+            text = text.replace("{socket_address: {address: 127.0.0.1, port_value: 50051}}", f"{{pipe: {{path: {processor_port}}}}}")
+        text = text.replace("port_value: 50051", f"port_value: {processor_port}")
         text = text.replace("request_body_mode: BUFFERED", f"request_body_mode: {body_mode}")
         if body_mode == "FULL_DUPLEX_STREAMED":
             # Envoy requires it in this mode: a body that ends in trailers ends there
