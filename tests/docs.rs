@@ -74,13 +74,25 @@ fn readme_lists_every_profile_as_the_code_describes_it() {
     let backends: Vec<&str> =
         readme.lines().skip_while(|l| !l.starts_with("| backend | profiles | judged by |")).skip(2).take_while(|l| l.starts_with('|')).collect();
     assert!(backends.len() > 10, "README has no backends table");
-    let named: Vec<&str> = backends.iter().filter_map(|r| r.split('|').nth(2)).flat_map(|c| c.split('`').skip(1).step_by(2)).collect();
-    for p in toolfit::schema::profile::ALL.iter().map(|p| p.name).chain(toolfit::schema::profile::ALIASES.iter().map(|(a, _)| *a)) {
-        assert!(named.contains(&p), "README's backends table never names profile {p}");
-    }
-    for n in &named {
-        assert!(toolfit::schema::profile::Profile::by_name(n).is_some(), "README's backends table names {n}, which is no profile");
-    }
+    assert_eq!(backends_table_problems(&backends), Vec::<String>::new());
+    // control: a row naming what is no profile, and a table that lost a row, are both caught
+    let mut broken: Vec<&str> = backends.iter().copied().filter(|r| !r.contains("`groq`")).collect();
+    broken.push("| Fireworks | `fireworks` | nothing |");
+    let problems = backends_table_problems(&broken);
+    assert!(problems.iter().any(|p| p.contains("fireworks")) && problems.iter().any(|p| p.contains("never names profile groq")), "{problems:?}");
+}
+
+/// What is wrong with the README's backends table rows: a profile or alias its profiles column never
+/// names, or a name there that is no profile.
+fn backends_table_problems(rows: &[&str]) -> Vec<String> {
+    let named: Vec<&str> = rows.iter().filter_map(|r| r.split('|').nth(2)).flat_map(|c| c.split('`').skip(1).step_by(2)).collect();
+    let profiles = toolfit::schema::profile::ALL.iter().map(|p| p.name).chain(toolfit::schema::profile::ALIASES.iter().map(|(a, _)| *a));
+    let missing = profiles.filter(|p| !named.contains(p)).map(|p| format!("README's backends table never names profile {p}"));
+    let unknown = named
+        .iter()
+        .filter(|n| toolfit::schema::profile::Profile::by_name(n).is_none())
+        .map(|n| format!("README's backends table names {n}, which is no profile"));
+    missing.chain(unknown).collect()
 }
 
 /// docs/configuration.md names every key the configuration reader accepts, every format by name with
