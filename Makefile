@@ -108,6 +108,7 @@ test-mcp: build wasm
 # Endpoint Picker (an EPP stand-in, extproc/examples/epp_standin.rs) per gateway's filter chain
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/controlplanes.py
 	cargo build --release --workspace --example epp_standin
 	$$(scripts/venv.sh)/bin/python tests/envoy/placement.py
 

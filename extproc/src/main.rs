@@ -6,6 +6,8 @@
 //! [--message-timeout-ms N]`. FILE is the Wasm plugin's configuration (the same JSON); an unknown key
 //! or bad value stops the start with the key named. `--listen unix:PATH` serves on a Unix domain socket
 //! (a processor beside Envoy in the same pod: Envoy's cluster names it as a `pipe` address).
+//! `--tls-cert FILE --tls-key FILE` serve TLS on a TCP listener, `--client-ca FILE` requires a client
+//! certificate that CA signed (mutual TLS); the files are read again when they change (`tls.rs`).
 
 use envoy_types::pb::envoy::service::ext_proc::v3::external_processor_server::{ExternalProcessor, ExternalProcessorServer};
 use envoy_types::pb::envoy::service::ext_proc::v3::{ProcessingRequest, ProcessingResponse};
@@ -19,6 +21,7 @@ use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 use toolfit_extproc::extmcp::ExtMcpServer;
 use toolfit_extproc::session::{Session, Shared};
+use toolfit_extproc::tls::{Handshakes, Reloading, TlsFiles};
 
 /// Where the gRPC service listens.
 enum Listen {
@@ -47,19 +50,29 @@ struct Args {
     /// Longest a message may take here; past it the stream is closed (unchanged). Envoy's own
     /// `message_timeout` should sit above it.
     message_timeout: Duration,
+    /// TLS on the gRPC listener, mutual with a client CA.
+    tls: Option<TlsFiles>,
 }
 
-const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--max-streams N] [--message-timeout-ms N]";
+const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--tls-cert FILE --tls-key FILE [--client-ca FILE]] [--max-streams N] [--message-timeout-ms N]";
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut config, mut listen, mut metrics_listen) = (None, None, None);
     let (mut max_streams, mut timeout_ms) = (1024usize, 1000u64);
-    while let Some(flag) = it.next() {
-        if flag == "--help" || flag == "-h" {
+    let (mut cert, mut key, mut client_ca) = (None, None, None);
+    while let Some(arg) = it.next() {
+        if arg == "--help" || arg == "-h" {
             return Err(USAGE.to_string());
         }
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
+        // `--flag value` or `--flag=value` (a Deployment's args are often written the second way)
+        let (flag, value) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), v.to_string()),
+            _ => {
+                let value = it.next().ok_or_else(|| format!("{arg} needs a value\n{USAGE}"))?;
+                (arg, value)
+            }
+        };
         let addr = |v: &str| v.parse::<SocketAddr>().map_err(|e| format!("{flag} {v}: {e}"));
         match flag.as_str() {
             "--config" => config = Some(value),
@@ -73,18 +86,34 @@ fn parse_args() -> Result<Args, String> {
             "--metrics-listen" => metrics_listen = Some(addr(&value)?),
             "--max-streams" => max_streams = value.parse().map_err(|e| format!("--max-streams {value}: {e}"))?,
             "--message-timeout-ms" => timeout_ms = value.parse().map_err(|e| format!("--message-timeout-ms {value}: {e}"))?,
+            "--tls-cert" => cert = Some(std::path::PathBuf::from(value)),
+            "--tls-key" => key = Some(std::path::PathBuf::from(value)),
+            "--client-ca" => client_ca = Some(std::path::PathBuf::from(value)),
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
     fn need<T>(v: Option<T>, f: &str) -> Result<T, String> {
         v.ok_or_else(|| format!("{f} is required\n{USAGE}"))
     }
+    let tls = match (cert, key, client_ca) {
+        (None, None, None) => None,
+        (Some(cert), Some(key), client_ca) => Some(TlsFiles { cert, key, client_ca }),
+        (None, _, Some(_)) | (Some(_), None, _) | (None, Some(_), None) => {
+            return Err(format!("--tls-cert and --tls-key go together (and --client-ca needs both)\n{USAGE}"));
+        }
+    };
+    let listen = need(listen, "--listen")?;
+    if let (Some(_), Listen::Unix(p)) = (&tls, &listen) {
+        // a socket in the pod's own emptyDir is reached by nothing outside it: TLS there protects nothing
+        return Err(format!("--listen unix:{}: TLS is for a TCP listener (a Unix socket stays in its pod)", p.display()));
+    }
     Ok(Args {
         config: need(config, "--config")?,
-        listen: need(listen, "--listen")?,
+        listen,
         metrics_listen: need(metrics_listen, "--metrics-listen")?,
         max_streams: max_streams.max(1),
         message_timeout: Duration::from_millis(timeout_ms.max(1)),
+        tls,
     })
 }
 
@@ -256,15 +285,26 @@ fn main() {
 
 async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<(), Box<dyn std::error::Error>> {
     log::info!(
-        "toolfit-extproc {} configured: profile={} routes={} max_body_bytes={} strict={} listen={} metrics={}",
+        "toolfit-extproc {} configured: profile={} routes={} max_body_bytes={} strict={} listen={}{} metrics={}",
         env!("CARGO_PKG_VERSION"),
         config.profile.name,
         config.routes.len(),
         config.max_body_bytes,
         config.strict,
         args.listen,
+        match &args.tls {
+            Some(t) if t.client_ca.is_some() => " (mutual TLS)",
+            Some(_) => " (TLS)",
+            None => "",
+        },
         args.metrics_listen
     );
+    // the certificate files are checked before anything listens: a bad pair refuses the start
+    let tls = match args.tls.clone() {
+        Some(files) => Some(Arc::new(Reloading::load(files).map_err(|e| format!("TLS refused: {e}"))?)),
+        None => None,
+    };
+    let handshakes = Arc::new(Handshakes::default());
     // a message carries a whole buffered body (up to max_body_bytes) and its answer the rewrite, which
     // may be larger; tonic's default 4 MiB would refuse a larger body (and Envoy would fail open
     // without a rewrite). Room for the protobuf framing and a grown rewrite.
@@ -274,15 +314,16 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
     let active = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicU64::new(0));
     let metrics = tokio::net::TcpListener::bind(args.metrics_listen).await?;
-    let gauges = Gauges { ready: ready.clone(), active: active.clone(), refused: refused.clone() };
+    let gauges = Gauges { ready: ready.clone(), active: active.clone(), refused: refused.clone(), tls: tls.clone(), handshakes: handshakes.clone() };
     tokio::spawn(metrics_server(metrics, shared.clone(), gauges));
     // agentgateway's MCP hook on the same listener (its backend calls it by service name)
     let extmcp = ExtMcpServer::new(shared.clone());
     let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone(), refused };
     // bound before readiness is said, so a probe that passes means Envoy can connect
-    let incoming = match &args.listen {
-        Listen::Tcp(a) => Incoming::Tcp(tokio::net::TcpListener::bind(a).await?),
-        Listen::Unix(p) => Incoming::Unix(bind_unix(p)?),
+    let incoming = match (&args.listen, tls) {
+        (Listen::Tcp(a), Some(tls)) => Incoming::Tls(toolfit_extproc::tls::incoming(tokio::net::TcpListener::bind(a).await?, tls, handshakes)),
+        (Listen::Tcp(a), None) => Incoming::Tcp(tokio::net::TcpListener::bind(a).await?),
+        (Listen::Unix(p), _) => Incoming::Unix(bind_unix(p)?),
     };
     ready.store(true, Ordering::SeqCst);
     let stop = {
@@ -307,6 +348,7 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         // ACK would hold it about 40 ms
         Incoming::Tcp(l) => router.serve_with_incoming_shutdown(tonic::transport::server::TcpIncoming::from(l).with_nodelay(Some(true)), stop).await?,
         Incoming::Unix(l) => router.serve_with_incoming_shutdown(tokio_stream::wrappers::UnixListenerStream::new(l), stop).await?,
+        Incoming::Tls(conns) => router.serve_with_incoming_shutdown(conns, stop).await?,
     }
     log::info!("toolfit-extproc: stopped ({} streams open at the end)", active.load(Ordering::SeqCst));
     Ok(())
@@ -316,6 +358,8 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
 enum Incoming {
     Tcp(tokio::net::TcpListener),
     Unix(tokio::net::UnixListener),
+    /// Connections whose TLS handshake completed (tls.rs).
+    Tls(tokio_stream::wrappers::ReceiverStream<Result<toolfit_extproc::tls::TlsConn, std::io::Error>>),
 }
 
 /// Binds a Unix domain socket at `path`, replacing a socket left there by a processor that stopped (a
@@ -356,6 +400,8 @@ struct Gauges {
     ready: Arc<AtomicBool>,
     active: Arc<AtomicUsize>,
     refused: Arc<AtomicU64>,
+    tls: Option<Arc<Reloading>>,
+    handshakes: Arc<Handshakes>,
 }
 
 /// `/metrics` (Prometheus text), `/healthz` (the process runs), `/readyz` (it takes streams).
@@ -385,6 +431,15 @@ async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, 
                             g.active.load(Ordering::Relaxed),
                             g.refused.load(Ordering::Relaxed)
                         ));
+                        if let Some(tls) = &g.tls {
+                            text.push_str(&format!(
+                                "# TYPE toolfit_extproc_tls_handshakes_failed counter\ntoolfit_extproc_tls_handshakes_failed {}\n\
+                                 # TYPE toolfit_extproc_tls_reloads counter\ntoolfit_extproc_tls_reloads{{result=\"ok\"}} {}\ntoolfit_extproc_tls_reloads{{result=\"refused\"}} {}\n",
+                                g.handshakes.failed.load(Ordering::Relaxed),
+                                tls.reloads.load(Ordering::Relaxed),
+                                tls.reload_failures.load(Ordering::Relaxed)
+                            ));
+                        }
                         // the Wasm filter's memory gauge, so the dashboard's memory panel reads both: here the
                         // process's resident memory
                         if let Some(rss) = resident_bytes() {

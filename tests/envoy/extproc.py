@@ -3,7 +3,7 @@
 Envoy 1.40 (envoy/extproc.yaml, ports substituted) in both request body modes (BUFFERED and
 FULL_DUPLEX_STREAMED): a 16 MiB body, 1-byte chunks, a client gone mid-body, a dead processor, streams
 past --max-streams, the processor killed and restarted under load, a message past its timeout, bad
-configurations. e2e.py, responses.py and faults.py run their checks through this delivery too
+configurations, TLS and mutual TLS with a rotated certificate. e2e.py, responses.py and faults.py run their checks through this delivery too
 (delivery.py). Prints one line per check and 'N passed, M failed'."""
 import json, os, re, sys, time
 
@@ -204,6 +204,133 @@ def unix_socket(rec, up_port):
           not p.ready and p.proc.wait(10) != 0 and "other than a socket" in p.logs() and open(kept).read() == "not a socket", p.logs()[-300:])
 
 
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # and an empty SETTINGS frame
+
+
+def handshake(port, ca, sni, pair=None):
+    """A gRPC client's first steps on the TLS listener: the handshake (with `pair` as its certificate),
+    HTTP/2's preface, then a read. Returns ('served', the server certificate's DER) when the server
+    answered with its SETTINGS, else ('refused', why). In TLS 1.3 a server refuses a client certificate
+    after the client's side of the handshake is done, so the refusal arrives at the read."""
+    import socket as so, ssl
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["h2"])
+    if pair:
+        ctx.load_cert_chain(*pair)
+    try:
+        with so.create_connection(("127.0.0.1", port), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=sni) as t:
+            t.sendall(H2_PREFACE)
+            data = t.recv(64)
+            return ("served", t.getpeercert(binary_form=True)) if data[3:4] == b"\x04" else ("refused", f"read {data!r}")
+    except (ssl.SSLError, OSError) as ex:
+        return "refused", str(ex)
+
+
+def tls_listener(rec, up_port):
+    """--tls-cert/--tls-key/--client-ca: the processor reached across the network, as a platform team
+    secures it. Mutual TLS: Envoy with the gateway's client certificate is served (the request rewritten);
+    a client with no certificate, one another CA signed, and Envoy speaking cleartext are refused at the
+    handshake (the requests go on unchanged: failure_mode_allow), each counted. The certificate rotated the
+    way the kubelet updates a mounted Secret (a new directory, the `..data` link swapped) serves the next
+    connection; a rotation whose key does not match keeps the old one, counted."""
+    import ssl, shutil, tempfile
+    from harness.certs import Pki
+    pki = Pki()
+    server_ca, gateway_ca, other_ca = pki.ca("server-ca"), pki.ca("gateway-ca"), pki.ca("other-ca")
+    sni = "toolfit-extproc.toolfit.svc"
+    first, second = pki.leaf("extproc-1", server_ca, dns=[sni]), pki.leaf("extproc-2", server_ca, dns=[sni])
+    envoy_pair, rogue = pki.leaf("gateway", gateway_ca, client=True), pki.leaf("rogue", other_ca, client=True)
+    der = lambda pair: ssl.PEM_cert_to_DER_cert(open(pair[0]).read())
+    mount = tempfile.mkdtemp(prefix="toolfit-secret-")
+
+    def secret(version, cert, key):
+        """The kubelet's atomic update of a Secret volume: the files in a new directory, `..data` swapped to it."""
+        d = os.path.join(mount, f"..{version}")
+        os.mkdir(d)
+        shutil.copy(cert, os.path.join(d, "tls.crt"))
+        shutil.copy(key, os.path.join(d, "tls.key"))
+        os.symlink(f"..{version}", os.path.join(mount, "..data_tmp"))
+        os.replace(os.path.join(mount, "..data_tmp"), os.path.join(mount, "..data"))
+        for f in ("tls.crt", "tls.key"):
+            if not os.path.islink(os.path.join(mount, f)):
+                os.symlink(f"..data/{f}", os.path.join(mount, f))
+
+    secret("v1", *first)
+    crt, key = os.path.join(mount, "tls.crt"), os.path.join(mount, "tls.key")
+    cfg = {"profile": "llama-cpp", "framing": "exact"}
+    p = Processor(cfg, flags=["--tls-cert", crt, "--tls-key", key, "--client-ca", gateway_ca[0]])
+    check("mutual TLS: the processor starts, saying so", p.ready and "(mutual TLS)" in p.logs(), p.logs()[-500:])
+    if not p.ready:
+        return
+    tls = {"ca": server_ca[0], "sni": sni, "cert": envoy_pair[0], "key": envoy_pair[1]}
+    body = chat_body(NEEDS_FIX)
+    want = cli(body, "openai-chat")
+    e = Envoy(up_port, p.port, tls=tls)
+    try:
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("mutual TLS: Envoy with the gateway's client certificate is served, the request rewritten as the engine says",
+              status == 200 and last(rec).get("body") == want != body, f"status {status} {e.logs()[-500:]}")
+        got = {what: handshake(p.port, server_ca[0], sni, pair) for what, pair in [("the gateway's certificate", envoy_pair), ("no certificate", None), ("another CA's certificate", rogue)]}
+        check("control: a client with the gateway's certificate completes the handshake and gets HTTP/2 SETTINGS",
+              got["the gateway's certificate"] == ("served", der(first)), str(got["the gateway's certificate"])[:300])
+        for what in ("no certificate", "another CA's certificate"):
+            check(f"mutual TLS: a client with {what} is refused", got[what][0] == "refused", str(got[what])[:300])
+    finally:
+        e.stop()
+    # Envoy without TLS to the processor: refused at the handshake, the request goes on unchanged
+    e = Envoy(up_port, p.port)
+    try:
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("mutual TLS: Envoy speaking cleartext to it is refused; the request goes on unchanged (failure_mode_allow)",
+              status == 200 and last(rec).get("body") == body, f"status {status}")
+    finally:
+        e.stop()
+    text = p.get("/metrics")[1]
+    failed = re.search(r"^toolfit_extproc_tls_handshakes_failed (\d+)", text, re.M)
+    check("the refused handshakes are counted (toolfit_extproc_tls_handshakes_failed >= 3) and logged",
+          failed and int(failed.group(1)) >= 3 and "TLS handshake with" in p.logs(), text[-600:])
+    # a rotation whose key is not its certificate's: the old pair goes on serving, counted
+    secret("v2", second[0], first[1])
+    time.sleep(1.2)
+    got = handshake(p.port, server_ca[0], sni, envoy_pair)
+    text = p.get("/metrics")[1]
+    check("a rotation whose key does not match: the previous certificate still serves, counted refused",
+          got == ("served", der(first)) and 'toolfit_extproc_tls_reloads{result="refused"} 1' in text, f"{str(got)[:200]} {text[-300:]}")
+    secret("v3", *second)
+    time.sleep(1.2)
+    got = handshake(p.port, server_ca[0], sni, envoy_pair)
+    text = p.get("/metrics")[1]
+    check("the Secret rotated (the ..data link swapped): the next connection gets the new certificate, no restart",
+          got == ("served", der(second)) and 'toolfit_extproc_tls_reloads{result="ok"} 1' in text, f"{str(got)[:200]} {text[-300:]}")
+    e = Envoy(up_port, p.port, tls=tls)
+    try:
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("after the rotation Envoy is served, the request rewritten", status == 200 and last(rec).get("body") == want, f"status {status}")
+    finally:
+        e.stop()
+        p.stop()
+    # TLS without a client CA: any client that trusts the server is served
+    p = Processor(cfg, flags=["--tls-cert", crt, "--tls-key", key])
+    try:
+        got = handshake(p.port, server_ca[0], sni) if p.ready else ("not started", p.logs()[-300:])
+        check("TLS without --client-ca: a client with no certificate is served", got == ("served", der(second)), str(got)[:300])
+        # control: a client that trusts another CA refuses the processor
+        got = handshake(p.port, other_ca[0], sni)
+        check("control: a client trusting another CA refuses the processor's certificate", got[0] == "refused" and "CERTIFICATE_VERIFY_FAILED" in got[1], str(got)[:300])
+    finally:
+        p.stop()
+    # refused starts, naming what is wrong
+    for flags, says, why in [
+        (["--tls-cert", crt], "--tls-key go together", "--tls-cert without --tls-key"),
+        ([f"--tls-cert={crt}", "--client-ca=" + gateway_ca[0]], "--tls-key go together", "--tls-cert=FILE --client-ca=FILE (the = form) without --tls-key"),
+        (["--max-streams=many"], "--max-streams many", "--max-streams=many"),
+        (["--tls-cert", crt, "--tls-key", os.path.join(mount, "nope.key")], "nope.key", "a key file that is not there"),
+        (["--tls-cert", crt, "--tls-key", first[1]], "tls.crt and", "a key that is not the certificate's"),
+    ]:
+        q = Processor(cfg, flags=flags)
+        check(f"{why}: the start is refused, naming it", not q.ready and q.proc.wait(10) != 0 and says in q.logs(), q.logs()[-300:])
+
+
 def bad_config():
     p = Processor({"profile": "llama-cpp", "max_body_bytez": 5})
     check("an unknown configuration key refuses to start, naming it", not p.ready and p.proc.wait(10) == 2 and "max_body_bytez" in p.logs(), p.logs()[-500:])
@@ -222,6 +349,7 @@ def main():
     under_load()
     too_slow(rec, up_port)
     unix_socket(rec, up_port)
+    tls_listener(rec, up_port)
     bad_config()
 
 

@@ -77,7 +77,7 @@ class ExtprocEnvoy(runner.Envoy):
     """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted; a
     `processor_port` that is a path is the processor's Unix socket (a `pipe` address)."""
 
-    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED"):
+    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED", tls=None):
         self.port, self.admin = free_port(), free_port()
         text = open(os.path.join(ROOT, "envoy", "extproc.yaml")).read()
         text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
@@ -86,6 +86,8 @@ class ExtprocEnvoy(runner.Envoy):
             text = text.replace("  - name: toolfit_extproc\n    type: STRICT_DNS", "  - name: toolfit_extproc\n    type: STATIC")
             text = text.replace("{socket_address: {address: 127.0.0.1, port_value: 50051}}", f"{{pipe: {{path: {processor_port}}}}}")
         text = text.replace("port_value: 50051", f"port_value: {processor_port}")
+        if tls:  # {"ca": server CA file, "sni": name, and "cert", "key" for mutual TLS}: Envoy originates TLS to the processor
+            text = text.replace("  - name: toolfit_extproc\n", "  - name: toolfit_extproc\n" + tls_socket(tls), 1)
         text = text.replace("request_body_mode: BUFFERED", f"request_body_mode: {body_mode}")
         if body_mode == "FULL_DUPLEX_STREAMED":
             # Envoy requires it in this mode: a body that ends in trailers ends there
@@ -97,6 +99,24 @@ class ExtprocEnvoy(runner.Envoy):
         if routes:
             text = text.replace("              - name: chat\n", routes.replace(WASM_OFF, EXTPROC_OFF) + "              - name: chat\n", 1)
         self.start("stats_flush_interval: 1s\n" + text)
+
+
+def tls_socket(tls):
+    """The toolfit_extproc cluster's transport socket: TLS to the processor, checking its certificate
+    against `ca` and `sni`, with the client certificate `cert`/`key` where given (mutual TLS)."""
+    pair = (f"\n          tls_certificates: [{{certificate_chain: {{filename: {tls['cert']}}}, private_key: {{filename: {tls['key']}}}}}]"
+            if tls.get("cert") else "")
+    return f"""    transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+        sni: {tls['sni']}
+        common_tls_context:
+          alpn_protocols: [h2]{pair}
+          validation_context:
+            trusted_ca: {{filename: {tls['ca']}}}
+            match_typed_subject_alt_names: [{{san_type: DNS, matcher: {{exact: {tls['sni']}}}}}]
+"""
 
 
 class ExtProc:
