@@ -109,6 +109,7 @@ test-mcp: build wasm
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/controlplanes.py
+	PYTHONPATH=tests:tests/envoy $$(scripts/venv.sh)/bin/python tests/envoy/charts.py
 	cargo build --release --workspace --example epp_standin
 	$$(scripts/venv.sh)/bin/python tests/envoy/placement.py
 

@@ -217,9 +217,8 @@ def reload_under_load():
             "dynamic_resources": {"lds_config": {"path_config_source": {"path": lds, "watched_directory": {"path": d}}, "resource_api_version": "V3"}},
             "static_resources": {"clusters": [{"name": "llama", "type": "STATIC", "connect_timeout": "2s", "load_assignment": {"cluster_name": "llama", "endpoints": [
                 {"lb_endpoints": [{"endpoint": {"address": {"socket_address": {"address": "127.0.0.1", "port_value": up}}}}]}]}}]}}
-    # the stats tags Istio pods get (deploy/stats-bootstrap/bootstrap.yaml), so counters carry route and profile
-    text = open(os.path.join(ROOT, "deploy", "stats-bootstrap", "bootstrap.yaml")).read()
-    boot.update(json.loads(text[text.index("{"):text.rindex("}") + 1]))
+    # the stats tags Istio pods get (deploy/stats-bootstrap/custom_bootstrap.json), so counters carry route and profile
+    boot.update(json.load(open(os.path.join(ROOT, "deploy", "stats-bootstrap", "custom_bootstrap.json"))))
     boot["stats_flush_interval"] = "1s"
     bf = os.path.join(d, "boot.json")
     json.dump(boot, open(bf, "w"))
