@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm lint load fuzz digest mutants test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: build extproc wasm oci lint load fuzz digest mutants test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -17,6 +17,14 @@ extproc:
 wasm:
 	scripts/wasm.sh
 	scripts/wasm.sh --test
+
+# dist/toolfit.wasm as the Wasm OCI image the overlays' url names (target/oci/toolfit, an OCI layout),
+# printing the image digest the WasmPlugin's or EnvoyExtensionPolicy's sha256 must be; with REGISTRY set,
+# pushed there by crane (built from the Go module proxy). tests/envoy/oci.py runs the round trip.
+REGISTRY ?=
+oci: wasm
+	scripts/wasm-image.py dist/toolfit.wasm target/oci/toolfit $$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "toolfit"))')
+	$(if $(REGISTRY),$$(scripts/go-tool.sh github.com/google/go-containerregistry/cmd/crane@v0.22.1) push target/oci/toolfit $(REGISTRY)/toolfit:0.1.0)
 
 # Envoy 1.40 with the filter in front of an echo upstream; LLAMA=local: a real llama-server (built from the
 # llama-cpp-python sdist, cached) with a tiny generated model; LLAMA_URL=http://host:port: your llama-server;
@@ -110,6 +118,7 @@ test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/controlplanes.py
 	PYTHONPATH=tests:tests/envoy $$(scripts/venv.sh)/bin/python tests/envoy/charts.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/oci.py
 	cargo build --release --workspace --example epp_standin
 	$$(scripts/venv.sh)/bin/python tests/envoy/placement.py
 

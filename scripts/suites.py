@@ -52,6 +52,7 @@ def tiers():
             ("deploy", [py, "tests/envoy/deploy.py"]),
             ("control planes", [py, "tests/envoy/controlplanes.py"]),
             ("chart", [py, "tests/envoy/charts.py"]),
+            ("oci", [py, "tests/envoy/oci.py"]),
             ("placement", ["sh", "-c", f"cargo build --release --workspace --example epp_standin && exec {py} tests/envoy/placement.py"]),
             ("fuzz", ["scripts/fuzz.sh", "20"]),
         ],
