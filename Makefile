@@ -117,6 +117,7 @@ test-mcp: build wasm
 test-deploy: build wasm
 	$$(scripts/venv.sh)/bin/python tests/envoy/deploy.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/controlplanes.py
+	$$(scripts/venv.sh)/bin/python tests/envoy/istio.py
 	PYTHONPATH=tests:tests/envoy $$(scripts/venv.sh)/bin/python tests/envoy/charts.py
 	$$(scripts/venv.sh)/bin/python tests/envoy/oci.py
 	cargo build --release --workspace --example epp_standin

@@ -51,6 +51,7 @@ def tiers():
             ("mcp leg", [py, "tests/envoy/mcp_leg.py"]),
             ("deploy", [py, "tests/envoy/deploy.py"]),
             ("control planes", [py, "tests/envoy/controlplanes.py"]),
+            ("istio", [py, "tests/envoy/istio.py"]),
             ("chart", [py, "tests/envoy/charts.py"]),
             ("oci", [py, "tests/envoy/oci.py"]),
             ("placement", ["sh", "-c", f"cargo build --release --workspace --example epp_standin && exec {py} tests/envoy/placement.py"]),
