@@ -202,6 +202,10 @@ impl tokio::io::AsyncWrite for TlsConn {
 /// How long a peer has to finish its handshake; a slower one is dropped.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Handshakes in progress at once; a connection past it is closed at once (counted as failed), so a
+/// flood of half-open connections holds bounded memory. A gateway keeps a few long-lived connections.
+pub const HANDSHAKES_AT_ONCE: usize = 256;
+
 /// Handshakes that failed (no client certificate, one another CA signed, not TLS, too slow).
 #[derive(Default)]
 pub struct Handshakes {
@@ -220,6 +224,7 @@ pub fn incoming(
 ) -> tokio_stream::wrappers::ReceiverStream<Result<TlsConn, std::io::Error>> {
     let (tx, rx) = tokio::sync::mpsc::channel(64);
     let start = Instant::now();
+    let slots = Arc::new(tokio::sync::Semaphore::new(HANDSHAKES_AT_ONCE));
     tokio::spawn(async move {
         loop {
             let (tcp, peer) = match listener.accept().await {
@@ -231,11 +236,16 @@ pub fn incoming(
                     continue;
                 }
             };
+            let Ok(slot) = slots.clone().try_acquire_owned() else {
+                handshakes.fail(start, &format!("{HANDSHAKES_AT_ONCE} TLS handshakes already in progress; {peer} closed"));
+                continue;
+            };
             // no Nagle, as for the cleartext listener (see main.rs)
             let _ = tcp.set_nodelay(true);
             let acceptor = tokio_rustls::TlsAcceptor::from(tls.current());
             let (tx, handshakes) = (tx.clone(), handshakes.clone());
             tokio::spawn(async move {
+                let _slot = slot;
                 match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                     Ok(Ok(stream)) => {
                         let _ = tx.send(Ok(TlsConn(stream))).await;

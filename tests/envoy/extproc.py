@@ -289,6 +289,19 @@ def tls_listener(rec, up_port):
     failed = re.search(r"^toolfit_extproc_tls_handshakes_failed (\d+)", text, re.M)
     check("the refused handshakes are counted (toolfit_extproc_tls_handshakes_failed >= 3) and logged",
           failed and int(failed.group(1)) >= 3 and "TLS handshake with" in p.logs(), text[-600:])
+    # 300 connections that never say hello: 256 wait out their handshake, the rest are closed at once;
+    # once they go, a real client is served again
+    import socket as so
+    before = int(failed.group(1)) if failed else 0
+    idle = [so.create_connection(("127.0.0.1", p.port), timeout=5) for _ in range(300)]
+    time.sleep(0.5)
+    now = re.search(r"^toolfit_extproc_tls_handshakes_failed (\d+)", p.get("/metrics")[1], re.M)
+    for sk in idle:
+        sk.close()
+    time.sleep(0.5)
+    got = handshake(p.port, server_ca[0], sni, envoy_pair)
+    check("300 connections that never send a ClientHello: past 256 handshakes at once the rest are closed, counted; then a client is served",
+          now and int(now.group(1)) - before >= 44 and got[0] == "served", (before, now and now.group(1), got[0]))
     # a rotation whose key is not its certificate's: the old pair goes on serving, counted
     secret("v2", second[0], first[1])
     time.sleep(1.2)
