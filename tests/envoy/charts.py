@@ -36,6 +36,11 @@ def normal(o):
         o["data"]["config.json"] = json.loads(o["data"]["config.json"])
     if o["kind"] == "ConfigMap" and "toolfit-dashboard.json" in o.get("data", {}):
         o["data"]["toolfit-dashboard.json"] = json.loads(o["data"]["toolfit-dashboard.json"])
+    if o["kind"] == "EnvoyFilter":
+        for patch in o["spec"].get("configPatches", []):
+            conf = patch.get("patch", {}).get("value", {}).get("typed_config", {}).get("config", {}).get("configuration", {})
+            if "value" in conf:
+                conf["value"] = json.loads(conf["value"])
     if o["kind"] == "EnvoyProxy" and "bootstrap" in o.get("spec", {}):
         o["spec"]["bootstrap"]["value"] = yaml.safe_load(o["spec"]["bootstrap"]["value"])
     return o
