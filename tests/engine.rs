@@ -328,3 +328,13 @@ fn skipping_gated_passes_changes_nothing() {
         }
     }
 }
+
+/// proptest found it (2026-11-27): `minimum: []` (not a number) was dropped with no record.
+#[test]
+fn a_bound_that_is_not_a_number_is_not_dropped_silently() {
+    let v = serde_json::json!({"type": "integer", "minimum": []});
+    for ctx in [Context::Tool, Context::Output] {
+        let (out, rep) = run(&v, ctx);
+        assert!(out == v || !rep.records.is_empty() || !rep.counters.is_empty(), "{ctx:?}: {out} with no record");
+    }
+}

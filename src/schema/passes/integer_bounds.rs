@@ -79,22 +79,23 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             let in_range = |x: Option<f64>| x.is_none_or(|x| x.abs() <= limit);
             let whole = KEYS.iter().all(|k| node.at(k).is_none_or(|v| v.is_i64() || v.is_u64()));
             let doubled = (node.has("minimum") && node.has("exclusiveMinimum")) || (node.has("maximum") && node.has("exclusiveMaximum"));
-            if whole && !doubled && in_range(lo) && in_range(hi) {
-                return;
-            }
-            for k in KEYS {
-                node.remove(k);
-            }
-            for (k, x) in [("minimum", lo), ("maximum", hi)] {
-                match x {
-                    Some(x) if x.abs() <= limit => {
-                        node.insert(k.into(), Value::from(x as i64));
-                    }
-                    Some(x) => beyond.push((k.to_string(), Value::from(x))),
-                    None => {}
+            // bounds already whole, single and in range stay as written; a bound that was not a number
+            // is still reported below (removed above)
+            if !(whole && !doubled && in_range(lo) && in_range(hi)) {
+                for k in KEYS {
+                    node.remove(k);
                 }
+                for (k, x) in [("minimum", lo), ("maximum", hi)] {
+                    match x {
+                        Some(x) if x.abs() <= limit => {
+                            node.insert(k.into(), Value::from(x as i64));
+                        }
+                        Some(x) => beyond.push((k.to_string(), Value::from(x))),
+                        None => {}
+                    }
+                }
+                cx.record(path, Kind::BoundsNormalized, "integer bounds made whole and inclusive");
             }
-            cx.record(path, Kind::BoundsNormalized, "integer bounds made whole and inclusive");
         }
         for (list, past) in [(&removed, false), (&beyond, true)] {
             if list.is_empty() {
