@@ -23,6 +23,7 @@ import base64, copy, json, os, re, subprocess, sys, tempfile
 
 import yaml
 
+import deploy
 from harness import runner
 from harness.certs import Pki
 from harness.delivery import Processor
@@ -35,11 +36,6 @@ OVERLAYS = ("envoy-gateway", "envoy-gateway-extproc", "envoy-gateway-extproc-mtl
 EG_KINDS = {"GatewayClass", "Gateway", "HTTPRoute", "Service", "EnvoyProxy", "EnvoyExtensionPolicy", "ClientTrafficPolicy",
             "BackendTLSPolicy", "Namespace", "Secret", "ConfigMap"}
 LISTENER = "llm/inference-gateway/http"
-
-
-def render(overlay):
-    p = subprocess.run(["kubectl", "kustomize", os.path.join(ROOT, "deploy", overlay)], capture_output=True, text=True)
-    return [d for d in yaml.safe_load_all(p.stdout) if d] if p.returncode == 0 else None
 
 
 def egctl_input(objs, extra=()):
@@ -151,12 +147,6 @@ def static_bootstrap(got, admin, port, addresses, secrets):
     return {"admin": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": admin}}}, "staticResources": static}
 
 
-class BootstrapEnvoy(runner.Envoy):
-    def __init__(self, cfg, port, admin):
-        self.port, self.admin = port, admin
-        self.start(json.dumps(cfg))
-
-
 def main():
     runner.use_venv_envoy()
     p = subprocess.run([os.path.join(ROOT, "scripts", "go-tool.sh"), EGCTL], capture_output=True, text=True)
@@ -170,7 +160,7 @@ def main():
     body = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", readme, re.S).group(1).encode()
     want = runner.cli(body)
     for overlay in OVERLAYS:
-        objs = render(overlay)
+        objs, _ = deploy.render(overlay)
         check(f"deploy/{overlay} renders", objs is not None)
         if objs is None:
             continue
@@ -220,10 +210,22 @@ def main():
         if f is None:
             continue
         cfg = f["typedConfig"]
-        mode = cfg.get("processingMode", {})
+
+        def as_written(cfg):
+            mode = cfg.get("processingMode", {})
+            return (mode.get("requestBodyMode") == "BUFFERED" and mode.get("responseBodyMode") == "STREAMED" and cfg.get("allowModeOverride") is True
+                    and cfg.get("failureModeAllow") is True and cfg.get("messageTimeout") == spec["messageTimeout"] and cfg.get("requestAttributes") == ["xds.route_name"])
         check(f"deploy/{overlay}: with the policy's settings (request body BUFFERED, response STREAMED, mode override, fail open, {spec['messageTimeout']} timeout, xds.route_name)",
-              mode.get("requestBodyMode") == "BUFFERED" and mode.get("responseBodyMode") == "STREAMED" and cfg.get("allowModeOverride") is True
-              and cfg.get("failureModeAllow") is True and cfg.get("messageTimeout") == spec["messageTimeout"] and cfg.get("requestAttributes") == ["xds.route_name"], cfg)
+              as_written(cfg), cfg)
+        # control: the same policy with a streamed request body and another timeout is not "as written"
+        other = copy.deepcopy(inp)
+        for o in other:
+            if o["kind"] == "EnvoyExtensionPolicy":
+                o["spec"]["extProc"][0]["processingMode"]["request"]["body"] = "Streamed"
+                o["spec"]["extProc"][0]["messageTimeout"] = "5s"
+        _, oxds, _ = translate(egctl, other)
+        of = toolfit_filter(dumps(oxds), policy["metadata"]["name"])[1] if oxds else None
+        check(f"deploy/{overlay}: control: a policy with a streamed body and a 5s timeout fails the settings check", of is not None and not as_written(of["typedConfig"]), of)
         routes = [r for rc in got["routes"] for vh in rc["virtualHosts"] for r in vh["routes"]]
         on = [r["name"] for r in routes if f["name"] in r.get("typedPerFilterConfig", {})]
         check(f"deploy/{overlay}: enabled on every route of the gateway ({len(routes)})", routes and len(on) == len(routes) and (not f.get("disabled") or on), (f.get("disabled"), on))
@@ -264,7 +266,7 @@ def main():
         ips = {s["metadata"]["name"]: s["spec"]["clusterIP"] for s in inp if s["kind"] == "Service"}
         addresses = {ips["llama-server"]: up, ips["toolfit-extproc"]: proc.port}
         port, admin = runner.free_port(), runner.free_port()
-        e = BootstrapEnvoy(static_bootstrap(got, admin, port, addresses, secrets), port, admin)
+        e = deploy.BootstrapEnvoy(static_bootstrap(got, admin, port, addresses, secrets), port, admin)
         try:
             check(f"deploy/{overlay}: Envoy 1.40 runs the listener, routes and clusters Envoy Gateway generated", e.ready and proc.ready, (e.logs()[-1500:], proc.logs()[-300:]))
             if not e.ready:

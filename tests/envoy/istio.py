@@ -117,6 +117,11 @@ def main():
             g, ch = placed(wls or [], tail)
             check(f"deploy/{overlay}: control: its EnvoyFilter with {what} leaves toolfit out of the inbound chains, and the check says so",
                   wls is not None and ch and not g, said if wls is None else [[h['name'] for h in c[2]] for c in ch][:2])
+            if what.startswith("context"):
+                # and the no-outbound check can say no: with the outbound context toolfit is in outbound chains
+                moved = [c for c in http_chains(wls or [], "OUTBOUND") if any(h["name"] == "toolfit" for h in c[2])]
+                check(f"deploy/{overlay}: control: with the outbound context toolfit is in outbound chains, which the no-outbound check refuses", bool(moved),
+                      [c[1] for c in http_chains(wls or [], "OUTBOUND")][:4])
 
 
 if __name__ == "__main__":
