@@ -1,60 +1,126 @@
-// Istio's own configuration generation (istio.io/istio's pilot/pkg/networking/core, pinned in go.mod)
-// for a sidecar in front of one workload, with the Istio objects of a deploy/ overlay: the listeners
-// pilot would push to that sidecar, written as JSON for tests/envoy/istio.py to read.
+// Istio's own configuration generation (istio.io/istio pinned in go.mod): its test discovery server
+// (pilot/test/xds, the one Istio's own xDS tests use) with Istio's config controllers as istiod wires
+// them: the in-memory config store for Istio's objects, the Kubernetes registry (a fake client) for
+// Services, Pods and the Gateway API and InferencePool objects, the Gateway API controller and the
+// WasmPlugin -> TrafficExtension controller. For one proxy it writes what pilot would push to it:
+// listeners, the route configurations they name, clusters and the extension configurations (ECDS)
+// the listeners ask for, as JSON for tests/envoy/istio.py.
 //
-//	ISTIO_CONFIG=objects.yaml OUT=listeners.json NS=llm APP=llama-server PORT=8080 ./istiogen.test
+//	ISTIO_CONFIG=istio.yaml KUBE_OBJECTS=kube.yaml OUT=xds.json PROXY='{"type":"sidecar","namespace":"llm",
+//	  "labels":{"app":"llama-server"},"ip":"10.244.0.7"}' [INFERENCE=<number of InferencePools>] ./istiogen.test -test.run TestXDS
 package istiogen
 
 import (
+	"encoding/json"
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
+	"istio.io/istio/pilot/pkg/features"
 	"istio.io/istio/pilot/pkg/model"
-	"istio.io/istio/pilot/pkg/networking/core"
-	"istio.io/istio/pkg/config/host"
-	"istio.io/istio/pkg/config/labels"
-	"istio.io/istio/pkg/config/protocol"
+	"istio.io/istio/pilot/test/xds"
+	"istio.io/istio/pilot/test/xdstest"
+	"istio.io/istio/pkg/config/constants"
+	"istio.io/istio/pkg/config/schema/gvr"
+	kubelib "istio.io/istio/pkg/kube"
+	"istio.io/istio/pkg/kube/kclient/clienttest"
+	"istio.io/istio/pkg/test"
+	"istio.io/istio/pkg/test/util/retry"
 )
 
-func TestSidecarListeners(t *testing.T) {
+type proxySpec struct {
+	Type      string            `json:"type"` // sidecar | router
+	Namespace string            `json:"namespace"`
+	Labels    map[string]string `json:"labels"`
+	IP        string            `json:"ip"`
+	ID        string            `json:"id"` // pod name.namespace
+}
+
+func marshal[T proto.Message](t *testing.T, items []T) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(items))
+	for _, m := range items {
+		b, err := protojson.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func TestXDS(t *testing.T) {
+	if os.Getenv("INFERENCE") != "" {
+		// what PILOT_ENABLE_GATEWAY_API_INFERENCE_EXTENSION=true does in istiod
+		test.SetForTest(t, &features.EnableGatewayAPIInferenceExtension, true)
+	}
 	cfg, err := os.ReadFile(os.Getenv("ISTIO_CONFIG"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns, app := os.Getenv("NS"), os.Getenv("APP")
-	port, err := strconv.Atoi(os.Getenv("PORT"))
+	kube, err := os.ReadFile(os.Getenv("KUBE_OBJECTS"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	// the workload's Service and its one pod, as the Kubernetes registry would give them
-	svc := &model.Service{
-		Hostname: host.Name(app + "." + ns + ".svc.cluster.local"),
-		Ports:    model.PortList{{Name: "http", Port: port, Protocol: protocol.HTTP}},
-		Attributes: model.ServiceAttributes{Name: app, Namespace: ns, ServiceRegistry: "Kubernetes",
-			LabelSelectors: map[string]string{"app": app}},
-		DefaultAddress: "10.96.0.20",
+	var ps proxySpec
+	if err := json.Unmarshal([]byte(os.Getenv("PROXY")), &ps); err != nil {
+		t.Fatal(err)
 	}
-	pod := &model.ServiceInstance{Service: svc, ServicePort: svc.Ports[0],
-		Endpoint: &model.IstioEndpoint{Addresses: []string{"10.244.0.7"}, EndpointPort: uint32(port), ServicePortName: "http",
-			Labels: labels.Instance{"app": app}, Namespace: ns}}
-	cg := core.NewConfigGenTest(t, core.TestOptions{ConfigString: string(cfg), Services: []*model.Service{svc}, Instances: []*model.ServiceInstance{pod}})
-	p := cg.SetupProxy(&model.Proxy{IPAddresses: []string{"10.244.0.7"}, ConfigNamespace: ns, Labels: map[string]string{"app": app},
-		Metadata: &model.NodeMetadata{IstioVersion: "1.28.0", Labels: map[string]string{"app": app}, Namespace: ns}})
-	out := []byte("[")
-	for i, l := range cg.Listeners(p) {
-		b, err := protojson.Marshal(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, b...)
+	opts := xds.FakeOptions{ConfigString: string(cfg), KubernetesObjectString: string(kube)}
+	if os.Getenv("INFERENCE") != "" {
+		// the InferencePool CRD installed (the fake API server has the Gateway API's by default)
+		opts.KubeClientModifier = func(c kubelib.Client) { clienttest.MakeCRD(t, c, gvr.InferencePool) }
 	}
-	if err := os.WriteFile(os.Getenv("OUT"), append(out, ']'), 0o644); err != nil {
+	s := xds.NewFakeDiscoveryServer(t, opts)
+	if n, _ := strconv.Atoi(os.Getenv("INFERENCE")); n > 0 {
+		// Istio's InferencePool reconciler writes one shadow Service per pool (the routes' destination);
+		// once the registry has them all, push again, as istiod does on a Service event
+		retry.UntilOrFail(t, func() bool {
+			found := 0
+			for _, svc := range s.Env().ServiceDiscovery.Services() {
+				if svc.Attributes.Labels[constants.InternalServiceSemantics] == constants.ServiceSemanticsInferencePool {
+					found++
+				}
+			}
+			return found >= n
+		}, retry.Timeout(20*time.Second), retry.Delay(20*time.Millisecond))
+		s.Discovery.ConfigUpdate(&model.PushRequest{Forced: true, Reason: model.NewReasonStats(model.ServiceUpdate)})
+		s.EnsureSynced(t)
+	}
+	typ := model.SidecarProxy
+	if ps.Type == "router" {
+		typ = model.Router
+	}
+	p := s.SetupProxy(&model.Proxy{ID: ps.ID, Type: typ, IPAddresses: []string{ps.IP}, ConfigNamespace: ps.Namespace, Labels: ps.Labels,
+		Metadata: &model.NodeMetadata{IstioVersion: "1.28.0", Labels: ps.Labels, Namespace: ps.Namespace}})
+	ls := s.Listeners(p)
+	// the extension configurations the HTTP filters ask for by name (a WasmPlugin's or TrafficExtension's module)
+	var names []string
+	for _, l := range ls {
+		for _, fc := range l.GetFilterChains() {
+			if h := xdstest.ExtractHTTPConnectionManager(t, fc); h != nil {
+				for _, hf := range h.GetHttpFilters() {
+					if hf.GetConfigDiscovery() != nil {
+						names = append(names, hf.GetName())
+					}
+				}
+			}
+		}
+	}
+	out := map[string]any{
+		"listeners": marshal(t, ls),
+		"routes":    marshal(t, s.RoutesFromListeners(p, ls)),
+		"clusters":  marshal(t, s.Clusters(p)),
+		"ecds":      marshal(t, s.ConfigGen.BuildExtensionConfiguration(p, s.PushContext(), names, nil)),
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(os.Getenv("OUT"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
