@@ -335,13 +335,17 @@ def gateway_deployment_checks(gen, overlay, objs, ns):
           applied is not None and not no, said if applied is None else found)
 
 
-def static_gateway(xds, port, admin, upstream):
+def static_gateway(xds, port, admin, where):
     """The gateway listener Istio generated, with its route configuration inline, as a static Envoy
-    bootstrap: Istio-only filters swapped for pass-through ones (listed), the module from dist/, every
-    cluster the routes name pointed at `upstream`. Returns (bootstrap, swapped filter names)."""
+    bootstrap: Istio-only filters swapped for pass-through ones, an ECDS filter given its extension
+    configuration with the module from dist/ (what pilot-agent does once it has fetched it), the module
+    path of an EnvoyFilter's toolfit pointed at dist/; every cluster the routes name (and their per-route
+    ext_proc services) kept as Istio made it but with static endpoints at `where(cluster name)` and no
+    Istio transport or upstream filters. Returns (bootstrap, what was swapped)."""
     lst = copy.deepcopy(next(lst for lst, _, _ in hcms(xds, "OUTBOUND")))
     lst["address"] = {"socketAddress": {"address": "127.0.0.1", "portValue": port}}
-    swapped, clusters = [], set()
+    swapped, clusters = set(), set()
+    wasm = os.path.join(ROOT, "dist", "toolfit.wasm")
     for fc in lst["filterChains"]:
         for f in fc["filters"]:
             h = f.get("typedConfig", {})
@@ -351,16 +355,74 @@ def static_gateway(xds, port, admin, upstream):
             h["routeConfig"] = next(copy.deepcopy(r) for r in xds["routes"] if r["name"] == rds["routeConfigName"])
             for r in (r for vh in h["routeConfig"]["virtualHosts"] for r in vh.get("routes", []) if "route" in r):
                 clusters.add(r["route"]["cluster"])
+                for per in r.get("typedPerFilterConfig", {}).values():
+                    grpc = per.get("overrides", {}).get("grpcService", {}).get("envoyGrpc", {})
+                    if grpc.get("clusterName"):
+                        clusters.add(grpc["clusterName"])
+                        # Envoy sends the cluster name as the gRPC :authority unless told another; Istio's
+                        # "outbound|9002||host" is no valid authority, and a Rust (h2) server such as the
+                        # EPP stand-in or toolfit-extproc resets the stream (the Go EPP takes it)
+                        if "|" in grpc["clusterName"] and "authority" not in grpc:
+                            grpc["authority"] = grpc["clusterName"].rsplit("|", 1)[-1]
+                            swapped.add("the EPP ext_proc's gRPC :authority (the Service host, not the cluster name)")
             for i, hf in enumerate(h["httpFilters"]):
                 if hf["name"] in ISTIO_ONLY:
-                    swapped.append(hf["name"])
+                    swapped.add(hf["name"])
                     h["httpFilters"][i] = {"name": hf["name"], "typedConfig": {"@type": "type.googleapis.com/envoy.extensions.filters.http.header_mutation.v3.HeaderMutation", "mutations": {}}}
+                elif "configDiscovery" in hf:
+                    tc = copy.deepcopy(next(e["typedConfig"] for e in xds["ecds"] if e["name"] == hf["name"]))
+                    tc["config"]["vmConfig"]["code"] = {"local": {"filename": wasm}}
+                    h["httpFilters"][i] = {"name": hf["name"], "typedConfig": tc}
+                    swapped.add(f"ECDS {hf['name']} (module from dist/)")
                 elif hf["name"] == "toolfit":
-                    hf["typedConfig"]["config"]["vmConfig"]["code"]["local"]["filename"] = os.path.join(ROOT, "dist", "toolfit.wasm")
-    static = [{"name": c, "type": "STATIC", "connectTimeout": "5s", "loadAssignment": {"clusterName": c, "endpoints": [{"lbEndpoints": [
-        {"endpoint": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": upstream}}}}]}]}} for c in sorted(clusters) if c != "UnknownService"]
+                    hf["typedConfig"]["config"]["vmConfig"]["code"]["local"]["filename"] = wasm
+    static = []
+    for c in [copy.deepcopy(c) for c in xds["clusters"] if c["name"] in clusters]:
+        for k in ("edsClusterConfig", "transportSocketMatches", "transportSocket", "filters"):
+            if c.pop(k, None) is not None and k != "edsClusterConfig":
+                swapped.add(f"cluster {k}")
+        c["type"] = "STATIC"
+        c["loadAssignment"] = {"clusterName": c["name"], "endpoints": [{"lbEndpoints": [
+            {"endpoint": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": where(c["name"])}}}}]}]}
+        static.append(c)
     return {"admin": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": admin}}},
-            "staticResources": {"listeners": [lst], "clusters": static}}, sorted(set(swapped))
+            "staticResources": {"listeners": [lst], "clusters": static}}, sorted(swapped)
+
+
+def readme_body():
+    readme = open(os.path.join(ROOT, "deploy", "README.md")).read()
+    return re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", readme, re.S).group(1).encode()
+
+
+def run_inference_gateway(overlay, xds, objs):
+    """inference-gateway's generated listener in Envoy with the EPP stand-in behind each pool's ext_proc:
+    the EPP reads the body toolfit rewrote, and the pod gets those bytes."""
+    import placement  # the EPP stand-in (extproc/examples/epp_standin.rs)
+    runner.use_venv_envoy()
+    up = runner.free_port()
+    _, rec = runner.echo_upstream.serve(up)
+    epp = placement.Standin(up)
+    port, admin = runner.free_port(), runner.free_port()
+    cfg, swapped = static_gateway(xds, port, admin, lambda name: epp.port if "-epp." in name else up)
+    e = deploy.BootstrapEnvoy(cfg, port, admin)
+    try:
+        check(f"deploy/{overlay}: Envoy 1.40 runs the gateway listener, routes and pool clusters Istio generated, toolfit and the EPP's ext_proc in Istio's order (swapped: {', '.join(swapped)})",
+              e.ready, e.logs()[-1500:])
+        if not e.ready:
+            return
+        body = readme_body()
+        ext = next(o for o in objs if o["kind"] in ("WasmPlugin", "TrafficExtension"))
+        cfg = ext["spec"].get("wasm", ext["spec"])["pluginConfig"]
+        want = runner.cli(body, "auto", cfg["profile"])
+        host = next(h for o in objs if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == "llama" for h in o["spec"]["hostnames"])
+        status, _, _ = e.request("POST", "/v1/chat/completions", body, {"host": host})
+        read = epp.records()
+        check(f"deploy/{overlay}: {host}: the EPP reads the body toolfit rewrote and the pod receives the same bytes",
+              status == 200 and read and read[-1]["body"] == want != body and runner.last(rec).get("body") == want,
+              f"status {status}, EPP read {len(read)} {e.logs()[-600:]}")
+    finally:
+        e.stop()
+        epp.stop()
 
 
 def run_gateway(xds, objs):
@@ -369,15 +431,14 @@ def run_gateway(xds, objs):
     up = runner.free_port()
     _, rec = runner.echo_upstream.serve(up)
     port, admin = runner.free_port(), runner.free_port()
-    cfg, swapped = static_gateway(xds, port, admin, up)
+    cfg, swapped = static_gateway(xds, port, admin, lambda name: up)
     e = deploy.BootstrapEnvoy(cfg, port, admin)
     try:
-        check(f"deploy/gateway: Envoy 1.40 runs the gateway listener and routes Istio generated, with dist/toolfit.wasm (Istio-only filters passed through: {', '.join(swapped) or 'none'})",
+        check(f"deploy/gateway: Envoy 1.40 runs the gateway listener and routes Istio generated, with dist/toolfit.wasm (swapped: {', '.join(swapped) or 'none'})",
               e.ready, e.logs()[-1500:])
         if not e.ready:
             return
-        readme = open(os.path.join(ROOT, "deploy", "README.md")).read()
-        body = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", readme, re.S).group(1).encode()
+        body = readme_body()
         ef = next(o for o in objs if o["kind"] == "EnvoyFilter")
         profiles = {p["match"]["routeConfiguration"]["vhost"]["route"]["name"]: p["patch"]["value"]["metadata"]["filter_metadata"]["toolfit"]["profile"]
                     for p in ef["spec"]["configPatches"] if p["applyTo"] == "HTTP_ROUTE"}
@@ -412,6 +473,8 @@ def main():
             extension_checks(gen, overlay, objs, ptype, ns, labels, xds)
         if overlay == "gateway":
             run_gateway(xds, objs)
+        if overlay.startswith("inference-gateway"):
+            run_inference_gateway(overlay, xds, objs)
         if any(o["kind"] == "Gateway" and o["apiVersion"].startswith("gateway.networking.k8s.io") for o in objs):
             gateway_deployment_checks(gen, overlay, objs, ns)
 

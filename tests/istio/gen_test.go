@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"istio.io/istio/pilot/pkg/config/kube/crd"
 	"istio.io/istio/pilot/pkg/features"
 	"istio.io/istio/pilot/pkg/model"
 	"istio.io/istio/pilot/test/xds"
@@ -69,7 +70,16 @@ func TestXDS(t *testing.T) {
 	if err := json.Unmarshal([]byte(os.Getenv("PROXY")), &ps); err != nil {
 		t.Fatal(err)
 	}
-	opts := xds.FakeOptions{ConfigString: string(cfg), KubernetesObjectString: string(kube)}
+	configs, _, err := crd.ParseInputs(string(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range configs {
+		// what istiod's Kubernetes config store sets: short hosts (a VirtualService's "llama-server")
+		// resolve to <name>.<namespace>.svc.cluster.local
+		configs[i].Domain = "cluster.local"
+	}
+	opts := xds.FakeOptions{Configs: configs, KubernetesObjectString: string(kube)}
 	if os.Getenv("INFERENCE") != "" {
 		// the InferencePool CRD installed (the fake API server has the Gateway API's by default)
 		opts.KubeClientModifier = func(c kubelib.Client) { clienttest.MakeCRD(t, c, gvr.InferencePool) }
