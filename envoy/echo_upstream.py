@@ -62,10 +62,10 @@ class Recorder(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = handle_any
 
 
-def serve(port, strict_cl=False, digest_only=False):
+def serve(port, strict_cl=False, digest_only=False, host="127.0.0.1"):
     """Starts a recorder in a thread; returns (server, records list)."""
     cls = type("R", (Recorder,), {"records": [], "strict_cl": strict_cl, "digest_only": digest_only})
-    srv = ThreadingHTTPServer(("127.0.0.1", port), cls)
+    srv = ThreadingHTTPServer((host, port), cls)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, cls.records

@@ -31,7 +31,11 @@ Checked, per overlay:
 - Run in Envoy: deploy/gateway's generated gateway listener with its route configuration, Istio-only
   filters (listed) swapped for pass-through ones and the clusters pointed at a local upstream, in Envoy
   1.40 with dist/toolfit.wasm: the README's request reaches each host's upstream rewritten by the
-  profile its HTTP_ROUTE patch names.
+  profile its HTTP_ROUTE patch names. inference-gateway's (and -traffic-extension's) listener, routes
+  and pool clusters with the real Endpoint Picker (epp.py) started from the overlay's llama-epp
+  Deployment and two pods: the EPP schedules the request from toolfit's rewrite and the pod it names,
+  alone, receives it (as JSON: the EPP re-encodes). Control: without the overlay's EPP DestinationRules
+  the gateway speaks cleartext to the EPP's TLS port and the EPP schedules nothing.
 
 Prints one line per check and 'N passed, M failed'."""
 import copy, hashlib, json, os, re, subprocess, tempfile
@@ -340,8 +344,9 @@ def static_gateway(xds, port, admin, where):
     bootstrap: Istio-only filters swapped for pass-through ones, an ECDS filter given its extension
     configuration with the module from dist/ (what pilot-agent does once it has fetched it), the module
     path of an EnvoyFilter's toolfit pointed at dist/; every cluster the routes name (and their per-route
-    ext_proc services) kept as Istio made it but with static endpoints at `where(cluster name)` and no
-    Istio transport or upstream filters. Returns (bootstrap, what was swapped)."""
+    ext_proc services) kept as Istio made it but with static endpoints `where(cluster name)` (a list of
+    (host, port)), without the mesh's own mTLS and upstream filters (a DestinationRule's TLS stays).
+    Returns (bootstrap, what was swapped)."""
     lst = copy.deepcopy(next(lst for lst, _, _ in hcms(xds, "OUTBOUND")))
     lst["address"] = {"socketAddress": {"address": "127.0.0.1", "portValue": port}}
     swapped, clusters = set(), set()
@@ -359,12 +364,6 @@ def static_gateway(xds, port, admin, where):
                     grpc = per.get("overrides", {}).get("grpcService", {}).get("envoyGrpc", {})
                     if grpc.get("clusterName"):
                         clusters.add(grpc["clusterName"])
-                        # Envoy sends the cluster name as the gRPC :authority unless told another; Istio's
-                        # "outbound|9002||host" is no valid authority, and a Rust (h2) server such as the
-                        # EPP stand-in or toolfit-extproc resets the stream (the Go EPP takes it)
-                        if "|" in grpc["clusterName"] and "authority" not in grpc:
-                            grpc["authority"] = grpc["clusterName"].rsplit("|", 1)[-1]
-                            swapped.add("the EPP ext_proc's gRPC :authority (the Service host, not the cluster name)")
             for i, hf in enumerate(h["httpFilters"]):
                 if hf["name"] in ISTIO_ONLY:
                     swapped.add(hf["name"])
@@ -378,12 +377,15 @@ def static_gateway(xds, port, admin, where):
                     hf["typedConfig"]["config"]["vmConfig"]["code"]["local"]["filename"] = wasm
     static = []
     for c in [copy.deepcopy(c) for c in xds["clusters"] if c["name"] in clusters]:
-        for k in ("edsClusterConfig", "transportSocketMatches", "transportSocket", "filters"):
-            if c.pop(k, None) is not None and k != "edsClusterConfig":
+        c.pop("edsClusterConfig", None)
+        # the mesh's own mTLS (SDS from istio-agent) and upstream metadata exchange are Istio's; a
+        # DestinationRule's TLS (no SDS) stays as generated
+        for k in ("transportSocketMatches", "filters") + (("transportSocket",) if "sdsConfig" in json.dumps(c.get("transportSocket", {})) else ()):
+            if c.pop(k, None) is not None:
                 swapped.add(f"cluster {k}")
         c["type"] = "STATIC"
         c["loadAssignment"] = {"clusterName": c["name"], "endpoints": [{"lbEndpoints": [
-            {"endpoint": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": where(c["name"])}}}}]}]}
+            {"endpoint": {"address": {"socketAddress": {"address": host, "portValue": p}}}} for host, p in where(c["name"])]}]}
         static.append(c)
     return {"admin": {"address": {"socketAddress": {"address": "127.0.0.1", "portValue": admin}}},
             "staticResources": {"listeners": [lst], "clusters": static}}, sorted(swapped)
@@ -394,17 +396,28 @@ def readme_body():
     return re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", readme, re.S).group(1).encode()
 
 
-def run_inference_gateway(overlay, xds, objs):
-    """inference-gateway's generated listener in Envoy with the EPP stand-in behind each pool's ext_proc:
-    the EPP reads the body toolfit rewrote, and the pod gets those bytes."""
-    import placement  # the EPP stand-in (extproc/examples/epp_standin.rs)
+def run_inference_gateway(overlay, xds, objs, control=None):
+    """inference-gateway's generated listener in Envoy with the real EPP (tests/envoy/epp.py) behind the
+    llama pool's ext_proc and two pods: the EPP reads the body toolfit rewrote and names a pod, which
+    gets it. `control`: what Istio generates without the overlay's EPP DestinationRules, run the same
+    way: the gateway speaks cleartext to the EPP's TLS port and the EPP schedules nothing."""
+    import epp as gie
     runner.use_venv_envoy()
-    up = runner.free_port()
-    _, rec = runner.echo_upstream.serve(up)
-    epp = placement.Standin(up)
-    port, admin = runner.free_port(), runner.free_port()
-    cfg, swapped = static_gateway(xds, port, admin, lambda name: epp.port if "-epp." in name else up)
-    e = deploy.BootstrapEnvoy(cfg, port, admin)
+    port = runner.free_port()
+    pods = [("127.0.0.2", port), ("127.0.0.3", port)]
+    recs = {ip: runner.echo_upstream.serve(p, host=ip)[1] for ip, p in pods}
+    picker = gie.Epp(objs, "llama-epp", pods)
+    check(f"deploy/{overlay}: the Endpoint Picker ({gie.PACKAGE}, tests/epp/go.mod) runs from the llama-epp Deployment's args and plugins, "
+          f"its pool and {len(pods)} pods read from a Kubernetes API", picker.ready, (picker.build_error or picker.logs())[-1500:])
+    if not picker.ready:
+        picker.stop()
+        return
+    listen, admin = runner.free_port(), runner.free_port()
+
+    def where(name):
+        return [("127.0.0.1", picker.port)] if "-epp." in name else pods
+    cfg, swapped = static_gateway(xds, listen, admin, where)
+    e = deploy.BootstrapEnvoy(cfg, listen, admin)
     try:
         check(f"deploy/{overlay}: Envoy 1.40 runs the gateway listener, routes and pool clusters Istio generated, toolfit and the EPP's ext_proc in Istio's order (swapped: {', '.join(swapped)})",
               e.ready, e.logs()[-1500:])
@@ -412,17 +425,34 @@ def run_inference_gateway(overlay, xds, objs):
             return
         body = readme_body()
         ext = next(o for o in objs if o["kind"] in ("WasmPlugin", "TrafficExtension"))
-        cfg = ext["spec"].get("wasm", ext["spec"])["pluginConfig"]
-        want = runner.cli(body, "auto", cfg["profile"])
+        want = runner.cli(body, "auto", ext["spec"].get("wasm", ext["spec"])["pluginConfig"]["profile"])
         host = next(h for o in objs if o["kind"] == "HTTPRoute" and o["metadata"]["name"] == "llama" for h in o["spec"]["hostnames"])
+        mark = len(picker.logs())
         status, _, _ = e.request("POST", "/v1/chat/completions", body, {"host": host})
-        read = epp.records()
-        check(f"deploy/{overlay}: {host}: the EPP reads the body toolfit rewrote and the pod receives the same bytes",
-              status == 200 and read and read[-1]["body"] == want != body and runner.last(rec).get("body") == want,
-              f"status {status}, EPP read {len(read)} {e.logs()[-600:]}")
+        # (the EPP's metrics scrapes GET each pod's /metrics; the request is the one POST)
+        got = {ip: posts[-1] for ip, r in recs.items() for posts in [[x for x in r if x["method"] == "POST"]] if posts}
+        said = picker.logs()[mark:]
+        picked = re.findall(r'Request handled.*?"endpoint": "([\d.]+):\d+"', said)
+        check(f"deploy/{overlay}: {host}: the EPP schedules the request (its log: the LLM request assembled from the body, a pod picked)",
+              status == 200 and "LLM request assembled" in said and len(picked) == 1, f"status {status} {said[-800:]} {e.logs()[-1500:]} {picker.logs()[-1500:]}")
+        sent = got[picked[0]].get("body") if picked and list(got) == picked else None
+        # GIE's EPP decodes the body and sends its own encoding on (keys sorted, no spaces): the pod
+        # gets toolfit's rewrite as the same JSON, not the same bytes
+        check(f"deploy/{overlay}: the pod the EPP named ({picked[0] if picked else None}), and only it, receives the JSON toolfit rewrote (re-encoded by the EPP)",
+              sent is not None and json.loads(sent) == json.loads(want) != json.loads(body),
+              f"pods that got it: {sorted(got)} {[(g.get('body') or b'')[:300] for g in got.values()]} want {want[:300]}")
+        if control is not None:
+            e.stop()
+            cfg, _ = static_gateway(control, listen, admin, where)
+            e = deploy.BootstrapEnvoy(cfg, listen, admin)
+            mark = len(picker.logs())
+            status, _, _ = e.request("POST", "/v1/chat/completions", body, {"host": host}) if e.ready else (None, None, None)
+            said = picker.logs()[mark:]
+            check(f"deploy/{overlay}: control: without epp-tls.yaml's DestinationRules Istio's EPP cluster is cleartext, the EPP (TLS) schedules nothing, and the check says so",
+                  e.ready and "Request handled" not in said, f"status {status} {said[-400:]}")
     finally:
         e.stop()
-        epp.stop()
+        picker.stop()
 
 
 def run_gateway(xds, objs):
@@ -431,7 +461,7 @@ def run_gateway(xds, objs):
     up = runner.free_port()
     _, rec = runner.echo_upstream.serve(up)
     port, admin = runner.free_port(), runner.free_port()
-    cfg, swapped = static_gateway(xds, port, admin, lambda name: up)
+    cfg, swapped = static_gateway(xds, port, admin, lambda name: [("127.0.0.1", up)])
     e = deploy.BootstrapEnvoy(cfg, port, admin)
     try:
         check(f"deploy/gateway: Envoy 1.40 runs the gateway listener and routes Istio generated, with dist/toolfit.wasm (swapped: {', '.join(swapped) or 'none'})",
@@ -474,7 +504,10 @@ def main():
         if overlay == "gateway":
             run_gateway(xds, objs)
         if overlay.startswith("inference-gateway"):
-            run_inference_gateway(overlay, xds, objs)
+            control = None
+            if overlay == "inference-gateway":
+                control, said = generate(gen, [o for o in objs if o["kind"] != "DestinationRule"], ptype, ns, labels)
+            run_inference_gateway(overlay, xds, objs, control)
         if any(o["kind"] == "Gateway" and o["apiVersion"].startswith("gateway.networking.k8s.io") for o in objs):
             gateway_deployment_checks(gen, overlay, objs, ns)
 
