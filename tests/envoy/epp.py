@@ -9,28 +9,17 @@ that one serves exactly what a cluster would show it.
     epp = Epp(objs, "llama-epp", pods=[("127.0.0.2", port), ...])
     epp.port, epp.ready, epp.logs()
 """
-import copy, hashlib, os, socket, subprocess, tempfile, time
+import copy, os, socket, subprocess, tempfile, time
 
-from harness import runner
+from harness import gotools, runner
 from harness.kubeapi import KubeApi
-from harness.paths import ROOT
 
-GO = os.path.expanduser("~/.cache/toolfit/go")
-SRC = os.path.join(ROOT, "tests", "epp")
 PACKAGE = "sigs.k8s.io/gateway-api-inference-extension/cmd/epp"
 
 
 def binary():
     """The EPP built from the pinned module (cached by go.mod and go.sum), or None and why."""
-    key = hashlib.sha256(b"".join(open(os.path.join(SRC, f), "rb").read() for f in ("go.mod", "go.sum"))).hexdigest()[:16]
-    out = os.path.join(GO, "bin", f"epp-{key}")
-    if not os.path.exists(out):
-        env = dict(os.environ, GOMODCACHE=os.path.join(GO, "mod"), GOCACHE=os.path.join(GO, "build"), GOTOOLCHAIN="local", GOFLAGS="-mod=mod -buildvcs=false")
-        p = subprocess.run(["go", "build", "-o", out + ".tmp", PACKAGE], cwd=SRC, env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            return None, p.stderr[-800:]
-        os.replace(out + ".tmp", out)
-    return out, ""
+    return gotools.build(os.path.join("tests", "epp"), "epp", [PACKAGE])
 
 
 def accepts(port):

@@ -38,17 +38,15 @@ Checked, per overlay:
   the gateway speaks cleartext to the EPP's TLS port and the EPP schedules nothing.
 
 Prints one line per check and 'N passed, M failed'."""
-import copy, hashlib, json, os, re, subprocess, tempfile
+import copy, json, os, re, subprocess, tempfile
 
 import yaml
 
 import deploy
-from harness import runner
+from harness import gotools, runner
 from harness.paths import ROOT
 from harness.verdict import check, summary
 
-GO = os.path.expanduser("~/.cache/toolfit/go")
-SRC = os.path.join(ROOT, "tests", "istio")
 GW_LABEL = "gateway.networking.k8s.io/gateway-name"
 # overlay -> (proxy type, namespace, the proxy's pod labels)
 CASES = {
@@ -69,16 +67,7 @@ EXT_PROC = "envoy.filters.http.ext_proc"
 
 
 def generator():
-    files = ["go.mod", "go.sum"] + sorted(f for f in os.listdir(SRC) if f.endswith(".go"))
-    key = hashlib.sha256(b"".join(open(os.path.join(SRC, f), "rb").read() for f in files)).hexdigest()[:16]
-    out = os.path.join(GO, "bin", f"istiogen-{key}.test")
-    if not os.path.exists(out):
-        env = dict(os.environ, GOMODCACHE=os.path.join(GO, "mod"), GOCACHE=os.path.join(GO, "build"), GOTOOLCHAIN="local", GOFLAGS="-mod=mod -buildvcs=false")
-        p = subprocess.run(["go", "test", "-c", "-o", out + ".tmp", "."], cwd=SRC, env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            return None, p.stderr[-800:]
-        os.replace(out + ".tmp", out)
-    return out, ""
+    return gotools.build(os.path.join("tests", "istio"), "istiogen", test=True)
 
 
 def ready_pod(name, ns, labels, ip, containers):
@@ -278,8 +267,8 @@ def extension_checks(gen, overlay, objs, ptype, ns, labels, xds):
 
 
 def istio_src():
-    version = next(line.split()[1] for line in open(os.path.join(SRC, "go.mod")) if line.strip().startswith("istio.io/istio "))
-    return os.path.join(GO, "mod", "istio.io", f"istio@{version}")
+    version = next(line.split()[1] for line in open(os.path.join(ROOT, "tests", "istio", "go.mod")) if line.strip().startswith("istio.io/istio "))
+    return gotools.module_dir("istio.io/istio", version)
 
 
 def rendered_gateway(gen, objs, ns):

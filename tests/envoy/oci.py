@@ -16,14 +16,13 @@ import hashlib, io, json, os, shutil, subprocess, sys, tarfile, tempfile, time
 import yaml
 
 import deploy
-from harness import runner
+from harness import gotools, runner
 from harness.paths import ROOT
 from harness.verdict import check, summary
 
 REGISTRY = "github.com/distribution/distribution/v3/cmd/registry@v3.1.2"
 CRANE = "github.com/google/go-containerregistry/cmd/crane@v0.22.1"
 WASM = os.path.join(ROOT, "dist", "toolfit.wasm")
-GO = os.path.expanduser("~/.cache/toolfit/go")
 
 
 def tool(spec):
@@ -33,16 +32,7 @@ def tool(spec):
 
 def wasmfetch():
     """tests/oci/wasmfetch built once per source (its go.mod pins istio.io/istio)."""
-    src = os.path.join(ROOT, "tests", "oci", "wasmfetch")
-    key = hashlib.sha256(b"".join(open(os.path.join(src, f), "rb").read() for f in ("go.mod", "go.sum", "main.go"))).hexdigest()[:16]
-    out = os.path.join(GO, "bin", f"wasmfetch-{key}")
-    if not os.path.exists(out):
-        env = dict(os.environ, GOMODCACHE=os.path.join(GO, "mod"), GOCACHE=os.path.join(GO, "build"), GOTOOLCHAIN="local", GOFLAGS="-mod=mod -buildvcs=false")
-        p = subprocess.run(["go", "build", "-o", out + ".tmp", "."], cwd=src, env=env, capture_output=True, text=True)
-        if p.returncode != 0:
-            return None, p.stderr[-800:]
-        os.replace(out + ".tmp", out)
-    return out, ""
+    return gotools.build(os.path.join("tests", "oci", "wasmfetch"), "wasmfetch")
 
 
 def main():

@@ -13,11 +13,12 @@ Kubernetes API server would take them with strict field validation (`kubectl app
     schemas()                   -> {(apiVersion, kind): (openAPIV3Schema, "module@version path")}
     problems(schema, obj)       -> (list of "path: message", CEL rules run, CEL rules not run)
 """
-import copy, glob, json, os, subprocess
+import copy, glob, os
 
 import yaml
 
-GO = os.path.expanduser(os.environ.get("TOOLFIT_GO", "~/.cache/toolfit/go"))
+from harness.gotools import module_dir
+
 # (module, version, CRD files in it): what the control planes install
 SOURCES = [
     # Envoy Gateway's chart: its own CRDs and the Gateway API CRDs it installs (v1.6, experimental channel)
@@ -25,16 +26,6 @@ SOURCES = [
     ("sigs.k8s.io/gateway-api-inference-extension", "v1.3.0", ["config/crd/bases/inference.networking.k8s.io_inferencepools.yaml"]),
     ("istio.io/api", "v1.32.0", ["kubernetes/customresourcedefinitions.gen.yaml"]),
 ]
-
-
-def module_dir(module, version):
-    """The module's directory in the cache, downloaded from the Go module proxy when missing."""
-    env = dict(os.environ, GOMODCACHE=os.path.join(GO, "mod"), GOTOOLCHAIN="local", GOFLAGS="-mod=mod")
-    p = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"], capture_output=True, text=True, env=env, cwd=os.path.expanduser("~"))
-    info = json.loads(p.stdout or "{}")
-    if p.returncode != 0 or "Dir" not in info:
-        raise RuntimeError(f"go mod download {module}@{version}: {info.get('Error') or p.stderr[-300:]}")
-    return info["Dir"]
 
 
 def schemas():
