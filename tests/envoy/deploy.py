@@ -200,34 +200,52 @@ def mcp_overlay(name, objs, context, routes, host, route):
     Envoy before an MCP server (tests/envoy/mcp_catalog_server.py): a client naming itself Codex gets the
     list rewritten for OpenAI and a tagged session id; the server never sees the tag."""
     ef = next(x for x in objs if x["kind"] == "EnvoyFilter")
-    server_port = runner.free_port()
-    catalog = os.path.join(ROOT, "tests", "corpus", "servers", "desktop-commander.json")  # two of its tools change for OpenAI
-    log = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
-    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "envoy", "mcp_catalog_server.py"), str(server_port), catalog, log], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    catalog = MCP_CATALOG
+    server, server_port, log = mcp_server(catalog)
     ports = (runner.free_port(), runner.free_port(), server_port)
     cfg = assemble_and_validate(name, ef, objs, context, ports, routes, "")
     e = BootstrapEnvoy(cfg, ports[0], ports[1])
     try:
         time.sleep(0.5)
         check(f"{name} EnvoyFilter: Envoy runs it with dist/toolfit.wasm", e.ready, e.logs()[-1500:])
-        head = {"accept": "application/json, text/event-stream", **host}
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}}}
-        _, _, h = e.request("POST", "/mcp", json.dumps(init).encode(), head)
-        sid = h.get("mcp-session-id", "")
-        _, body, _ = e.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode(), {**head, "mcp-session-id": sid})
-        tools = json.load(open(catalog))["tools"]
-        want = json.loads(runner.cli(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}).encode(), "mcp", "openai"))["result"]["tools"]
-        got = json.loads(body)["result"]["tools"]
-        seen = [json.loads(line).get("session") for line in open(log) if line.strip()]
-        check(f"{name}: tools/list rewritten for the client's profile (codex-mcp-client: openai), its session tagged, the server never sees the tag",
-              [t["inputSchema"] for t in got] == [t["inputSchema"] for t in want] and got != tools and sid.endswith(".tf.openai.codex-mcp-client")
-              and seen and not any(x and ".tf." in x for x in seen), (sid, seen))
-        time.sleep(1.2)
-        check(f"{name}: toolfit_mcp_tools_listed labelled by route, profile and MCP client (the bootstrap's stats tags)",
-              re.search(r'^toolfit_mcp_tools_listed\{route="' + route + r'",profile="openai",mcp_client="codex-mcp-client"\} ' + str(len(tools)) + "$", e.prom(), re.M), "")
+        mcp_session(name, e, catalog, log, host, route)
     finally:
         e.stop()
         server.terminate()
+
+
+def mcp_server(catalog):
+    """tests/envoy/mcp_catalog_server.py serving `catalog` on a free port: (process, port, its log of sessions)."""
+    port = runner.free_port()
+    log = tempfile.NamedTemporaryFile(suffix=".jsonl", delete=False).name
+    server = subprocess.Popen([sys.executable, os.path.join(ROOT, "tests", "envoy", "mcp_catalog_server.py"), str(port), catalog, log], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return server, port, log
+
+
+MCP_CATALOG = os.path.join(ROOT, "tests", "corpus", "servers", "desktop-commander.json")  # two of its tools change for OpenAI
+
+
+def mcp_session(name, e, catalog, log, host, route):
+    """Through Envoy `e` to the catalog server: a client naming itself Codex gets the list rewritten for
+    OpenAI and a tagged session id, the server never sees the tag, and the counter carries its labels."""
+    head = {"accept": "application/json, text/event-stream", **host}
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "codex-mcp-client", "version": "0.169.0"}}}
+    _, _, h = e.request("POST", "/mcp", json.dumps(init).encode(), head)
+    sid = h.get("mcp-session-id", "")
+    _, body, _ = e.request("POST", "/mcp", json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).encode(), {**head, "mcp-session-id": sid})
+    tools = json.load(open(catalog))["tools"]
+    want = json.loads(runner.cli(json.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools}}).encode(), "mcp", "openai"))["result"]["tools"]
+    try:
+        got = json.loads(body)["result"]["tools"]
+    except (ValueError, KeyError, TypeError):
+        got = None
+    seen = [json.loads(line).get("session") for line in open(log) if line.strip()]
+    check(f"{name}: tools/list rewritten for the client's profile (codex-mcp-client: openai), its session tagged, the server never sees the tag",
+          got is not None and [t["inputSchema"] for t in got] == [t["inputSchema"] for t in want] and got != tools and sid.endswith(".tf.openai.codex-mcp-client")
+          and seen and not any(x and ".tf." in x for x in seen), (sid, seen, body[:300]))
+    time.sleep(1.2)
+    check(f"{name}: toolfit_mcp_tools_listed labelled by route, profile and MCP client (the bootstrap's stats tags)",
+          re.search(r'^toolfit_mcp_tools_listed\{route="' + route + r'",profile="openai",mcp_client="codex-mcp-client"\} ' + str(len(tools)) + "$", e.prom(), re.M), "")
 
 
 def pods_of(objs):

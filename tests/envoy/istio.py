@@ -38,7 +38,7 @@ Checked, per overlay:
   the gateway speaks cleartext to the EPP's TLS port and the EPP schedules nothing.
 
 Prints one line per check and 'N passed, M failed'."""
-import copy, json, os, re, subprocess, tempfile
+import copy, json, os, re, subprocess, tempfile, time
 
 import yaml
 
@@ -328,25 +328,39 @@ def gateway_deployment_checks(gen, overlay, objs, ns):
           applied is not None and not no, said if applied is None else found)
 
 
-def static_gateway(xds, port, admin, where):
-    """The gateway listener Istio generated, with its route configuration inline, as a static Envoy
-    bootstrap: Istio-only filters swapped for pass-through ones, an ECDS filter given its extension
-    configuration with the module from dist/ (what pilot-agent does once it has fetched it), the module
-    path of an EnvoyFilter's toolfit pointed at dist/; every cluster the routes name (and their per-route
-    ext_proc services) kept as Istio made it but with static endpoints `where(cluster name)` (a list of
-    (host, port)), without the mesh's own mTLS and upstream filters (a DestinationRule's TLS stays).
-    Returns (bootstrap, what was swapped)."""
-    lst = copy.deepcopy(next(lst for lst, _, _ in hcms(xds, "OUTBOUND")))
-    lst["address"] = {"socketAddress": {"address": "127.0.0.1", "portValue": port}}
+def static_listener(xds, port, admin, where, inbound_port=None):
+    """A listener Istio generated, with its route configuration inline, as a static Envoy bootstrap on
+    `port`: the gateway's listener, or with `inbound_port` the sidecar's inbound listener cut to that
+    port's cleartext filter chain (matched on `port` here: no iptables redirect, so no original
+    destination either). Istio-only filters swapped for pass-through ones or left out, an ECDS filter
+    given its extension configuration with the module from dist/ (what pilot-agent does once it has
+    fetched it), the module path of an EnvoyFilter's toolfit pointed at dist/; every cluster the routes
+    name (and their per-route ext_proc services) kept as Istio made it but with static endpoints
+    `where(cluster name)` (a list of (host, port)), without the mesh's own mTLS and upstream filters (a
+    DestinationRule's TLS stays). Returns (bootstrap, what was swapped)."""
     swapped, clusters = set(), set()
+    if inbound_port is None:
+        lst = copy.deepcopy(next(lst for lst, _, _ in hcms(xds, "OUTBOUND")))
+    else:
+        lst = copy.deepcopy(next(lst for lst in xds["listeners"] if lst["name"] == "virtualInbound"))
+        lst["filterChains"] = [fc for fc in lst["filterChains"] if fc.get("filterChainMatch", {}).get("destinationPort") == inbound_port
+                               and fc["filterChainMatch"].get("transportProtocol") == "raw_buffer"]
+        for fc in lst["filterChains"]:
+            fc["filterChainMatch"]["destinationPort"] = port
+        swapped |= {f"listener filter {f['name']}" for f in lst.get("listenerFilters", []) if f["name"].endswith("original_dst")}
+        lst["listenerFilters"] = [f for f in lst.get("listenerFilters", []) if not f["name"].endswith("original_dst")]
+    lst["address"] = {"socketAddress": {"address": "127.0.0.1", "portValue": port}}
     wasm = os.path.join(ROOT, "dist", "toolfit.wasm")
     for fc in lst["filterChains"]:
+        swapped |= {f"network filter {f['name']}" for f in fc["filters"] if f["name"] in ISTIO_ONLY}
+        fc["filters"] = [f for f in fc["filters"] if f["name"] not in ISTIO_ONLY]
         for f in fc["filters"]:
             h = f.get("typedConfig", {})
             if "httpFilters" not in h:
                 continue
-            rds = h.pop("rds")
-            h["routeConfig"] = next(copy.deepcopy(r) for r in xds["routes"] if r["name"] == rds["routeConfigName"])
+            if "rds" in h:
+                rds = h.pop("rds")
+                h["routeConfig"] = next(copy.deepcopy(r) for r in xds["routes"] if r["name"] == rds["routeConfigName"])
             for r in (r for vh in h["routeConfig"]["virtualHosts"] for r in vh.get("routes", []) if "route" in r):
                 clusters.add(r["route"]["cluster"])
                 for per in r.get("typedPerFilterConfig", {}).values():
@@ -373,6 +387,8 @@ def static_gateway(xds, port, admin, where):
             if c.pop(k, None) is not None:
                 swapped.add(f"cluster {k}")
         c["type"] = "STATIC"
+        if c.get("lbPolicy") == "CLUSTER_PROVIDED" and "loadBalancingPolicy" not in c:
+            c.pop("lbPolicy")  # an inbound cluster's original destination, here a static one
         c["loadAssignment"] = {"clusterName": c["name"], "endpoints": [{"lbEndpoints": [
             {"endpoint": {"address": {"socketAddress": {"address": host, "portValue": p}}}} for host, p in where(c["name"])]}]}
         static.append(c)
@@ -405,7 +421,7 @@ def run_inference_gateway(overlay, xds, objs, control=None):
 
     def where(name):
         return [("127.0.0.1", picker.port)] if "-epp." in name else pods
-    cfg, swapped = static_gateway(xds, listen, admin, where)
+    cfg, swapped = static_listener(xds, listen, admin, where)
     e = deploy.BootstrapEnvoy(cfg, listen, admin)
     try:
         check(f"deploy/{overlay}: Envoy 1.40 runs the gateway listener, routes and pool clusters Istio generated, toolfit and the EPP's ext_proc in Istio's order (swapped: {', '.join(swapped)})",
@@ -432,7 +448,7 @@ def run_inference_gateway(overlay, xds, objs, control=None):
               f"pods that got it: {sorted(got)} {[(g.get('body') or b'')[:300] for g in got.values()]} want {want[:300]}")
         if control is not None:
             e.stop()
-            cfg, _ = static_gateway(control, listen, admin, where)
+            cfg, _ = static_listener(control, listen, admin, where)
             e = deploy.BootstrapEnvoy(cfg, listen, admin)
             mark = len(picker.logs())
             status, _, _ = e.request("POST", "/v1/chat/completions", body, {"host": host}) if e.ready else (None, None, None)
@@ -444,13 +460,76 @@ def run_inference_gateway(overlay, xds, objs, control=None):
         picker.stop()
 
 
+def run_sidecar(overlay, xds, objs, labels):
+    """The sidecar's inbound listener Istio generated for the workload's port, in Envoy with toolfit:
+    the README's request reaches the model server as toolfit's engine makes it (deploy/envoyfilter,
+    deploy/wasmplugin), or an MCP client's tools/list is rewritten for it (deploy/mcp)."""
+    runner.use_venv_envoy()
+    app_port = next(int(fc["filterChainMatch"]["destinationPort"]) for lst in xds["listeners"] if lst["name"] == "virtualInbound"
+                    for fc in lst["filterChains"] if "destinationPort" in fc.get("filterChainMatch", {}) and fc["filterChainMatch"]["destinationPort"] != 15006)
+    listen, admin = runner.free_port(), runner.free_port()
+    mcp = overlay == "mcp"
+    if mcp:
+        server, up, log = deploy.mcp_server(deploy.MCP_CATALOG)
+    else:
+        up = runner.free_port()
+        _, rec = runner.echo_upstream.serve(up)
+    cfg, swapped = static_listener(xds, listen, admin, lambda name: [("127.0.0.1", up)], inbound_port=app_port)
+    deploy.deep_merge(cfg, deploy.bootstrap_override(objs))
+    e = deploy.BootstrapEnvoy(cfg, listen, admin)
+    try:
+        time.sleep(0.5 if mcp else 0)
+        check(f"deploy/{overlay}: Envoy 1.40 runs the inbound listener Istio generated for {labels}'s port {app_port}, with dist/toolfit.wasm (swapped: {', '.join(swapped)})",
+              e.ready, e.logs()[-1500:])
+        if not e.ready:
+            return
+        if mcp:
+            deploy.mcp_session(f"deploy/{overlay} through Istio's generated inbound listener", e, deploy.MCP_CATALOG, log, {}, "default")
+            return
+        body = readme_body()
+        ext = next((o for o in objs if o["kind"] in ("WasmPlugin", "EnvoyFilter")), None)
+        conf = ext["spec"]["pluginConfig"] if ext["kind"] == "WasmPlugin" else json.loads(next(
+            p["patch"]["value"]["typed_config"]["config"]["configuration"]["value"] for p in ext["spec"]["configPatches"] if p["patch"].get("value", {}).get("name") == "toolfit"))
+        want = runner.cli(body, "auto", conf["profile"])
+        status, _, _ = e.request("POST", "/v1/chat/completions", body, {})
+        got = runner.last(rec)
+        check(f"deploy/{overlay}: the README's request reaches the model server as the {conf['profile']} profile makes it ({conf.get('framing', 'exact')} framing)",
+              status == 200 and got.get("body") == want != body and got.get("framing") == ("chunked" if conf.get("framing") == "chunked" else "content-length"),
+              f"status {status} framing {got.get('framing')} {e.logs()[-600:]}")
+    finally:
+        e.stop()
+        if mcp:
+            server.terminate()
+
+
+def run_mcp_ingress(xds, objs):
+    """deploy/mcp-ingress's generated gateway listener and route in Envoy (with the stats bootstrap the
+    gateway pod is given) before an MCP server: tools/list rewritten per MCP client."""
+    runner.use_venv_envoy()
+    server, port, log = deploy.mcp_server(deploy.MCP_CATALOG)
+    listen, admin = runner.free_port(), runner.free_port()
+    cfg, swapped = static_listener(xds, listen, admin, lambda name: [("127.0.0.1", port)])
+    deploy.deep_merge(cfg, deploy.bootstrap_override(objs))
+    e = deploy.BootstrapEnvoy(cfg, listen, admin)
+    try:
+        time.sleep(0.5)
+        check(f"deploy/mcp-ingress: Envoy 1.40 runs the gateway listener and route Istio generated, with dist/toolfit.wasm and the stats bootstrap (swapped: {', '.join(swapped)})",
+              e.ready, e.logs()[-1500:])
+        if e.ready:
+            vs = next(o for o in objs if o["kind"] == "VirtualService")
+            deploy.mcp_session("deploy/mcp-ingress through Istio's generated listener", e, deploy.MCP_CATALOG, log, {"host": vs["spec"]["hosts"][0]}, vs["spec"]["http"][0]["name"])
+    finally:
+        e.stop()
+        server.terminate()
+
+
 def run_gateway(xds, objs):
     """deploy/gateway's generated listener in Envoy: each host's request rewritten by its route's profile."""
     runner.use_venv_envoy()
     up = runner.free_port()
     _, rec = runner.echo_upstream.serve(up)
     port, admin = runner.free_port(), runner.free_port()
-    cfg, swapped = static_gateway(xds, port, admin, lambda name: [("127.0.0.1", up)])
+    cfg, swapped = static_listener(xds, port, admin, lambda name: [("127.0.0.1", up)])
     e = deploy.BootstrapEnvoy(cfg, port, admin)
     try:
         check(f"deploy/gateway: Envoy 1.40 runs the gateway listener and routes Istio generated, with dist/toolfit.wasm (swapped: {', '.join(swapped) or 'none'})",
@@ -492,6 +571,10 @@ def main():
             extension_checks(gen, overlay, objs, ptype, ns, labels, xds)
         if overlay == "gateway":
             run_gateway(xds, objs)
+        if overlay == "mcp-ingress":
+            run_mcp_ingress(xds, objs)
+        if ptype == "sidecar":
+            run_sidecar(overlay, xds, objs, labels)
         if overlay.startswith("inference-gateway"):
             control = None
             if overlay == "inference-gateway":
