@@ -19,12 +19,17 @@ wasm:
 	scripts/wasm.sh --test
 
 # dist/toolfit.wasm as the Wasm OCI image the overlays' url names (target/oci/toolfit, an OCI layout),
-# printing the image digest the WasmPlugin's or EnvoyExtensionPolicy's sha256 must be; with REGISTRY set,
-# pushed there by crane (built from the Go module proxy). tests/envoy/oci.py runs the round trip.
+# printing the image digest the WasmPlugin's or EnvoyExtensionPolicy's sha256 must be, and
+# toolfit-extproc's container image (target/oci/toolfit-extproc: no Docker, no base image); with REGISTRY
+# set, both pushed there by crane (built from the Go module proxy). tests/envoy/oci.py runs the round trips.
 REGISTRY ?=
-oci: wasm
-	scripts/wasm-image.py dist/toolfit.wasm target/oci/toolfit $$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "toolfit"))')
-	$(if $(REGISTRY),$$(scripts/go-tool.sh github.com/google/go-containerregistry/cmd/crane@v0.22.1) push target/oci/toolfit $(REGISTRY)/toolfit:0.1.0)
+VERSION = $$(cargo metadata --no-deps --format-version 1 | python3 -c 'import json,sys; print(next(p["version"] for p in json.load(sys.stdin)["packages"] if p["name"] == "toolfit"))')
+CRANE = $$(scripts/go-tool.sh github.com/google/go-containerregistry/cmd/crane@v0.22.1)
+oci: wasm extproc
+	scripts/wasm-image.py dist/toolfit.wasm target/oci/toolfit $(VERSION)
+	scripts/extproc-image.py target/release/toolfit-extproc target/oci/toolfit-extproc $(VERSION)
+	$(if $(REGISTRY),$(CRANE) push target/oci/toolfit $(REGISTRY)/toolfit:$(VERSION))
+	$(if $(REGISTRY),$(CRANE) push target/oci/toolfit-extproc $(REGISTRY)/toolfit-extproc:$(VERSION))
 
 # Envoy 1.40 with the filter in front of an echo upstream; LLAMA=local: a real llama-server (built from the
 # llama-cpp-python sdist, cached) with a tiny generated model; LLAMA_URL=http://host:port: your llama-server;

@@ -11,12 +11,13 @@ github.com/distribution/distribution/v3's registry, go-containerregistry's crane
   once said to pin) is refused, as Istio refuses it, and so is a module that is not Wasm.
 
 Prints one line per check and 'N passed, M failed'."""
-import hashlib, io, json, os, shutil, subprocess, sys, tarfile, tempfile, time
+import hashlib, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
 
 import yaml
 
 import deploy
 from harness import gotools, runner
+from harness.delivery import EXTPROC, ExtprocEnvoy
 from harness.paths import ROOT
 from harness.verdict import check, summary
 
@@ -33,6 +34,72 @@ def tool(spec):
 def wasmfetch():
     """tests/oci/wasmfetch built once per source (its go.mod pins istio.io/istio)."""
     return gotools.build(os.path.join("tests", "oci", "wasmfetch"), "wasmfetch")
+
+
+def extproc_image(crane, port, d):
+    """toolfit-extproc's image from scripts/extproc-image.py (no Docker, no base image): pushed, pulled
+    back, and its filesystem run as the image says (its entrypoint, as user 65532, in a chroot of the
+    exported filesystem: nothing of this machine's but the kernel) behind Envoy: the README's request is
+    rewritten. Control: the same filesystem without the C library it was built against does not start."""
+    layout = os.path.join(d, "extproc")
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "extproc-image.py"), EXTPROC, layout, "0.1.0"], capture_output=True, text=True)
+    image = dict(line.split(None, 1) for line in p.stdout.splitlines() if line.strip()).get("image", "")
+    check("scripts/extproc-image.py writes toolfit-extproc's image (the binary, the libraries ldd names, a passwd) as an OCI layout", p.returncode == 0 and image.startswith("sha256:"), p.stdout + p.stderr[-500:])
+    ref = f"127.0.0.1:{port}/toolfit-extproc:0.1.0"
+    p = subprocess.run([crane, "push", "--insecure", layout, ref], capture_output=True, text=True)
+    got = subprocess.run([crane, "digest", "--insecure", ref], capture_output=True, text=True).stdout.strip()
+    check(f"crane push {ref}: the registry's digest is the one printed", p.returncode == 0 and got == image, (p.stderr[-300:], got, image))
+    cfg = json.loads(subprocess.run([crane, "config", "--insecure", ref], capture_output=True, text=True).stdout or "{}").get("config", {})
+    check("its configuration: user 65532, the processor as entrypoint, ports 50051 and 9464 (as deploy/Dockerfile.extproc's)",
+          cfg.get("User") == "65532:65532" and cfg.get("Entrypoint") == ["/usr/local/bin/toolfit-extproc"] and set(cfg.get("ExposedPorts", {})) == {"50051/tcp", "9464/tcp"}, cfg)
+    rootfs = os.path.join(d, "rootfs")
+    os.makedirs(rootfs)
+    p = subprocess.run([crane, "export", "--insecure", ref, "-"], capture_output=True)
+    if p.returncode == 0:
+        with tarfile.open(fileobj=io.BytesIO(p.stdout)) as t:
+            t.extractall(rootfs, filter="tar")
+    os.makedirs(os.path.join(rootfs, "etc", "toolfit"), exist_ok=True)
+    json.dump({"profile": "llama-cpp", "framing": "exact"}, open(os.path.join(rootfs, "etc", "toolfit", "config.json"), "w"))
+    os.chmod(os.path.join(rootfs, "etc", "toolfit", "config.json"), 0o644)
+    # root chroots; without root, a user namespace maps this user to root for the chroot
+    jail = ["chroot", "--userspec=65532:65532", rootfs] if os.geteuid() == 0 else ["unshare", "-r", "chroot", rootfs]
+
+    def start():
+        gport, mport = runner.free_port(), runner.free_port()
+        log = open(os.path.join(d, f"extproc-{gport}.log"), "w+")
+        proc = subprocess.Popen(jail + cfg.get("Entrypoint", []) + ["--config", "/etc/toolfit/config.json", "--listen", f"127.0.0.1:{gport}",
+                                                                    "--metrics-listen", f"127.0.0.1:{mport}"], stdout=log, stderr=subprocess.STDOUT)
+        end, ready = time.time() + 15, False
+        while time.time() < end and proc.poll() is None and not ready:
+            ready = subprocess.run(["curl", "-sf", f"http://127.0.0.1:{mport}/readyz"], capture_output=True).returncode == 0
+            time.sleep(0.05)
+        log.seek(0)
+        return proc, gport, ready, log.read()
+    proc, gport, ready, said = start()
+    try:
+        check("the image's filesystem runs the processor by itself (chroot, user 65532): /readyz answers", ready, said[-500:])
+        if ready:
+            up = runner.free_port()
+            _, rec = runner.echo_upstream.serve(up)
+            runner.use_venv_envoy()
+            e = ExtprocEnvoy(up, gport)
+            try:
+                body = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", open(os.path.join(ROOT, "deploy", "README.md")).read(), re.S).group(1).encode()
+                status, _, _ = e.request("POST", "/v1/chat/completions", body)
+                check("Envoy through the image's processor: deploy/README.md's request arrives rewritten as the engine says",
+                      e.ready and status == 200 and runner.last(rec).get("body") == runner.cli(body) != body, e.logs()[-500:])
+            finally:
+                e.stop()
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    # control: the image without its C library does not start (the layer carries what the binary needs)
+    libc = next(os.path.join(dp, f) for dp, _, fs in os.walk(rootfs) for f in fs if f.startswith("libc.so"))
+    os.rename(libc, libc + ".gone")
+    proc, _, ready, said = start()
+    proc.terminate()
+    proc.wait(10)
+    check("control: the same filesystem without its libc.so does not start, and the check says so", not ready, said[-300:])
 
 
 def main():
@@ -110,6 +177,7 @@ def main():
         subprocess.run([crane, "push", "--insecure", os.path.join(d, "bad"), badref], capture_output=True)
         code, got, said = run(f"oci://{badref}", "")
         check("control: an image whose plugin.wasm is not Wasm is refused by Istio's cache", code != 0 and "invalid" in said, (out, said))
+        extproc_image(crane, port, d)
     finally:
         reg.terminate()
         try:
