@@ -396,6 +396,19 @@ def static_listener(xds, port, admin, where, inbound_port=None):
             "staticResources": {"listeners": [lst], "clusters": static}}, sorted(swapped)
 
 
+def envoy_for(xds, where, what, inbound_port=None, bootstrap=None):
+    """Envoy 1.40 running static_listener's bootstrap (with `bootstrap` merged in: what pilot-agent merges
+    from a bootstrap override), checked to start; returns it (stop it when done)."""
+    runner.use_venv_envoy()
+    listen, admin = runner.free_port(), runner.free_port()
+    cfg, swapped = static_listener(xds, listen, admin, where, inbound_port)
+    if bootstrap:
+        deploy.deep_merge(cfg, bootstrap)
+    e = deploy.BootstrapEnvoy(cfg, listen, admin)
+    check(f"{what} (swapped: {', '.join(swapped) or 'none'})", e.ready, e.logs()[-1500:])
+    return e
+
+
 def readme_body():
     readme = open(os.path.join(ROOT, "deploy", "README.md")).read()
     return re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", readme, re.S).group(1).encode()
@@ -407,7 +420,6 @@ def run_inference_gateway(overlay, xds, objs, control=None):
     gets it. `control`: what Istio generates without the overlay's EPP DestinationRules, run the same
     way: the gateway speaks cleartext to the EPP's TLS port and the EPP schedules nothing."""
     import epp as gie
-    runner.use_venv_envoy()
     port = runner.free_port()
     pods = [("127.0.0.2", port), ("127.0.0.3", port)]
     recs = {ip: runner.echo_upstream.serve(p, host=ip)[1] for ip, p in pods}
@@ -417,15 +429,11 @@ def run_inference_gateway(overlay, xds, objs, control=None):
     if not picker.ready:
         picker.stop()
         return
-    listen, admin = runner.free_port(), runner.free_port()
 
     def where(name):
         return [("127.0.0.1", picker.port)] if "-epp." in name else pods
-    cfg, swapped = static_listener(xds, listen, admin, where)
-    e = deploy.BootstrapEnvoy(cfg, listen, admin)
+    e = envoy_for(xds, where, f"deploy/{overlay}: Envoy 1.40 runs the gateway listener, routes and pool clusters Istio generated, toolfit and the EPP's ext_proc in Istio's order")
     try:
-        check(f"deploy/{overlay}: Envoy 1.40 runs the gateway listener, routes and pool clusters Istio generated, toolfit and the EPP's ext_proc in Istio's order (swapped: {', '.join(swapped)})",
-              e.ready, e.logs()[-1500:])
         if not e.ready:
             return
         body = readme_body()
@@ -448,8 +456,7 @@ def run_inference_gateway(overlay, xds, objs, control=None):
               f"pods that got it: {sorted(got)} {[(g.get('body') or b'')[:300] for g in got.values()]} want {want[:300]}")
         if control is not None:
             e.stop()
-            cfg, _ = static_listener(control, listen, admin, where)
-            e = deploy.BootstrapEnvoy(cfg, listen, admin)
+            e = envoy_for(control, where, f"deploy/{overlay}: control: Envoy runs what Istio generates without epp-tls.yaml")
             mark = len(picker.logs())
             status, _, _ = e.request("POST", "/v1/chat/completions", body, {"host": host}) if e.ready else (None, None, None)
             said = picker.logs()[mark:]
@@ -464,23 +471,18 @@ def run_sidecar(overlay, xds, objs, labels):
     """The sidecar's inbound listener Istio generated for the workload's port, in Envoy with toolfit:
     the README's request reaches the model server as toolfit's engine makes it (deploy/envoyfilter,
     deploy/wasmplugin), or an MCP client's tools/list is rewritten for it (deploy/mcp)."""
-    runner.use_venv_envoy()
     app_port = next(int(fc["filterChainMatch"]["destinationPort"]) for lst in xds["listeners"] if lst["name"] == "virtualInbound"
                     for fc in lst["filterChains"] if "destinationPort" in fc.get("filterChainMatch", {}) and fc["filterChainMatch"]["destinationPort"] != 15006)
-    listen, admin = runner.free_port(), runner.free_port()
     mcp = overlay == "mcp"
     if mcp:
         server, up, log = deploy.mcp_server(deploy.MCP_CATALOG)
     else:
         up = runner.free_port()
         _, rec = runner.echo_upstream.serve(up)
-    cfg, swapped = static_listener(xds, listen, admin, lambda name: [("127.0.0.1", up)], inbound_port=app_port)
-    deploy.deep_merge(cfg, deploy.bootstrap_override(objs))
-    e = deploy.BootstrapEnvoy(cfg, listen, admin)
+    e = envoy_for(xds, lambda name: [("127.0.0.1", up)], f"deploy/{overlay}: Envoy 1.40 runs the inbound listener Istio generated for {labels}'s port {app_port}, with dist/toolfit.wasm",
+                  inbound_port=app_port, bootstrap=deploy.bootstrap_override(objs))
     try:
         time.sleep(0.5 if mcp else 0)
-        check(f"deploy/{overlay}: Envoy 1.40 runs the inbound listener Istio generated for {labels}'s port {app_port}, with dist/toolfit.wasm (swapped: {', '.join(swapped)})",
-              e.ready, e.logs()[-1500:])
         if not e.ready:
             return
         if mcp:
@@ -505,16 +507,11 @@ def run_sidecar(overlay, xds, objs, labels):
 def run_mcp_ingress(xds, objs):
     """deploy/mcp-ingress's generated gateway listener and route in Envoy (with the stats bootstrap the
     gateway pod is given) before an MCP server: tools/list rewritten per MCP client."""
-    runner.use_venv_envoy()
     server, port, log = deploy.mcp_server(deploy.MCP_CATALOG)
-    listen, admin = runner.free_port(), runner.free_port()
-    cfg, swapped = static_listener(xds, listen, admin, lambda name: [("127.0.0.1", port)])
-    deploy.deep_merge(cfg, deploy.bootstrap_override(objs))
-    e = deploy.BootstrapEnvoy(cfg, listen, admin)
+    e = envoy_for(xds, lambda name: [("127.0.0.1", port)], "deploy/mcp-ingress: Envoy 1.40 runs the gateway listener and route Istio generated, with dist/toolfit.wasm and the stats bootstrap",
+                  bootstrap=deploy.bootstrap_override(objs))
     try:
         time.sleep(0.5)
-        check(f"deploy/mcp-ingress: Envoy 1.40 runs the gateway listener and route Istio generated, with dist/toolfit.wasm and the stats bootstrap (swapped: {', '.join(swapped)})",
-              e.ready, e.logs()[-1500:])
         if e.ready:
             vs = next(o for o in objs if o["kind"] == "VirtualService")
             deploy.mcp_session("deploy/mcp-ingress through Istio's generated listener", e, deploy.MCP_CATALOG, log, {"host": vs["spec"]["hosts"][0]}, vs["spec"]["http"][0]["name"])
@@ -525,15 +522,10 @@ def run_mcp_ingress(xds, objs):
 
 def run_gateway(xds, objs):
     """deploy/gateway's generated listener in Envoy: each host's request rewritten by its route's profile."""
-    runner.use_venv_envoy()
     up = runner.free_port()
     _, rec = runner.echo_upstream.serve(up)
-    port, admin = runner.free_port(), runner.free_port()
-    cfg, swapped = static_listener(xds, port, admin, lambda name: [("127.0.0.1", up)])
-    e = deploy.BootstrapEnvoy(cfg, port, admin)
+    e = envoy_for(xds, lambda name: [("127.0.0.1", up)], "deploy/gateway: Envoy 1.40 runs the gateway listener and routes Istio generated, with dist/toolfit.wasm")
     try:
-        check(f"deploy/gateway: Envoy 1.40 runs the gateway listener and routes Istio generated, with dist/toolfit.wasm (swapped: {', '.join(swapped) or 'none'})",
-              e.ready, e.logs()[-1500:])
         if not e.ready:
             return
         body = readme_body()
