@@ -11,6 +11,10 @@ version=${spec##*@}
 name=$(basename "$pkg")
 root=${TOOLFIT_GO:-$HOME/.cache/toolfit/go}
 out=$root/bin/$name-$version
+mkdir -p "$root/bin"
+# one build at a time per tool: scripts/go-prefetch.py may be building it already
+exec 9>"$out.lock"
+flock 9
 if [[ ! -x $out ]]; then
   tmp=$(mktemp -d)
   GOTOOLCHAIN=local GOFLAGS=-buildvcs=false GOMODCACHE=$root/mod GOCACHE=$root/build GOBIN=$tmp \

@@ -6,7 +6,7 @@ cache, binaries). scripts/go-tool.sh does the same for a `go install`-able comma
     exe, err = build("tests/istio", "istiogen", test=True)     # a package's test binary
     root = module_dir("istio.io/api", "v1.32.0")               # a module's files
 """
-import glob, hashlib, json, os, subprocess
+import fcntl, glob, hashlib, json, os, subprocess
 
 from harness.paths import ROOT
 
@@ -27,12 +27,17 @@ def build(src, name, packages=(".",), test=False):
     files = ["go.mod", "go.sum"] + sorted(os.path.basename(f) for f in glob.glob(os.path.join(src, "*.go")))
     key = hashlib.sha256(b"".join(open(os.path.join(src, f), "rb").read() for f in files)).hexdigest()[:16]
     out = os.path.join(GO, "bin", f"{name}-{key}" + (".test" if test else ""))
-    if not os.path.exists(out):
-        cmd = ["go", "test", "-c", "-o", out + ".tmp"] if test else ["go", "build", "-o", out + ".tmp"]
-        p = subprocess.run(cmd + list(packages), cwd=src, env=env(), capture_output=True, text=True)
-        if p.returncode != 0:
-            return None, p.stderr[-800:]
-        os.replace(out + ".tmp", out)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    # one build at a time per binary: scripts/go-prefetch.py may be building it already
+    with open(out + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.exists(out):
+            tmp = f"{out}.{os.getpid()}.tmp"
+            cmd = ["go", "test", "-c", "-o", tmp] if test else ["go", "build", "-o", tmp]
+            p = subprocess.run(cmd + list(packages), cwd=src, env=env(), capture_output=True, text=True)
+            if p.returncode != 0:
+                return None, p.stderr[-800:]
+            os.replace(tmp, out)
     return out, ""
 
 
