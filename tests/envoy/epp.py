@@ -9,10 +9,10 @@ that one serves exactly what a cluster would show it.
     epp = Epp(objs, "llama-epp", pods=[("127.0.0.2", port), ...])
     epp.port, epp.ready, epp.logs()
 """
-import copy, os, socket, subprocess, tempfile, time
+import copy, os, re, socket, subprocess, tempfile, time
 
 from harness import gotools, runner
-from harness.kubeapi import KubeApi
+from harness.kubeapi import KubeApi, ready_pod
 
 PACKAGE = "sigs.k8s.io/gateway-api-inference-extension/cmd/epp"
 
@@ -47,9 +47,7 @@ class Epp(runner.Process):
         pool["metadata"]["namespace"] = ns
         pool["spec"]["targetPorts"] = [{"number": pods[0][1]}]
         labels = pool["spec"]["selector"]["matchLabels"]
-        self.pods = [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{pool['metadata']['name']}-{i}", "namespace": ns, "labels": dict(labels)},
-                      "spec": {"containers": [{"name": "model-server", "image": "model-server"}]},
-                      "status": {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}], "conditions": [{"type": "Ready", "status": "True"}]}}
+        self.pods = [ready_pod(f"{pool['metadata']['name']}-{i}", ns, dict(labels), ip, [{"name": "model-server", "image": "model-server"}])
                      for i, (ip, _) in enumerate(pods)]
         self.api = KubeApi([{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}, pool] + self.pods)
         # the plugins file where the Deployment mounts it, read from the ConfigMap behind that volume
@@ -76,7 +74,8 @@ class Epp(runner.Process):
         while time.time() < end and self.proc.poll() is None and not self.ready:
             # the pool's pods in its datastore and its ext_proc port taking connections (the health
             # server says "listening" too, on its own port)
-            self.ready = self.logs().count("Pod added") >= len(self.pods) and accepts(self.port)
+            added = set(re.findall(r'Pod added.*?"name": \{"name":"([^"]+)"', self.logs()))
+            self.ready = added >= {p["metadata"]["name"] for p in self.pods} and accepts(self.port)
             time.sleep(0.1)
 
     def stop(self):

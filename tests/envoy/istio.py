@@ -44,6 +44,7 @@ import yaml
 
 import deploy
 from harness import gotools, runner
+from harness.kubeapi import ready_pod
 from harness.paths import ROOT
 from harness.verdict import check, summary
 
@@ -68,12 +69,6 @@ EXT_PROC = "envoy.filters.http.ext_proc"
 
 def generator():
     return gotools.build(os.path.join("tests", "istio"), "istiogen", test=True)
-
-
-def ready_pod(name, ns, labels, ip, containers):
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"containers": containers},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}], "podIP": ip, "podIPs": [{"ip": ip}]}}
 
 
 def cluster_world(objs, ns, proxy_labels):

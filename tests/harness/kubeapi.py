@@ -28,6 +28,13 @@ KNOWN = {
 CLUSTER_SCOPED = {"Namespace"}
 
 
+def ready_pod(name, ns, labels, ip, containers):
+    """A Pod as the kubelet reports a running, Ready one at `ip`."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns, "labels": labels},
+            "spec": {"containers": containers},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}], "podIP": ip, "podIPs": [{"ip": ip}]}}
+
+
 def group_version(api_version):
     return tuple(api_version.split("/")) if "/" in api_version else ("", api_version)
 
