@@ -47,7 +47,9 @@ for i, line in enumerate(open("tests/corpus/jsts-2020-12.jsonl")):
     open(f"{root}/engine/jsts.{i}.json", "w").write(json.dumps(json.loads(line)["schema"]))
 PY
 rm -rf fuzz/artifacts
-targets=(engine body response extproc)
+# the targets fuzz/Cargo.toml declares (a [[bin]] each), not a list kept by hand: a new target is fuzzed
+mapfile -t targets < <(awk '/^\[\[bin\]\]/{b=1; next} b && /^name *=/{gsub(/[" ]/, "", $0); sub(/^name=/, "", $0); print; b=0}' fuzz/Cargo.toml)
+if [ "${#targets[@]}" -lt 1 ]; then echo "fuzz: no target found in fuzz/Cargo.toml" >&2; exit 1; fi
 # Every target is built first, its exit status checked: fuzz/ is a workspace of its own, so neither
 # cargo test nor clippy compiles it, and a target that no longer builds must fail here, not pass.
 for t in "${targets[@]}"; do

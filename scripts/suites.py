@@ -6,7 +6,10 @@ suite and one total line, `total: N passed, M failed`.
 A suite's count is read from its own closing line (`what: N passed, M failed`; for cargo, the sum of
 its `test result:` lines). A suite fails when it exits non-zero, and also when it exits 0 having said
 nothing: no closing line, or a closing line that counts no check. Either way it adds one failure to the
-total, so a suite that stopped early or ran nothing shows in the total.
+total, so a suite that stopped early or ran nothing shows in the total. A suite also fails when it ran
+fewer checks than its floor (scripts/floors.json: the count it reached when the floor was last raised),
+so checks that vanish (a branch no longer taken, a loop over nothing) show as a failure, not as a
+smaller green number. Raise a floor in the same change that adds checks.
 
     scripts/suites.py test|check        the tier's suites
     scripts/suites.py --list test       their names and commands
@@ -17,6 +20,14 @@ import os, re, subprocess, sys, tempfile, time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CLOSING = re.compile(r"^(?:[\w .:-]*: )?(\d+) passed, (\d+) failed\b")
 CARGO = re.compile(r"^test result: \w+\. (\d+) passed; (\d+) failed;")
+FLOORS = os.path.join(ROOT, "scripts", "floors.json")
+
+
+def floors():
+    """suite name -> the fewest checks it may run."""
+    import json
+    with open(FLOORS) as f:
+        return {k: v for k, v in json.load(f).items() if not k.startswith("_")}
 
 
 def venv_python():
@@ -65,8 +76,16 @@ def tiers():
     }
 
 
-def run(name, cmd, echo=True):
-    """Runs one suite, its output passed through as it comes (with `echo`); returns (passed, failed, verdict)."""
+def run(name, cmd, echo=True, floor=0):
+    """Runs one suite, its output passed through as it comes (with `echo`); returns (passed, failed, verdict).
+    Fewer checks than `floor` is one failure more."""
+    passed, failed, verdict = run_one(name, cmd, echo)
+    if passed + failed < floor:
+        return passed, failed + 1, f"ran {passed + failed} checks, fewer than its floor of {floor} (scripts/floors.json); {verdict}"
+    return passed, failed, verdict
+
+
+def run_one(name, cmd, echo=True):
     if echo:
         print(f"\n=== {name}: {' '.join(cmd)}", flush=True)
     cargo = [0, 0, False]
@@ -122,6 +141,10 @@ def self_test():
         ("print('x: 5 passed, 0 failed'); raise SystemExit(3)", 3, (5, 1)),   # stopped after its line
         ("print('test result: ok. 4 passed; 0 failed; 0 ignored;')\nprint('test result: ok. 0 passed; 0 failed; 0 ignored;')", 0, (4, 0)),
         ("print('test result: ok. 0 passed; 0 failed; 0 ignored;')", 0, (0, 1)),
+        # a suite stopped half-way by an exit or ^C counts a failure, whatever it had passed (verdict.run)
+        ("from harness import verdict\ndef main():\n    verdict.check('a', True)\n    raise SystemExit(0)\nverdict.run('x', main)", 1, (1, 1)),
+        ("from harness import verdict\ndef main():\n    verdict.check('a', True)\n    raise KeyboardInterrupt\nverdict.run('x', main)", 1, (1, 1)),
+        ("from harness import verdict\nverdict.run('x', lambda: verdict.check('a', True))", 0, (1, 0)),
     ]
     results = []
     with tempfile.TemporaryDirectory() as d:
@@ -135,11 +158,47 @@ def self_test():
         ok = status([]) == 1 and status([("a", 3, 0, "ok"), ("b", 0, 1, "ran no check")]) == 1
         results.append(ok)
         print(("ok    " if ok else "FAIL  ") + "a tier with no suite, or with one that ran nothing, fails")
+        f = os.path.join(d, "three.py")
+        open(f, "w").write("print('x: 3 passed, 0 failed')\n")
+        got = [run("floor", [sys.executable, f], echo=False, floor=n)[:2] for n in (4, 3)]
+        ok = got == [(3, 1), (3, 0)]
+        results.append(ok)
+        print(("ok    " if ok else "FAIL  ") + f"a suite under its floor fails, at its floor passes: {got}")
+        have, named = floors(), {n for t in tiers().values() for n, _ in t}
+        ok = named <= set(have) and all(isinstance(v, int) and v > 0 for v in have.values())
+        results.append(ok)
+        print(("ok    " if ok else "FAIL  ") + f"every suite of every tier has a floor (missing: {sorted(named - set(have))})")
     print(f"suite runner: {sum(results)} passed, {len(results) - sum(results)} failed")
     return 0 if all(results) else 1
 
 
+# What a cold cache costs `make test` on 2 cores (minutes, measured 2026-11-28 on a new machine): each
+# part's cache, and what building it adds to the warm run
+COLD = [("server/llama-server-0.3.36", "llama-server 2026-10 built from its sdist", 11),
+        ("server/llama-server-0.3.16", "llama-server 2025-08 built from its sdist", 10),
+        ("judges", "llama.cpp's converters of five releases built as judges", 6),
+        ("venv/bin/envoy", "Envoy and the judges' Python packages", 3),
+        ("clis", "the coding agents' CLIs and their MCP servers", 3),
+        ("go/bin", "the control planes' Go tools (built at nice 19 beside the first suites)", 5),
+        ("vllm", "vLLM's, SGLang's and the hosted APIs' compilers and SDKs", 4)]
+WARM_MINUTES = 27
+
+
+def estimate():
+    """A line saying roughly how long this run will take, from which caches are missing."""
+    home = os.environ.get("TOOLFIT_CACHE", os.path.expanduser("~/.cache/toolfit"))
+    missing = [(what, m) for path, what, m in COLD if not os.path.exists(os.path.join(home, path))]
+    cargo = not os.path.isdir(os.path.expanduser("~/.cargo/registry/cache"))
+    minutes = WARM_MINUTES + sum(m for _, m in missing) + (4 if cargo else 0)
+    if not missing and not cargo:
+        return f"caches warm ({home}): about {WARM_MINUTES} minutes on 2 cores"
+    parts = [w for w, _ in missing] + (["the crates from crates.io"] if cargo else [])
+    return f"cold caches: this run installs and builds {'; '.join(parts)} (cached in {home} for the next run): about {minutes} minutes on 2 cores"
+
+
 def main(argv):
+    # the suites import their shared harness (tests/harness/) from tests/, as the Makefile sets it
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "tests"), os.environ.get("PYTHONPATH", "")) if p)
     if argv[1:] == ["--self-test"]:
         return self_test()
     listing = argv[1:2] == ["--list"]
@@ -153,15 +212,14 @@ def main(argv):
         return 0
     # one run's mark: a suite reading what an earlier suite wrote (the e2e run's metric names) checks it
     os.environ["TOOLFIT_RUN_ID"] = f"{int(time.time())}-{os.getpid()}"
-    # the suites import their shared harness (tests/harness/) from tests/, as the Makefile sets it
-    tests = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH", "")) if p)
     prefetch = None
     if tier == "test":
+        print(estimate(), flush=True)
         # the Go tools of the last suites, built meanwhile on the core the suites leave idle (cold caches)
         log = open(os.path.join(tempfile.gettempdir(), f"toolfit-go-prefetch-{os.getpid()}.log"), "w")
         prefetch = subprocess.Popen(["nice", "-n", "19", venv_python(), os.path.join(ROOT, "scripts", "go-prefetch.py")], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    rows = [(name, *run(name, cmd)) for name, cmd in suites]
+    have = floors()
+    rows = [(name, *run(name, cmd, floor=have.get(name, 1))) for name, cmd in suites]
     if prefetch is not None:
         prefetch.wait()
         print(f"\n=== go prefetch ({log.name})\n" + open(log.name).read().strip(), flush=True)

@@ -1,6 +1,6 @@
 //! Edits to a body: every site's outcome placed by its byte range, and the splice that applies them.
 
-use super::locate::NoDescription;
+use super::locate::Missing;
 use super::raw;
 use super::{names, BodyOutcome, ToolList, Unparsed};
 use crate::schema::{Context, Report};
@@ -35,7 +35,7 @@ impl SiteResult {
 
 /// The edit that gives a function tool an empty description: `null` replaced, or the member inserted
 /// after `name`.
-pub(super) fn describe(text: &str, d: &NoDescription) -> Option<SiteResult> {
+pub(super) fn describe(text: &str, d: &Missing) -> Option<SiteResult> {
     let src = d.anchor.get();
     let at = raw::offset(text, src)?;
     let (at, len, output) = if d.null { (at, src.len(), "\"\"") } else { (at + src.len(), 0, ",\"description\":\"\"") };
@@ -47,6 +47,24 @@ pub(super) fn describe(text: &str, d: &NoDescription) -> Option<SiteResult> {
         detail: "function.description added (empty): llama-server up to 2025-08 answers 500 without it".into(),
     });
     Some(SiteResult::beside(at, len, output, report, ""))
+}
+
+/// A function tool without `parameters`: counted as a tool, and with `add`, given the schema of a
+/// function without arguments (`{"type":"object","properties":{}}`, what the OpenAI API reads a missing
+/// `parameters` as) after its `name`.
+pub(super) fn parameterize(text: &str, d: &Missing, add: bool) -> Option<SiteResult> {
+    let at = raw::offset(text, d.anchor.get())? + d.anchor.get().len();
+    let mut report = Report::default();
+    if add {
+        report.push(crate::schema::Record {
+            tool: d.tool.clone(),
+            path: String::new(),
+            kind: crate::schema::Kind::ParametersAdded,
+            detail: "function.parameters added (no arguments): llama-server up to 2025-08 answers 500 without it".into(),
+        });
+    }
+    let output = add.then(|| String::from(r#","parameters":{"type":"object","properties":{}}"#));
+    Some(SiteResult { at, len: 0, output, report, tool: true, schema: false, unparsed: None, name: d.tool.clone() })
 }
 
 /// The body's outcome from every site's result: one edit per change, one report.

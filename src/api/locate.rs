@@ -69,15 +69,25 @@ pub enum Unset {
     Loose,
 }
 
-/// A function tool with no usable `description`: where one goes, and whose it is.
-pub struct NoDescription<'a> {
-    /// The `description` member's value when it is `null` (replaced), else the `name` value (the
-    /// member is inserted after it).
+/// A function tool without a member some server reads unconditionally (a usable `description`, or
+/// `parameters`): where one goes, and whose it is.
+pub struct Missing<'a> {
+    /// The member's value when it is `null` (replaced), else the `name` value (the member is inserted
+    /// after it).
     pub anchor: Raw<'a>,
     pub null: bool,
     /// Whether the `description` is there but empty (an API that refuses `""`): the member is removed.
     pub empty: bool,
     pub tool: String,
+    pub member: Member,
+}
+
+/// Which member a [`Missing`] is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Member {
+    Description,
+    /// The function's `parameters` (optional in the OpenAI API: a function without arguments).
+    Parameters,
 }
 
 /// A body's top level, scanned once: its members stay unparsed slices.
@@ -133,7 +143,7 @@ pub(super) fn locate_in<'a>(
     top: &Top<'a>,
     lists: &[(&'a str, Vec<raw::RawTool<'a>>)],
     format: Format,
-    undescribed: &mut Vec<NoDescription<'a>>,
+    undescribed: &mut Vec<Missing<'a>>,
 ) -> Option<Vec<Site<'a>>> {
     let mut sites = Vec::new();
     let top = match top {
@@ -167,7 +177,7 @@ pub(super) fn tool_sites<'a>(
     top: &raw::RawObject<'a>,
     lists: &[(&'a str, Vec<raw::RawTool<'a>>)],
     format: Format,
-    undescribed: &mut Vec<NoDescription<'a>>,
+    undescribed: &mut Vec<Missing<'a>>,
     sites: &mut Vec<Site<'a>>,
 ) {
     for read in format::list_reads(format) {
@@ -194,7 +204,7 @@ pub(super) fn tool_sites<'a>(
 
 /// Each tool of a list by each reader, and the tools of a nested list (a namespace) after the tool
 /// that holds it.
-pub(super) fn read_tools<'a>(tools: &[raw::RawTool<'a>], read: &format::ListRead, undescribed: &mut Vec<NoDescription<'a>>, sites: &mut Vec<Site<'a>>) {
+pub(super) fn read_tools<'a>(tools: &[raw::RawTool<'a>], read: &format::ListRead, undescribed: &mut Vec<Missing<'a>>, sites: &mut Vec<Site<'a>>) {
     for t in tools {
         for reader in &read.readers {
             reader(t, sites, undescribed);

@@ -18,9 +18,9 @@ mod strict;
 
 pub use edit::{splice, Edit};
 pub use format::model_in_path;
-pub use locate::{locate, locate_tools, NoDescription, Site, StrictAt, ToolList, Unset};
+pub use locate::{locate, locate_tools, Member, Missing, Site, StrictAt, ToolList, Unset};
 
-use edit::{assemble, describe, SiteResult};
+use edit::{assemble, describe, parameterize, SiteResult};
 use locate::{locate_in, tool_lists, top, Read, Top};
 use members::{cached_members, from_members, remember_members};
 use strict::{strict_tools, StrictPolicy};
@@ -273,11 +273,17 @@ fn rewrite_schemas(
     if let (Some(limits), Some(Top::Object(o))) = (profile.target.strict_tools, parsed.as_ref()) {
         results.extend(strict_tools(text, o, &limits, &results));
     }
-    if profile.target.tool_description && !profile.target.release(opts).is_some_and(|r| r.tool_description_optional()) {
-        results.extend(undescribed.iter().filter(|d| !d.empty).filter_map(|d| describe(text, d)));
+    let release = profile.target.release(opts);
+    let (descriptions, parameters): (Vec<&Missing>, Vec<&Missing>) = undescribed.iter().partition(|d| d.member == Member::Description);
+    if profile.target.tool_description && !release.is_some_and(|r| r.tool_description_optional()) {
+        results.extend(descriptions.iter().filter(|d| !d.empty).filter_map(|d| describe(text, d)));
     }
     // an empty description the format refuses (Bedrock's `NonEmptyString`) goes, whatever the profile
-    results.extend(undescribed.iter().filter(|d| d.empty).filter_map(|d| strict::drop_member(text, "description", d.anchor, &d.tool)));
+    results.extend(descriptions.iter().filter(|d| d.empty).filter_map(|d| strict::drop_member(text, "description", d.anchor, &d.tool)));
+    // a function without `parameters` is a tool too (counted), given an empty object schema where the
+    // server reads the member unconditionally
+    let add = profile.target.tool_parameters && !release.is_some_and(|r| r.tool_parameters_optional());
+    results.extend(parameters.iter().filter_map(|d| parameterize(text, d, add)));
     if let Some(c) = cache {
         remember_members(c, scope, format, text, &members, &results);
     }
@@ -360,9 +366,31 @@ mod tests {
     }
 
     #[test]
+    fn tools_without_parameters_are_tools_and_get_an_empty_object_for_llama_cpp_before_2026_10() {
+        let body = r#"{"tools": [{"type":"function","function":{"name":"a","description":"x"}},
+ {"type":"function","function":{"name":"b","description":"y","parameters":{"type":"object","properties":{}}}}]}"#;
+        let o = run(body, Format::OpenAiChat);
+        let out = String::from_utf8(o.body.clone().unwrap_or_default()).unwrap_or_default();
+        assert_eq!(out, body.replacen(r#""name":"a""#, r#""name":"a","parameters":{"type":"object","properties":{}}"#, 1));
+        assert_eq!((o.report.counters.get(&crate::schema::Kind::ParametersAdded), o.tools), (Some(&1), 2));
+        // through the cache, twice
+        let mut c = cache::SiteCache::new(1 << 20);
+        for _ in 0..2 {
+            let o = rewrite_body_cached(body.as_bytes(), Format::OpenAiChat, &LLAMA_CPP, &Options::default(), Some(&mut c)).unwrap();
+            assert_eq!(o.body.as_deref(), Some(out.as_bytes()));
+            assert_eq!(o.tools, 2);
+        }
+        // 2026-10 reads a missing `parameters` as `{}`: unchanged, and still two tools
+        let new = Options { llama_cpp: crate::schema::LlamaCpp::V2026_10, ..Options::default() };
+        let o = rewrite_body(body.as_bytes(), Format::OpenAiChat, &LLAMA_CPP, &new).unwrap();
+        assert_eq!((o.body.is_none(), o.tools), (true, 2));
+        assert!(rewrite_body(body.as_bytes(), Format::OpenAiChat, &crate::schema::profile::OPENAI, &Options::default()).unwrap().body.is_none());
+    }
+
+    #[test]
     fn tools_without_a_description_get_an_empty_one_for_llama_cpp_before_2026_10() {
         let body = r#"{"tools": [{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},
- {"type":"function","function":{"description":null,"name":"b"}}, {"type":"function","function":{"name":"c","description":"x"}}]}"#;
+ {"type":"function","function":{"description":null,"name":"b","parameters":{"type":"object"}}}, {"type":"function","function":{"name":"c","description":"x","parameters":{"type":"object"}}}]}"#;
         let o = run(body, Format::OpenAiChat);
         let out = String::from_utf8(o.body.clone().unwrap_or_default()).unwrap_or_default();
         let want = body.replacen(r#""name":"a""#, r#""name":"a","description":"""#, 1).replacen(r#""description":null"#, r#""description":"""#, 1);

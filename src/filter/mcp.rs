@@ -736,6 +736,7 @@ pub fn widens(kind: Kind) -> bool {
             | Kind::ObjectOpened
             | Kind::AnnotationMoved
             | Kind::DescriptionAdded
+            | Kind::ParametersAdded
     )
 }
 

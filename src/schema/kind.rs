@@ -155,6 +155,11 @@ kinds! {
     /// `key 'description' not found`; routes whose `llama_cpp_since` is before 2026-10). Changes the body,
     /// not the schema.
     DescriptionAdded = "description_added", lossy = false;
+    /// A function tool without `function.parameters` (a function without arguments, as the OpenAI API
+    /// allows) got `{"type":"object","properties":{}}`, for a server that reads it unconditionally
+    /// (llama-server up to 2025-08 answers 500 `key 'parameters' not found`; routes whose
+    /// `llama_cpp_since` is before 2026-10). Changes the body; means what the missing member meant.
+    ParametersAdded = "parameters_added", lossy = false;
     /// A function name the API refuses (MCP allows `.`, `/` and long names; OpenAI takes
     /// `[a-zA-Z0-9_-]{1,64}`, Gemini a letter or `_` first) was sent under a valid, unique name,
     /// everywhere the request names it (tool choice, earlier calls); the response gets the original

@@ -18,6 +18,9 @@ pub struct Target {
     /// Whether function tools need `function.description` on the releases before
     /// [`LlamaCpp::tool_description_optional`] (llama-server reads it unconditionally there).
     pub tool_description: bool,
+    /// Whether function tools need `function.parameters` on the releases before
+    /// [`LlamaCpp::tool_parameters_optional`] (llama-server reads it unconditionally there).
+    pub tool_parameters: bool,
     /// Whether the backend compiles schemas into a grammar: it then ignores or refuses every keyword
     /// of [`Target::RELATIONAL`], which no grammar can enforce.
     pub grammar: bool,
@@ -702,6 +705,7 @@ impl Target {
     const GRAMMAR: Target = Target {
         typed_any: false,
         tool_description: false,
+        tool_parameters: false,
         grammar: true,
         unenforced: &[],
         formats: Some(&[]),
@@ -740,6 +744,7 @@ impl Target {
     pub const LLAMA_CPP: Target = Target {
         typed_any: true,
         tool_description: true,
+        tool_parameters: true,
         unenforced: &["patternProperties", "propertyNames", "minProperties", "maxProperties", "multipleOf"],
         formats: Some(&["date", "time", "date-time", "uuid", "uuid1", "uuid2", "uuid3", "uuid4", "uuid5"]),
         numbers: Numbers::Integers,
@@ -753,7 +758,8 @@ impl Target {
 
     /// Ollama: `format` is compiled by the llama.cpp converter it vendors (the route's `llama_cpp_since`
     /// names that release); tools are never compiled, only read into fixed fields.
-    pub const OLLAMA: Target = Target { tool_description: false, tool_fields: Some(ToolFields::OLLAMA), namespaces: Namespaces::Read, ..Target::LLAMA_CPP };
+    pub const OLLAMA: Target =
+        Target { tool_description: false, tool_parameters: false, tool_fields: Some(ToolFields::OLLAMA), namespaces: Namespaces::Read, ..Target::LLAMA_CPP };
 
     /// xgrammar as vLLM runs it (`strict_mode`, the formats vLLM's pre-check lets through). It ignores
     /// `allOf` of two or more branches (merged by `all_of`), the relational keywords, and lengths beside
@@ -1028,6 +1034,7 @@ impl Target {
         let Target {
             typed_any,
             tool_description,
+            tool_parameters,
             grammar,
             unenforced,
             formats,
@@ -1062,6 +1069,7 @@ impl Target {
         let set = [
             ("typed_any", typed_any != n.typed_any),
             ("tool_description", tool_description != n.tool_description),
+            ("tool_parameters", tool_parameters != n.tool_parameters),
             ("grammar", grammar != n.grammar),
             ("unenforced", unenforced != n.unenforced),
             ("formats", formats != n.formats),
@@ -1196,6 +1204,12 @@ impl LlamaCpp {
     /// A tool may come without `function.description` (up to 2025-08, llama-server answers 500
     /// `key 'description' not found`).
     pub fn tool_description_optional(self) -> bool {
+        self >= LlamaCpp::V2026_10
+    }
+
+    /// A tool may come without `function.parameters` (up to 2025-08, llama-server answers 500
+    /// `key 'parameters' not found`; 2026-10 reads a missing one as `{}`).
+    pub fn tool_parameters_optional(self) -> bool {
         self >= LlamaCpp::V2026_10
     }
 

@@ -13,7 +13,11 @@ request the backend received and what it answered. Two backends:
   `--context` the tiny model gets the 131,072 tokens Claude Code's first request needs.
   The turn that calls a tool: the prompt carries a mark; on that turn's first request the tap narrows
   the tools to the MCP time tool, requires a call and opens it (`<tool_call>`, as the agents suite
-  does), which is how a tiny random-weight model is made to call; the arguments are the grammar's.
+  does), which is how a tiny random-weight model is made to call; the arguments are the grammar's, with
+  the timezone's text pinned to "UTC" (a made-up one the time server refuses, on whatever CPU samples it).
+  Every call the CLI runs is tapped on its way to the MCP server (mcp_tap.py): its arguments must be valid
+  against the server's own inputSchema and the server must answer with the time; and the schema each
+  request offered must keep every required name and property type of the server's (harness.contract).
 - a double of each hosted API that judges what it receives by that API's rules (the hosted judges'
   worker: the APIs' own SDKs, the documented rules, Python's `re` for OpenAI patterns, the name rules)
   and answers 400 in the API's error shape, or, on the first turn, a call to the MCP time tool under the
@@ -29,12 +33,12 @@ section, and 'N passed, M failed'.
 
     $(scripts/venv.sh)/bin/python tests/envoy/agent_clis.py [--only claude,codex] [--no-llama] [--no-hosted]
 """
-import http.client, json, os, re, shutil, subprocess, sys, tempfile, threading, time, traceback
+import http.client, json, os, re, shutil, subprocess, sys, tempfile, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import llama_server as ls
 import mcp_agents
-from harness import delivery, runner, verdict
+from harness import contract, delivery, excuse, runner, verdict
 from harness.paths import ROOT
 from harness.venv import cache_dir, venv
 
@@ -170,10 +174,23 @@ def lever(fmt, body):
             {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": opener}]}]
     if not tools:
         return orig, False
-    body["tools"] = tools
+    body["tools"] = [pinned(fmt, t) for t in tools]
     body["max_tokens" if fmt != "responses" else "max_output_tokens"] = 256
     body["seed"] = 1
     return body, True
+
+
+def pinned(fmt, tool):
+    """The forced tool with each string property's value pinned to the one a user would give ("UTC": the
+    time server refuses a timezone a random-weight model makes up). The grammar still writes what the
+    schema toolfit sent requires; only the free text is fixed, so the call runs on any machine."""
+    tool = json.loads(json.dumps(tool))
+    schema = tool.get("input_schema") if fmt == "messages" else (tool.get("function") or {}).get("parameters") if fmt == "chat" else tool.get("parameters")
+    for sub in ((schema or {}).get("properties") or {}).values() if isinstance(schema, dict) else ():
+        t = sub.get("type") if isinstance(sub, dict) else None
+        if t == "string" or isinstance(t, list) and "string" in t:
+            sub["enum"] = ["UTC"]
+    return tool
 
 
 class TapHandler(BaseHTTPRequestHandler):
@@ -322,8 +339,10 @@ class Double(ThreadingHTTPServer):
 
     def __init__(self, api, judge, pick=None, args=None, marker="datetime"):
         self.api, self.judge, self.seen = api, judge, []
-        # which tool to call, with what, and what its result holds
-        self.pick, self.args, self.marker = pick or is_time_tool, args or {"timezone": "UTC"}, marker
+        # which tool to call, with what (by default the smallest call the schema it received allows: a
+        # rewrite that lost a required name or a type makes a call the MCP server's own schema refuses),
+        # and what its result holds
+        self.pick, self.args, self.marker = pick or is_time_tool, args, marker
         super().__init__(("127.0.0.1", 0), DoubleHandler)
         threading.Thread(target=self.serve_forever, daemon=True).start()
 
@@ -358,8 +377,8 @@ class DoubleHandler(BaseHTTPRequestHandler):
         errors = self.server.judge.errors(self.server.api, fmt, body)
         call = None
         if not errors and not has_result(fmt, body):
-            tool = next(((n, ns) for n, ns, _, d in functions(fmt, body) if self.server.pick(n, d)), None)
-            call = (tool[0], tool[1], self.server.args) if tool else None
+            tool = next(((n, ns, x) for n, ns, x, d in functions(fmt, body) if self.server.pick(n, d)), None)
+            call = (tool[0], tool[1], self.server.args if self.server.args is not None else contract.minimal_call(tool[2] or {})) if tool else None
         status = 400 if errors else 200
         self.server.seen.append({"path": self.path, "fmt": fmt, "body": body, "status": status, "errors": errors, "called": call and call[0]})
         if errors:
@@ -368,6 +387,15 @@ class DoubleHandler(BaseHTTPRequestHandler):
 
 
 # ---------------------------------------------------------------- running a CLI
+
+TAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mcp_tap.py")
+
+
+def tapped(servers, log):
+    """`servers` with each stdio server behind mcp_tap.py, which writes to `log` the server's own
+    tools/list and each call with the server's answer."""
+    return {n: [sys.executable, TAP, log, "--", *c] if isinstance(c, list) else c for n, c in servers.items()}
+
 
 def mcp_servers(bin_dir, py, files):
     return {"everything": ["node", os.path.join(bin_dir, "mcp-server-everything"), "stdio"],
@@ -411,7 +439,11 @@ def command(cli, bins, base, servers, home, work, model, prompt=PROMPT, allowed=
                     head = "".join(f"{json.dumps(k)} = {json.dumps(v)}, " for k, v in (c.get("headers") or {}).items()).rstrip(", ")
                     f.write(f'[mcp_servers."{n}"]\nurl = {json.dumps(c["url"])}\n' + (f"http_headers = {{ {head} }}\n" if head else "") + "\n")
                 else:
-                    f.write(f'[mcp_servers."{n}"]\ncommand = {json.dumps(c[0])}\nargs = {json.dumps(c[1:])}\n\n')
+                    f.write(f'[mcp_servers."{n}"]\ncommand = {json.dumps(c[0])}\nargs = {json.dumps(c[1:])}\n'
+                            # `codex exec` sends its first request with the servers that are up by then and
+                            # leaves out one still starting (a Python server's first start on a new machine
+                            # takes seconds); a required server is waited for (or the run fails, said)
+                            "required = true\nstartup_timeout_sec = 120\n\n")
         env.update(OPENAI_API_KEY="test")
         provider = f'model_providers.local={{name="local",base_url="{base}/v1",wire_api="responses",env_key="OPENAI_API_KEY"}}'
         return [exe, "exec", "--json", "--skip-git-repo-check", "-m", model, "-c", "model_provider=local", "-c", provider, prompt], env
@@ -475,9 +507,15 @@ def original_name(cli):
     return {"claude": f"mcp__{TIME}__{TIME_TOOL}", "codex": f"{TIME}/{TIME_TOOL}", "gemini": gemini, "opencode": f"{TIME}_{TIME_TOOL}"}[cli]
 
 
+def scratch(prefix):
+    """A fresh directory outside the system's temporary directory: Codex refuses to put its helper
+    binaries (its PATH aliases) under it, and a user's HOME is not there either."""
+    return tempfile.mkdtemp(prefix=prefix, dir=cache_dir("homes"))
+
+
 def run_cli(cli, bins, base, servers, model, timeout=300, **kw):
-    home = tempfile.mkdtemp(prefix=f"toolfit-{cli}-home-")
-    work = tempfile.mkdtemp(prefix=f"toolfit-{cli}-work-")
+    home = scratch(f"{cli}-home-")
+    work = scratch(f"{cli}-work-")
     argv, env = command(cli, bins, base, servers, home, work, model, **kw)
     try:
         p = subprocess.run(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout)
@@ -525,8 +563,9 @@ def leg(cli, bins, servers, backend, profile, kind, upstream, model, plugin, sin
             env.stop()
             return None
     n0 = len(upstream.seen)
+    log = os.path.join(scratch(f"{cli}-tap-"), "mcp.jsonl")
     try:
-        code, out, err = run_cli(cli, bins, f"http://127.0.0.1:{env.port if env else upstream.port}", servers, model)
+        code, out, err = run_cli(cli, bins, f"http://127.0.0.1:{env.port if env else upstream.port}", tapped(servers, log), model)
         seen = upstream.seen[n0:]
         fmt = seen[0]["fmt"] if seen else None
         c = counters(env, ROUTE.get(fmt, "chat"), profile)
@@ -540,9 +579,42 @@ def leg(cli, bins, servers, backend, profile, kind, upstream, model, plugin, sin
     row = {"cli": cli, "backend": backend, "profile": profile, "delivery": kind, "code": code, "requests": len(seen),
            "tools": len(functions(first["fmt"], first["body"])) if first else 0, "rewritten": c.get("requests_rewritten", "-"),
            "refused": len(refused), "ran": ran, "result": result, "text": text, "restored": c.get("names_restored", "-"),
-           "lossy": c.get("lossy_total", "-"), "seen": seen, "out": out, "err": err}
+           "lossy": c.get("lossy_total", "-"), "seen": seen, "out": out, "err": err, **mcp_side(log, seen, kind)}
+    shutil.rmtree(os.path.dirname(log), ignore_errors=True)
     ROWS.append(row)
     return row
+
+
+def mcp_side(log, seen, kind):
+    """What the time server saw (mcp_tap.py's log): its own schema of the time tool, the calls of it, and
+    for each request that offered the tool, what the rewrite lost of that schema."""
+    recs = [json.loads(l) for l in open(log) if l.strip()] if os.path.exists(log) else []
+    listed = next((t["inputSchema"] for r in recs if "list" in r for t in r["list"] if t["name"] == TIME_TOOL), None)
+    calls = [r for r in recs if r.get("call") == TIME_TOOL]
+    offered = [x for s in seen if s["body"] for n, _, x, d in functions(s["fmt"], s["body"]) if is_time_tool(n, d)]
+    return {"schema": listed, "calls": calls, "offered": len(offered),
+            "contract": [w for x in offered for w in contract.lost(listed, x or {})] if listed and kind != "raw" else []}
+
+
+def tool_ran(row, lossy=()):
+    """Whether the time tool ran on its MCP server as the user needs it: every call's arguments valid
+    against the server's own inputSchema (or excused by a lossy record at the violated keyword), the
+    server answered without error and with its real result (a "datetime"), and the rewrite kept every
+    required name and property type of the tool it offered. Returns (ok, why)."""
+    import jsonschema
+    if row["schema"] is None:
+        return False, "the time server's tools/list was not seen"
+    if row["contract"]:
+        return False, ("the rewrite lost", row["contract"][:3])
+    good = []
+    for c in row["calls"]:
+        args = c["arguments"] if c["arguments"] is not None else {}
+        cls = jsonschema.validators.validator_for(row["schema"], default=jsonschema.Draft202012Validator)
+        if not cls(row["schema"]).is_valid(args) and excuse.excused(list(lossy), row["schema"], args) is None:
+            return False, ("arguments invalid against the server's inputSchema", args)
+        if not c["error"] and not c["isError"] and '"datetime"' in c["text"]:
+            good.append(c)
+    return bool(good), ("no call answered with the time", [(c["arguments"], c["isError"], c["text"][:120]) for c in row["calls"]][:2])
 
 
 def llama_legs(bins, servers, only):
@@ -569,6 +641,9 @@ def llama_legs(bins, servers, only):
                                   row["code"] == 0 and row["requests"] > 0 and row["text"] != "", (row["code"], row["err"][-600:], row["out"][-600:]))
                     verdict.check(f"{tag}: llama-server answered every request 200", row["refused"] == 0 and row["requests"] > 0,
                                   [(s["status"], s["answer"][:300]) for s in row["seen"] if s["status"] >= 400][:2])
+                    # what the rest stands on: the CLI had the time server up and offered its tool
+                    verdict.check(f"{tag}: the CLI offered the MCP time tool to the model ({row['offered']} requests)", row["offered"] > 0,
+                                  [len(functions(s["fmt"], s["body"])) for s in row["seen"] if s["body"]][:3])
                     back = any(s["body"] and has_result(s["fmt"], s["body"]) for s in row["seen"])
                     if kind == "raw":
                         raw = row
@@ -576,8 +651,10 @@ def llama_legs(bins, servers, only):
                             verdict.check(f"{tag}: llama-server reads no tool inside a Responses namespace: the MCP tool cannot be called raw",
                                           not row["ran"] and not any(s["forced"] for s in row["seen"]), row["ran"])
                         continue
-                    verdict.check(f"{tag}: the model's call ran on the MCP server under the tool's original name and its result went back to the model",
-                                  original_name(cli) in row["ran"] and back, (row["ran"], back, [s["forced"] for s in row["seen"]]))
+                    ok, why = tool_ran(row)
+                    verdict.check(f"{tag}: the model's call ran on the MCP server under the tool's original name, with arguments its inputSchema accepts, "
+                                  "and its result went back to the model", original_name(cli) in row["ran"] and back and ok,
+                                  (row["ran"], back, [s["forced"] for s in row["seen"]], why))
                     # what reached the server is what toolfit makes of what the CLI sent (the raw run's first request)
                     # every request that declared tools (each turn sends the catalog again)
                     sent = [s for s in row["seen"] if s["body"] and functions(s["fmt"], s["body"])]
@@ -617,9 +694,10 @@ def hosted_legs(bins, servers, only):
                             continue
                         verdict.check(f"{tag}: the API's rules accept every request ({row['requests']} requests, {row['tools']} tools)",
                                       row["requests"] > 0 and row["refused"] == 0, [s["errors"][:3] for s in row["seen"] if s["errors"]][:1])
-                        verdict.check(f"{tag}: the CLI ran the MCP time tool under its original name and used its result",
-                                      row["code"] == 0 and original_name(cli) in row["ran"] and row["result"] and SEEN + ": yes" in row["text"],
-                                      (row["code"], row["ran"], row["text"][:200], row["err"][-500:]))
+                        ok, why = tool_ran(row)
+                        verdict.check(f"{tag}: the CLI ran the MCP time tool under its original name, with arguments its inputSchema accepts, and used its result",
+                                      row["code"] == 0 and original_name(cli) in row["ran"] and row["result"] and SEEN + ": yes" in row["text"] and ok,
+                                      (row["code"], row["ran"], row["text"][:200], why, row["err"][-500:]))
                 finally:
                     double.shutdown()
         # the double's control: what a CLI sends raw, the API's rules refuse somewhere (opencode's 67-character name)
@@ -637,6 +715,23 @@ def table():
     for r in ROWS:
         print(f"| {r['cli']} | {r['backend']} | {r['profile']} | {r['delivery']} | {r['code']} | {r['requests']} | {r['tools']} | {r['rewritten']} | {r['refused']} | "
               f"{len(r['ran'])} | {'yes' if r['result'] else 'no'} | {r['restored']} | {r['lossy']} |")
+
+
+def controls():
+    """The outcome checks can say no: the contract rules' own cases, and a run that went well, altered as a
+    broken rewrite would have it (the required name dropped, so the call comes without it; the type
+    changed), fails them."""
+    for name, ok in contract.self_test():
+        verdict.check(f"contract rule: {name}", ok)
+    good = next((r for r in ROWS if r["delivery"] != "raw" and tool_ran(r)[0]), None)
+    if good is None:
+        verdict.check("the outcome check's control: a run whose tool ran", False, "no run to alter")
+        return
+    required = {**good, "contract": contract.lost(good["schema"], {**good["schema"], "required": []}),
+                "calls": [{**c, "arguments": {}, "isError": True, "text": "missing timezone"} for c in good["calls"]]}
+    typed = {**good, "contract": contract.lost(good["schema"], {**good["schema"], "properties": {"timezone": {"type": "integer"}}})}
+    verdict.check(f"the outcome check says no to {good['cli']} / {good['backend']} / {good['delivery']} with the required name dropped, or the type changed",
+                  not tool_ran(required)[0] and not tool_ran(typed)[0], (tool_ran(required), tool_ran(typed)))
 
 
 def main():
@@ -658,6 +753,7 @@ def main():
         hosted_legs(bins, servers, only)
     if "--no-llama" not in sys.argv and "codex" in only:
         demo()
+    controls()
     table()
     print(f"({time.time() - started:.0f} s)")
 
@@ -673,9 +769,4 @@ def demo():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:  # a crash of the test itself is a failure, shown
-        verdict.check("the agent CLI test ran to the end", False, traceback.format_exc()[-2000:])
-    finally:
-        verdict.summary("agent CLIs")
+    verdict.run("agent CLIs", main)

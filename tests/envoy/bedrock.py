@@ -162,5 +162,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    verdict.summary("bedrock")
+    verdict.run("bedrock", main)

@@ -53,7 +53,10 @@ def verify(method, path, headers, body):
     if key != KEY:
         return f"unknown key {key}"
     sha = headers.get("x-amz-content-sha256")
-    if sha and sha != "UNSIGNED-PAYLOAD" and sha != hashlib.sha256(body).hexdigest():
+    # an unsigned payload is S3's alone: Bedrock's runtime signs the body, so a changed body breaks it
+    if sha == "UNSIGNED-PAYLOAD":
+        return "x-amz-content-sha256: UNSIGNED-PAYLOAD (only S3 takes an unsigned payload)"
+    if sha and sha != hashlib.sha256(body).hexdigest():
         return "x-amz-content-sha256 is not the body's hash"
     req = AWSRequest(method=method, url=f"http://{headers.get('host', '')}{path}", headers={k: v for k, v in headers.items()}, data=body)
     req.context["timestamp"] = headers.get("x-amz-date", "")

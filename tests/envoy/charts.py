@@ -12,7 +12,7 @@ import yaml
 
 import deploy
 from harness.paths import ROOT
-from harness.verdict import check, summary
+from harness.verdict import check, run
 
 HELM = "helm.sh/helm/v3/cmd/helm@v3.22.0"
 CHART = os.path.join(ROOT, "charts", "toolfit")
@@ -120,5 +120,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    summary("charts")
+    run("charts", main)

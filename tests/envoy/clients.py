@@ -11,7 +11,7 @@ names for the route, as far as the request's Accept-Encoding allows.
 What the SDK hands to the program must carry the original tool names, no injected null, and arguments
 valid against the schema the program sent, for every SDK x profile x plain/stream x gzip/deflate, with
 `responses_unrepaired` 0. Prints one line per check, the client matrix, and 'N passed, M failed'."""
-import gzip, http.client, json, os, re, subprocess, sys, tempfile, threading, time, traceback, zlib
+import gzip, http.client, json, os, re, subprocess, sys, tempfile, threading, time, zlib
 from http.server import ThreadingHTTPServer
 
 from harness import runner, verdict
@@ -210,7 +210,9 @@ class Api(echo_upstream.Recorder):
                                        ("Content", "gemini"), ("/v2/chat", "cohere"), ("/api/chat", "ollama")] if suffix in path.split("?")[0])
         ctype, chunks = answer(fmt, json.loads(body), path)
         accept = self.headers.get("accept-encoding", "")
-        coding = self.coding(path, accept)
+        # paced: an uncompressed stream, one chunk every `pace` seconds (llama-server streams so)
+        pace = float(self.headers.get("x-test-pace") or 0)
+        coding = self.coding(path, accept) if not pace else "identity"
         calls = [(n, sample(x)) for n, x in received_tools(fmt, json.loads(body))]
         Api.seen.append((path, accept, coding, [n for n, _ in calls], any(v is None for _, a in calls if isinstance(a, dict) for v in a.values()), body.decode()))
         self.send_response(200)
@@ -232,7 +234,7 @@ class Api(echo_upstream.Recorder):
         for c in [enc(c) for c in chunks]:
             self.wfile.write(b"%x\r\n%s\r\n" % (len(c), c))
             self.wfile.flush()
-            time.sleep(0.005)
+            time.sleep(pace or 0.005)
         # every event is out; a client may stop reading now (the openai SDK closes at [DONE])
         try:
             tail = z.flush() if coding != "identity" else b""
@@ -297,6 +299,44 @@ def routes():
     return out
 
 
+PACE = 0.4
+
+
+def arrivals(port, path, body, accept):
+    """(Content-Encoding, [seconds after the request at which each SSE event reached the client])."""
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    t0 = time.time()
+    c.request("POST", path, body=body, headers={"content-type": "application/json", "accept-encoding": accept, "x-test-pace": str(PACE)})
+    r = c.getresponse()
+    times, buf = [], b""
+    while chunk := r.read1(65536):
+        buf += chunk
+        while b"\n\n" in buf:
+            _, buf = buf.split(b"\n\n", 1)
+            times.append(time.time() - t0)
+    return r.getheader("content-encoding"), times
+
+
+def streaming(e, up_port):
+    """Streaming stays streaming: an event stream the upstream sent uncompressed reaches a client that
+    accepts gzip uncompressed, each event as it comes (the shipped compressor compressed it, and a gzip
+    stream reaches the client in lumps: an agent CLI gave up on it), at the times it reaches the client
+    direct."""
+    req = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}],
+           "tools": [{"type": "function", "function": {"name": t["name"], "parameters": t["schema"]}} for t in TOOLS]}
+    path, body = "/gzip/llama-cpp/v1/chat/completions", json.dumps(req).encode()
+    direct = arrivals(up_port, path, body, "gzip")
+    through = arrivals(e.port, path, body, "gzip")
+    late = [round(b - a, 2) for a, b in zip(direct[1], through[1])]
+    check(f"an uncompressed event stream reaches a gzip-accepting client through Envoy uncompressed, each of its {len(direct[1])} events "
+          f"as direct (one every {PACE} s; later by {late} s)",
+          through[0] is None and direct[0] is None and len(through[1]) == len(direct[1]) >= 3 and all(d < 0.25 for d in late),
+          (through[0], direct[1], through[1]))
+    # the control: the events really were spread out, so lumping them would have shown
+    check("the control: the paced events reach the client direct at least a pace apart",
+          len(direct[1]) >= 3 and all(b - a >= PACE * 0.8 for a, b in zip(direct[1], direct[1][1:-1])), direct[1])
+
+
 def main():
     env = subprocess.run([os.path.join(runner.ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
     runner.ENVOY = os.path.join(env, "bin", "envoy")
@@ -312,6 +352,7 @@ def main():
     check("envoy starts with envoy/envoy.yaml (its compressor included) and the wasm", e.ready, e.logs()[-1500:])
     if not e.ready:
         return
+    streaming(e, up.server_address[1])
     jobs = []
     for sdk, (_, _, profiles) in SDKS.items():
         for prof in profiles:
@@ -426,9 +467,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:  # a crash of the test itself is a failure, shown
-        check("the test ran to the end", False, traceback.format_exc()[-2000:])
-    finally:
-        verdict.summary("clients")
+    verdict.run("clients", main)

@@ -19,7 +19,7 @@ EGCTL below, scripts/go-tool.sh) and run on each Envoy Gateway overlay as render
 Envoy Gateway 1.9.1 has no InferencePool code: an extension server (Envoy AI Gateway's) adds each pool's
 EPP. The HTTPRoute rules whose backends are InferencePools are left out of egctl's input and listed.
 Prints one line per check and 'N passed, M failed'."""
-import base64, copy, json, os, re, subprocess, sys, tempfile
+import base64, copy, json, os, re, subprocess, tempfile
 
 import yaml
 
@@ -27,8 +27,8 @@ import deploy
 from harness import runner
 from harness.certs import Pki
 from harness.delivery import Processor
-from harness.paths import ROOT
-from harness.verdict import check, summary
+from harness.paths import ROOT, readme_request
+from harness.verdict import check, run
 
 EGCTL = "github.com/envoyproxy/gateway/cmd/egctl@v1.9.1"
 OVERLAYS = ("envoy-gateway", "envoy-gateway-extproc", "envoy-gateway-extproc-mtls")
@@ -156,8 +156,7 @@ def main():
         return
     up = runner.free_port()
     _, rec = runner.echo_upstream.serve(up)
-    readme = open(os.path.join(ROOT, "deploy", "README.md")).read()
-    body = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", readme, re.S).group(1).encode()
+    body = readme_request()
     want = runner.cli(body)
     for overlay in OVERLAYS:
         objs, _ = deploy.render(overlay)
@@ -281,5 +280,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    summary("controlplanes")
+    run("controlplanes", main)

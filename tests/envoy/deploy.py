@@ -7,7 +7,7 @@ import copy, glob, gzip, json, os, re, shutil, subprocess, sys, tempfile, time
 
 import yaml
 
-from harness import npm_cache, runner
+from harness import npm_cache, paths, runner
 from harness.paths import ROOT
 from harness.verdict import check, close, results
 
@@ -716,9 +716,7 @@ def extproc_mtls(rendered, upstream_port, rec):
 
 
 def readme_request():
-    text = open(os.path.join(DEPLOY, "README.md")).read()
-    m = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", text, re.S)
-    return text, json.loads(m.group(1))
+    return open(os.path.join(DEPLOY, "README.md")).read(), json.loads(paths.readme_request())
 
 
 def main():
@@ -841,6 +839,10 @@ def main():
     finally:
         e.stop()
 
+    # each overlay these checks are for must be there: a renamed or missing one is a failed check, not a
+    # smaller count
+    for name in ("egress", "mcp", "mcp-ingress"):
+        check(f"deploy/{name} rendered, so its checks below run", name in rendered, sorted(rendered))
     if "egress" in rendered:
         egress(rendered["egress"], upstream_port, rec)
     if "mcp" in rendered:

@@ -10,7 +10,7 @@ import json, os, re, sys, time
 from harness import runner
 from harness.delivery import EXTPROC, Processor, ExtprocEnvoy as Envoy
 from harness.runner import FINE, NEEDS_FIX, chat_body, cli, echo_upstream, free_port, last
-from harness.verdict import check, summary
+from harness.verdict import check, run
 
 
 def metric(text, name, route, profile="llama-cpp"):
@@ -367,5 +367,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    summary("extproc")
+    run("extproc", main)

@@ -95,13 +95,7 @@ def refusal_probe(cmd, timeout=60):
 def lossy_tools(listed, since):
     """{tool: its lossy records} in toolfit's rewrite (llama-cpp, this release): where a refusal may be ours."""
     body = {"model": "tiny", "messages": [], "tools": [{"type": "function", "function": {"name": t["name"], "parameters": t["inputSchema"]}} for t in listed]}
-    p = subprocess.run([runner.TOOLFIT, "normalize", "--profile", "llama-cpp", "--llama-cpp-since", since, "--report", "-"], input=json.dumps(body).encode(), capture_output=True)
-    report = json.loads(p.stderr.decode().strip().split("\n")[-1])  # no report fails the suite
-    out = {}
-    for r in report.get("records", []):
-        if r.get("lossy"):
-            out.setdefault(r["tool"], []).append(r)
-    return out
+    return {t: rs for t, rs in runner.lossy_records(body, "llama-cpp", since).items() if rs}
 
 
 def main():
@@ -198,10 +192,4 @@ def main():
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception:  # a crash of the test itself is a failure, shown
-        import traceback
-        verdict.check("the agent test ran to the end", False, traceback.format_exc()[-2000:])
-    finally:
-        verdict.summary("agents")
+    verdict.run("agents", main)

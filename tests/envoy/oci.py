@@ -11,15 +11,15 @@ github.com/distribution/distribution/v3's registry, go-containerregistry's crane
   once said to pin) is refused, as Istio refuses it, and so is a module that is not Wasm.
 
 Prints one line per check and 'N passed, M failed'."""
-import hashlib, io, json, os, re, shutil, subprocess, sys, tarfile, tempfile, time
+import hashlib, io, json, os, shutil, subprocess, sys, tarfile, tempfile, time
 
 import yaml
 
 import deploy
 from harness import gotools, runner
 from harness.delivery import EXTPROC, ExtprocEnvoy
-from harness.paths import ROOT
-from harness.verdict import check, summary
+from harness.paths import ROOT, readme_request
+from harness.verdict import check, run
 
 REGISTRY = "github.com/distribution/distribution/v3/cmd/registry@v3.1.2"
 CRANE = "github.com/google/go-containerregistry/cmd/crane@v0.22.1"
@@ -84,7 +84,7 @@ def extproc_image(crane, port, d):
             runner.use_venv_envoy()
             e = ExtprocEnvoy(up, gport)
             try:
-                body = re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", open(os.path.join(ROOT, "deploy", "README.md")).read(), re.S).group(1).encode()
+                body = readme_request()
                 status, _, _ = e.request("POST", "/v1/chat/completions", body)
                 check("Envoy through the image's processor: deploy/README.md's request arrives rewritten as the engine says",
                       e.ready and status == 200 and runner.last(rec).get("body") == runner.cli(body) != body, e.logs()[-500:])
@@ -188,5 +188,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    summary("oci")
+    run("oci", main)

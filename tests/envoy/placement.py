@@ -255,5 +255,4 @@ def llama_pod(plugin):
 
 
 if __name__ == "__main__":
-    main()
-    verdict.summary("placement")
+    verdict.run("placement", main)

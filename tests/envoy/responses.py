@@ -478,5 +478,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
-    verdict.summary("responses")
+    verdict.run("responses", main)

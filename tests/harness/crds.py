@@ -13,7 +13,7 @@ Kubernetes API server would take them with strict field validation (`kubectl app
     schemas()                   -> {(apiVersion, kind): (openAPIV3Schema, "module@version path")}
     problems(schema, obj)       -> (list of "path: message", CEL rules run, CEL rules not run)
 """
-import copy, glob, os
+import copy, glob, os, re
 
 import yaml
 
@@ -105,7 +105,13 @@ def cel(node, value, path="", found=None):
             found[2] += 1
             continue
         if isinstance(ok, celpy.CELEvalError):
-            found[2] += 1
+            # a function cel-python lacks (Kubernetes' CEL libraries): not run. Any other error at
+            # evaluation (a missing field, a type mismatch) makes Kubernetes refuse the object
+            if re.search(r"(?i)no such overload|unknown function|undeclared reference|not found.*function|NameError", str(ok.args)):
+                found[2] += 1
+            else:
+                found[0].append(f"{path or '/'}: the rule errors at evaluation, which Kubernetes refuses: {r['rule']} ({str(ok.args)[:200]})")
+                found[1] += 1
             continue
         found[1] += 1
         if not bool(ok):

@@ -77,9 +77,12 @@ class ExtprocEnvoy(runner.Envoy):
     """envoy/extproc.yaml with its ports, the request body mode and (optionally) routes substituted; a
     `processor_port` that is a path is the processor's Unix socket (a `pipe` address)."""
 
-    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED", tls=None):
+    def __init__(self, upstream_port, processor_port, body_mode="BUFFERED", routes=None, response_mode="STREAMED", tls=None, config_file=None):
         self.port, self.admin = free_port(), free_port()
-        text = open(os.path.join(ROOT, "envoy", "extproc.yaml")).read()
+        text = open(config_file or os.path.join(ROOT, "envoy", "extproc.yaml")).read()
+        # the MCP leg's configs listen beside the inference leg's (10001, admin 9902, server 8081, processor 50052)
+        for a, b in (("9902", "9901"), ("10001", "10000"), ("8081", "8080"), ("50052", "50051")):
+            text = text.replace(f"port_value: {a}}}", f"port_value: {b}}}")
         text = text.replace("port_value: 9901", f"port_value: {self.admin}").replace("port_value: 10000", f"port_value: {self.port}")
         text = text.replace("port_value: 8080", f"port_value: {upstream_port}")
         if isinstance(processor_port, str):  # a path resolves by no DNS: the cluster is STATIC
@@ -120,11 +123,13 @@ def tls_socket(tls):
 
 
 class ExtProc:
-    """The processor and its Envoy, seen as one Envoy with toolfit in it."""
+    """The processor and its Envoy (envoy/extproc.yaml, or `config_file`: envoy/mcp-extproc.yaml for the
+    MCP leg), seen as one Envoy with toolfit in it."""
 
-    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=(), response_mode="STREAMED"):
+    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=(), response_mode="STREAMED", config_file=None):
         self.processor = Processor(plugin, flags)
-        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or runner.TEST_ROUTES) if (test_routes or routes) else None, response_mode)
+        self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or runner.TEST_ROUTES) if (test_routes or routes) else None, response_mode,
+                                  config_file=config_file)
         self.port, self.admin, self.proc = self.envoy.port, self.envoy.admin, self.envoy.proc
         self.ready = self.processor.ready and self.envoy.ready
 

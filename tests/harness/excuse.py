@@ -157,24 +157,31 @@ def _as_grammar_reads(s, strict):
     return _subschemas(s, one)
 
 
+def _validator(schema):
+    """A reference validator for `schema` (its draft, `false` subschemas spelled `{"not": {}}`)."""
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(_no_false(schema))
+
+
+def _words_places(e):
+    """(the keywords an error is about, [the instance places it stands at]): the keyword that failed and
+    the applicators it failed under (a `type` inside a `dependentSchemas` member is a violation of
+    dependentSchemas too; a `false` schema fails with no keyword: "false" names it), at the instance
+    place and at the place the failing schema governs (a `false` property's error stands at the object)."""
+    words = {str(x) for x in e.absolute_schema_path} | ({e.validator} if e.validator else {"false"})
+    words |= {w for k in list(words) for w in SAME_AS.get(k, ())}
+    return words, [[str(x) for x in e.absolute_path], governs("".join(f"/{x}" for x in e.absolute_schema_path))]
+
+
 def violations(schema, instance):
     """(instance place as segments, the keywords it violates) for each error of `instance` against `schema`, nested ones
     (the branches of anyOf/oneOf) included; None when the reference validator cannot judge it (a ref
     to another document)."""
     try:
-        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        schema = _no_false(schema)
-        out, stack = [], list(cls(schema).iter_errors(instance))
+        out, stack = [], list(_validator(schema).iter_errors(instance))
         while stack:
             e = stack.pop()
-            # the keyword that failed and the applicators it failed under (a `type` inside a
-            # `dependentSchemas` member is a violation of dependentSchemas too); a `false` schema
-            # fails with no keyword: "false" names it
-            words = {str(x) for x in e.absolute_schema_path} | ({e.validator} if e.validator else {"false"})
-            words |= {w for k in list(words) for w in SAME_AS.get(k, ())}
-            # the instance place, and the place the failing schema governs (a `false` property's error
-            # stands at the object)
-            places = [[str(x) for x in e.absolute_path], governs("".join(f"/{x}" for x in e.absolute_schema_path))]
+            words, places = _words_places(e)
             out += [(p, words) for p in places]
             stack += list(e.context or ())
         return out
@@ -182,14 +189,10 @@ def violations(schema, instance):
         return None
 
 
-def excused(records, schema, instance):
-    """The lossy record that explains why `instance` (invalid against `schema`) got through, or None.
-    Where the reference validator cannot judge, any lossy record excuses (returned as such)."""
-    lossy = [r for r in records if r["lossy"]]
-    found = violations(schema, instance)
-    if found is None:
-        return lossy[0] if lossy else None
-    for at, words in found:
+def _record_for(e, lossy):
+    """The lossy record at an error's keyword and place, or None."""
+    words, places = _words_places(e)
+    for at in places:
         for r in lossy:
             if (r["kind"] in WHOLE or words & record_keywords(r)) and _match(governs(r["path"]), at, prefix=True):
                 return r
@@ -197,6 +200,77 @@ def excused(records, schema, instance):
             if r["kind"] == "property_unspellable" and "required" in words and _match(governs(_parent_object(r["path"])), at):
                 return r
     return None
+
+
+def _error_excused(e, lossy):
+    """The records that excuse one error, or None. An error of a union (anyOf, oneOf) with branches that
+    failed is excused by a record at its own keyword and place (a union rewritten as a whole), or by one
+    branch whose every error is excused: a value that still fails every branch as the client wrote it is
+    not let through by a keyword removed in one of them."""
+    own = _record_for(e, lossy)
+    if own is not None:
+        return [own]
+    if e.validator == "oneOf" and not e.context:
+        # valid under more than one branch: the branches overlap where they were disjoint only by a
+        # keyword a record says was removed in them (a record in a branch governs the union's place)
+        at = [str(x) for x in e.absolute_path]
+        hit = next((r for r in lossy if _match(governs(r["path"]), at, prefix=True)), None)
+        return [hit] if hit is not None else None
+    if e.validator in ("anyOf", "oneOf") and e.context:
+        branches = {}
+        for c in e.context:
+            branches.setdefault(c.schema_path[0] if c.schema_path else None, []).append(c)
+        for errors in branches.values():
+            got = [_error_excused(c, lossy) for c in errors]
+            if all(g is not None for g in got):
+                return [r for g in got for r in g]
+    return None
+
+
+def _without_bad_pattern(s):
+    """`s` without a `pattern` Python's `re` cannot compile."""
+    if isinstance(s, dict) and isinstance(s.get("pattern"), str):
+        try:
+            re.compile(s["pattern"])
+        except re.error:
+            return {k: v for k, v in s.items() if k != "pattern"}
+    return s
+
+
+# records that say the client's schema could not be judged as sent (a ref to another document)
+UNJUDGED = {"ref_external", "refs_unresolved", "schema_replaced"}
+
+
+def excused(records, schema, instance):
+    """The lossy record that explains why `instance` (invalid against `schema`) got through, or None.
+    Every violation must be excused, each by a record at its keyword and place. Where the reference
+    validator cannot judge, only a record that toolfit could not read the schema either (an external or
+    unresolved ref, the schema replaced) excuses."""
+    lossy = [r for r in records if r["lossy"]]
+    used = []
+    try:
+        errors = list(_validator(schema).iter_errors(instance))
+    except re.error:
+        # a pattern Python cannot compile (`\p{..}`): judged without it, what else the instance violates
+        # must be excused as always, and the pattern only by a record about a pattern
+        pattern = next((r for r in lossy if r["kind"] in UNJUDGED or "pattern" in record_keywords(r)), None)
+        try:
+            errors = list(_validator(_subschemas(schema, _without_bad_pattern)).iter_errors(instance))
+        except Exception:
+            return pattern
+        if pattern is None:
+            return None
+        used.append(pattern)
+    except Exception:  # an unresolvable ref (remote metaschemas), a schema the package refuses
+        return next((r for r in lossy if r["kind"] in UNJUDGED), None)
+    if not errors and not used:
+        return None
+    for e in errors:
+        got = _error_excused(e, lossy)
+        if got is None:
+            return None
+        used += got
+    return used[0] if used else None
 
 
 def _parent_object(pointer):
@@ -260,6 +334,13 @@ def self_test():
     at_root = [{"kind": "not_dropped", "path": "", "lossy": True, "detail": "removed not: {}"}]
     whole = [{"kind": "schema_replaced", "path": "", "lossy": True, "detail": "replaced"}]
     closed = {"type": "object", "properties": {"a": {}}, "additionalProperties": False}
+    union = {"anyOf": [{"type": "string"}, {"type": "integer", "multipleOf": 3}]}
+    letters = {"type": "string", "pattern": "^\\p{Letter}+$", "maxLength": 2}
+    pat_removed = [{"kind": "pattern_removed", "path": "", "lossy": True, "detail": "pattern removed"}]
+    two_of = {"oneOf": [{"type": "integer"}, {"type": "integer", "multipleOf": 3}]}
+    union_mult = [{"kind": "keyword_removed", "path": "/anyOf/1", "lossy": True, "detail": "removed multipleOf: 3"}]
+    external = {"type": "object", "properties": {"b": {"$ref": "https://example.invalid/b.json"}}}
+    ext_record = [{"kind": "ref_external", "path": "/properties/b", "lossy": True, "detail": "a ref to another document"}]
     removed_elsewhere = [{"kind": "keyword_removed", "path": "/properties/a", "lossy": True, "detail": "removed multipleOf: 3"}]
     merged = [{"kind": "keyword_removed", "path": "/anyOf/0", "lossy": True, "detail": "removed minimum: 20; maximum: 30"}]
     nested = {"type": "object", "required": ['a"b'], "properties": {'a"b': {}, "o": {"type": "object", "required": ["x", "y"]}}}
@@ -273,9 +354,19 @@ def self_test():
         ("a removed multipleOf does not excuse a string too long", excused(removed_mult, s, {"a": "xyz"}) is None),
         ("a record at the root about `not` does not excuse a violation elsewhere", excused(at_root, s, {"a": "xyz"}) is None),
         ("a removed keyword excuses only its own keyword", excused(removed_mult, s, {"b": "x"}) is None),
+        ("every violation needs its record: a removed multipleOf on b does not excuse a too long a beside it",
+         excused(removed_mult, s, {"a": "xyz", "b": 4}) is None),
+        ("a union: a removed multipleOf in one branch excuses a value that fails only it", excused(union_mult, union, 4) is not None),
+        ("a union: not a value that still fails that branch's type and the other branch", excused(union_mult, union, 4.5) is None),
+        ("a pattern Python cannot compile: a pattern record excuses it, not what else fails beside it",
+         excused(pat_removed, letters, "12") is not None and excused(pat_removed, letters, "123") is None and excused(removed_mult, letters, "12") is None),
+        ("valid under two oneOf branches: excused by a record in a branch, not by one elsewhere",
+         excused([{**removed_mult[0], "path": "/oneOf/1"}], two_of, 6) is not None and excused(removed_elsewhere, two_of, 6) is None),
+        ("where the reference validator cannot judge, an unrelated lossy record does not excuse",
+         excused(removed_mult, external, {"b": 4}) is None and excused(ext_record, external, {"b": 4}) is not None),
         ("a schema replaced at the root excuses what is under it", excused(whole, s, {"a": "xyz"}) is not None),
         ("a property removed as unspellable excuses its object's required, not another object's",
-         excused(unspellable, nested, {"q": 1, "o": {"x": 1}}) is not None and excused(unspellable, nested, {'a"b': 1, "o": {}}) is None),
+         excused(unspellable, nested, {"q": 1, "o": {"x": 1, "y": 2}}) is not None and excused(unspellable, nested, {'a"b': 1, "o": {}}) is None),
         ("a key the closed schema does not declare is told apart", undeclared_key(closed, {"a": 1, "z": 2})),
         ("an instance with only declared keys is not", not undeclared_key(closed, {"a": 1})),
         ("strict: an item past prefixItems is undeclared", undeclared_key({"prefixItems": [{}]}, [1, 2], strict=True)

@@ -1,7 +1,7 @@
 """Where the built artefacts are, and the repository's Python modules outside the harness (the demo's
 upstream in envoy/, the tiny-model writer in scripts/, a suite's pins), loaded by file: no suite edits
 `sys.path` (the harness itself is found on PYTHONPATH, which the Makefile and scripts/suites.py set)."""
-import importlib.util, os, sys
+import importlib.util, os, re, sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TOOLFIT = os.path.join(ROOT, "target", "release", "toolfit")
@@ -29,3 +29,10 @@ def load(path):
     finally:
         sys.path.remove(own)
     return module
+
+
+def readme_request():
+    """deploy/README.md's example request (the body of its `curl ... -d @- <<'EOF'`), as bytes: the
+    request every deploy/ suite sends through what it runs."""
+    text = open(os.path.join(ROOT, "deploy", "README.md")).read()
+    return re.search(r"-d @- <<'EOF'\n(.*?)\n\s*EOF", text, re.S).group(1).encode()

@@ -147,6 +147,21 @@ class Envoy(Process):
         return self.get_admin("/stats/prometheus")[1]
 
 
+def lossy_records(body, profile="llama-cpp", since=None, fmt="auto"):
+    """{tool name: [its lossy records]} in the engine's report for a body, every tool that has a record
+    named (with none where no record is lossy). The report is the CLI's; no report fails the suite."""
+    args = [TOOLFIT, "normalize", "--profile", profile, "--format", fmt, "--report", "-"] + (["--llama-cpp-since", since] if since else [])
+    p = subprocess.run(args, input=body if isinstance(body, bytes) else json.dumps(body).encode(), capture_output=True)
+    if p.returncode != 0:
+        raise RuntimeError(f"toolfit normalize --profile {profile} exited {p.returncode}: {p.stderr.decode()[:300]}")
+    out = {}
+    for r in json.loads(p.stderr.decode().strip().split("\n")[-1])["records"]:
+        out.setdefault(r["tool"], [])
+        if r["lossy"]:
+            out[r["tool"]].append(r)
+    return out
+
+
 def cli(body, fmt="auto", profile="llama-cpp"):
     """What the engine makes of a body: the bytes the upstream must receive. These suites compare the
     deliveries with the CLI (the same engine); the judges (tests/judges/) judge the engine's output
@@ -158,9 +173,11 @@ def cli(body, fmt="auto", profile="llama-cpp"):
     return p.stdout
 
 
-def metric(prom, name, route, profile="llama-cpp"):
+def metric(prom, name, route, profile="llama-cpp", need=False):
+    """A counter's value for the route and profile: 0 where the series is absent, or with `need`, None
+    (a check that a counter stayed at zero must see the series: a renamed one reads as absent, not 0)."""
     m = re.search(rf'^{name}\{{route="{route}",profile="{profile}"\}} (\d+)', prom, re.M)
-    return int(m.group(1)) if m else 0
+    return int(m.group(1)) if m else None if need else 0
 
 
 def tool(name, schema):

@@ -1,7 +1,7 @@
 """How every Python suite records its checks and closes: one line per check, then one
 'what: N passed, M failed' line, and an exit status that is 0 only when checks ran and none failed. A
 suite that ran no check has said nothing about toolfit: it fails."""
-import sys
+import sys, traceback
 
 # one entry per check of this process, whichever module made it
 results = []
@@ -28,3 +28,14 @@ def close(what, results, suffix=""):
 def summary(what):
     """Closes the suite on this process's checks."""
     close(what, results)
+
+
+def run(what, main):
+    """Runs a suite's `main` and closes on its checks. Whatever ends `main` early (an exception, an exit
+    however it was asked for, ^C) is a failed check: a suite stopped half-way has not passed."""
+    try:
+        main()
+    except BaseException as e:  # noqa: B036 (SystemExit and KeyboardInterrupt too, by design)
+        why = f"exit {e.code!r}" if isinstance(e, SystemExit) else traceback.format_exc()[-2000:]
+        check(f"the {what} suite ran to the end", False, why)
+    summary(what)

@@ -31,6 +31,7 @@ Prints per-profile counts and a closing 'N passed, M failed' line; exit 1 on any
 """
 import json, os, re, subprocess, sys
 
+from harness import ecma
 from harness.paths import ROOT, TOOLFIT
 from harness.venv import venv
 from harness.verdict import check, close, results
@@ -218,6 +219,10 @@ def negatives(py):
     for (api, _, words), v in zip(NEGATIVES, verdicts):
         check(f"{api} ({JUDGED_BY[api]}): its negative control is refused ({words})", any(words in e for e in v["errors"]), "; ".join(v["errors"][:3]))
     check("every judged row has a negative control", set(JUDGED_BY) == {api for api, _, _ in NEGATIVES})
+    # an API the worker has no rules for is refused, not passed (the agent CLI and MCP-leg doubles use it)
+    p = subprocess.run([py, WORKER], input=json.dumps({"api": "no-such-api", "body": NEGATIVES[0][1]}) + "\n", capture_output=True, text=True)
+    got = json.loads(p.stdout or '{"errors": []}')["errors"]
+    check("an API the judges have no rules for is refused, not passed", any("no rules for the API" in e for e in got), got or p.stderr[-300:])
 
 
 GOLDEN = os.path.join(ROOT, "tests", "golden", "convert")
@@ -308,11 +313,8 @@ def patterns():
     for i, pat in enumerate([ARTIFACT] + found):
         cases.append(("the Artifact pattern" if i == 0 else f"corpus pattern {pat[:40]!r}", pat, [(x, None) for x in SAMPLES]))
     asks = [(pat, [x for x, want in tests if want is None]) for _, pat, tests in cases]
-    node = subprocess.run(["node", "-e", "const a=JSON.parse(require('fs').readFileSync(0,'utf8'));"
-                           "console.log(JSON.stringify(a.map(([p,xs])=>{try{const r=new RegExp(p,'u');return xs.map(x=>r.test(x))}catch(e){return null}})))"],
-                          input=json.dumps(asks), capture_output=True, text=True)
-    said = json.loads(node.stdout) if node.returncode == 0 else []
-    check("Node judged every pattern as ECMA-262 (the u flag)", len(said) == len(cases) and all(x is not None for x in said), node.stderr[-300:])
+    said, err = ecma.regexp_u(asks)
+    check("Node judged every pattern as ECMA-262 (the u flag)", len(said) == len(cases) and all(x is not None for x in said), err[-300:])
     if len(said) != len(cases):
         return
     tools = [{"type": "function", "function": {"name": f"p{i}", "parameters": {"type": "object", "properties": {"s": {"type": "string", "pattern": pat}}}}}

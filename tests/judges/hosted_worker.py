@@ -510,6 +510,8 @@ for line in sys.stdin:
         if s is not None:
             errors += [f"outputConfig: {e}" for e in anthropic_strict(s)]
         strict += 1
+    else:  # a judge that does not know the API has judged nothing: that is an error, never a pass
+        errors.append(f"no rules for the API {api!r}: nothing judged")
     # function names: each API's pattern (§2.1 tool name, §2.3 tool name, §2.5 function name), unique
     names = {"openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "azure-openai": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"), "openai-strict": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),
              "openai-responses": (r"[a-zA-Z0-9_-]{1,64}", "§2.1 tool name"),

@@ -16,7 +16,7 @@ Prints the matrices and a closing 'N passed, M failed' line; exit 1 on any failu
 """
 import collections, concurrent.futures, glob, json, os, re, subprocess, sys, tarfile
 
-from harness import excuse
+from harness import ecma, excuse
 from harness.paths import CORPUS, ROOT, TOOLFIT  # noqa: F401  (the other judges read them here)
 from harness.venv import cache_dir
 from harness.verdict import check, close, results  # noqa: F401
@@ -305,9 +305,7 @@ def unicode_properties(judges):
     import hosted_judges  # its samples, the Artifact pattern and the corpus's patterns (the same as OpenAI's)
     pats = PROPERTY_PATTERNS + [hosted_judges.ARTIFACT] + hosted_judges.corpus_patterns()
     samples = [x for x in dict.fromkeys(PROPERTY_SAMPLES + hosted_judges.SAMPLES) if not re.search(r'["\\\x00-\x1f]', x)]
-    node = subprocess.run(["node", "-e", "const [ps, ss] = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify(ps.map(p => ss.map(s => new RegExp(p, 'u').test(s)))))"],
-                          input=json.dumps([pats, samples]), capture_output=True, text=True)
-    want = json.loads(node.stdout)
+    want = ecma.matrix(pats, samples)
     for v in VERSIONS:
         tools = [{"type": "function", "function": {"name": f"p{i}", "description": "d", "parameters": {"type": "object", "properties": {"v": {"type": "string", "pattern": p}}}}}
                  for i, p in enumerate(pats)]

@@ -56,13 +56,42 @@ def constraint_words(params):
             for k, c in v.items():
                 if depth > 0 and k in ("pattern", "minimum", "maximum", "minLength", "maxLength", "format", "minItems", "maxItems"):
                     words.add(k)
-                if k not in ("enum", "const", "default", "examples"):
+                if k in ("properties", "patternProperties", "$defs", "definitions") and isinstance(c, dict):
+                    for x in c.values():  # names there are the tool's, not keywords
+                        walk(x, depth + 1)
+                elif k not in ("enum", "const", "default", "examples"):
                     walk(c, depth + 1)
         elif isinstance(v, list):
             for c in v:
                 walk(c, depth)
     walk(params, 0)
     return words
+
+
+def descriptions(v):
+    """Every description string in a tool."""
+    if isinstance(v, dict):
+        return [x for k, c in v.items() for x in ([c] if k == "description" and isinstance(c, str) else descriptions(c))]
+    if isinstance(v, list):
+        return [x for c in v for x in descriptions(c)]
+    return []
+
+
+def keys(v):
+    """Every schema keyword (member name outside `properties` maps) in a tool as the client kept it."""
+    out = set()
+    if isinstance(v, dict):
+        for k, c in v.items():
+            if k == "properties" and isinstance(c, dict):
+                for x in c.values():
+                    out |= keys(x)
+            else:
+                out.add(k)
+                out |= keys(c)
+    elif isinstance(v, list):
+        for c in v:
+            out |= keys(c)
+    return out
 
 
 def main():
@@ -77,6 +106,10 @@ def main():
     refused_raw = sum("refused" in b for b in raw_kept)
     print(f"{len(raw)} corpus tools; as they come, the ollama client refuses {refused_raw} and drops something from "
           f"{dropped_raw - refused_raw}")
+    # the controls: the client's model says no, on the corpus as it comes and on one tool made to lose a keyword
+    check(f"control: the ollama client changes corpus tools as they come ({dropped_raw} of {len(raw)})", dropped_raw > 0)
+    union = tool("u", {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}, {"type": "integer"}]}}})
+    check("control: a property's anyOf does not survive ollama's Tool model", round_trip(py, [union])[0] != union)
 
     # one request per corpus file, as an agent sends one server's catalog
     out, recorded = [], set()
@@ -93,14 +126,22 @@ def main():
     silent = [f"{l}:{n}" for (l, n), a, b in zip(labels, raw, raw_kept) if a != b and (l, n) not in recorded]
     check("every tool ollama would change has a record", not silent, "; ".join(silent[:5]) or f"{dropped_raw} tools")
 
-    # constraints the client drops below the root survive as text the model reads
+    # constraints the client drops below the root survive as text the model reads: each keyword is still
+    # a keyword after the client's round trip, or named in a description (not anywhere in the tool: a
+    # property may be called `pattern`)
     lost = []
-    for (l, n), r, o in zip(labels, raw, out):
-        text = json.dumps(o).lower()  # `exclusiveMaximum` is how 2020-12 spells a draft-04 `maximum`
-        gone = [w for w in constraint_words(r["function"]["parameters"]) if w.lower() not in text]
+    for (l, n), r, o, k in zip(labels, raw, out, kept):
+        text = " ".join(descriptions(o)).lower()  # `exclusiveMaximum` is how 2020-12 spells a draft-04 `maximum`
+        gone = [w for w in constraint_words(r["function"]["parameters"]) if w not in keys(k) and w.lower() not in text]
         if gone:
             lost.append(f"{l}:{n}: {gone}")
     check("constraints Ollama drops are written into descriptions", not lost, "; ".join(lost[:4]))
+    # the control: a property named `pattern` whose own pattern the client drops, sent without toolfit:
+    # the name is no description, so the check says no
+    bare = tool("b", {"type": "object", "properties": {"pattern": {"type": "string", "pattern": "^a"}}})
+    kept_bare = round_trip(py, [bare])[0]
+    gone = [w for w in constraint_words(bare["function"]["parameters"]) if w not in keys(kept_bare) and w not in " ".join(descriptions(kept_bare)).lower()]
+    check("control: a dropped pattern on a property named `pattern`, sent as it came, counts as lost", gone == ["pattern"], (gone, kept_bare))
 
     outputs = [o for _, _, _, o in tools if isinstance(o, dict)][:200]
     differ = []

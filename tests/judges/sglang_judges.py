@@ -36,8 +36,9 @@ def setup():
     return py, src
 
 
-def judge(py, src, schemas):
-    p = subprocess.run([py, WORKER], input="".join(json.dumps({"schema": s}) + "\n" for s in schemas), capture_output=True, text=True,
+def judge(py, src, schemas, key="schema"):
+    """One verdict per schema (with `key` None: per item {"schema", "instances"})."""
+    p = subprocess.run([py, WORKER], input="".join(json.dumps({key: s} if key else s) + "\n" for s in schemas), capture_output=True, text=True,
                        env={**os.environ, "SGLANG_SRC": src, "TRANSFORMERS_VERBOSITY": "error"}, timeout=1800)
     out = [json.loads(x) for x in p.stdout.splitlines()]
     if len(out) != len(schemas):
@@ -80,13 +81,56 @@ def main():
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 2) as ex:
         rewritten = list(ex.map(one, [g["schema"] for g in groups]))
     v_jraw = judge(py, src, [g["schema"] for g in groups])
-    v_jfix = judge(py, src, [s if s is not None else {"not": {}} for s in rewritten])
+    # toolfit failing on a schema is a failure of its own, not a schema to judge
+    failed = [f"{g['file']}: {g['description']}" for g, s in zip(groups, rewritten) if s is None]
+    check(f"JSTS 2020-12: toolfit rewrites every group's schema ({len(groups)})", not failed, failed[:5])
+    done = [(g, s) for g, s in zip(groups, rewritten) if s is not None]
+    v_jfix = judge(py, src, [s for _, s in done])
     jraw = sum(not v["ok"] for v in v_jraw)
-    bad = [f"{g['file']}: {g['description']}: {v.get('error')}" for g, v in zip(groups, v_jfix) if not v["ok"]]
+    bad = [f"{g['file']}: {g['description']}: {v.get('error')}" for (g, _), v in zip(done, v_jfix) if not v["ok"]]
     print(f"sglang: JSON-Schema-Test-Suite 2020-12: {len(groups)} groups, {jraw} refused raw, {len(bad)} refused after toolfit")
     check(f"JSTS 2020-12: raw, SGLang refuses some groups ({jraw} of {len(groups)})", jraw > 0)
     check(f"JSTS 2020-12: every group's schema compiles after toolfit ({len(groups)})", groups and not bad, bad[:5])
+    instance_matrix(py, src, groups)
     return close("sglang judges", results)
+
+
+class Judge:
+    """vllm_judges.matrix's judge: items {"schema", "instances"} through one worker run."""
+
+    def __init__(self, py, src):
+        self.py, self.src = py, src
+
+    def run(self, items):
+        return judge(self.py, self.src, items, key=None)
+
+
+def instance_matrix(py, src, groups):
+    """The JSTS instances matched by SGLang's own xgrammar, raw and through the `sglang` profile (its
+    target is not xgrammar-as-vLLM-runs-it): no silent loss (an invalid instance accepted without a lossy
+    record at its keyword and place), no group refused, and a valid instance refused only where a rule or
+    the vLLM judges' list says why."""
+    import collections
+    import vllm_judges
+    groups = [g for g in groups if not vllm_judges.remote(g)]
+    m_raw, *_ = vllm_judges.matrix(Judge(py, src), "sglang", groups, [(g["schema"], []) for g in groups])
+    rewritten = vllm_judges.rewrite_all("sglang", groups)
+    m, silent, refused, valid_refused, _ = vllm_judges.matrix(Judge(py, src), "sglang", groups, rewritten)
+    print("  sglang raw:     " + "  ".join(f"{k} {m_raw[k]}" for k in vllm_judges.MATRIX_KEYS))
+    print("  sglang toolfit: " + "  ".join(f"{k} {m[k]}" for k in vllm_judges.MATRIX_KEYS))
+    check(f"sglang: JSTS instances: the raw matrix accepts an invalid instance somewhere (the matrix can say no: {m_raw['invalid_accepted']})",
+          m_raw["invalid_accepted"] > 0)
+    check("sglang: JSTS instances: no group refused through toolfit", not refused, refused[:5])
+    check(f"sglang: JSTS instances: no silent loss ({m['valid_accepted'] + m['invalid_rejected']} answered as JSON Schema means)", not silent, silent[:8])
+    schema_of = {id(g): s for g, (s, _) in zip(groups, rewritten)}
+    why, unlisted = collections.Counter(), []
+    for g, data in valid_refused:
+        reason = vllm_judges.refused_why(g, schema_of[id(g)], data, "sglang")
+        why[reason] += 1
+        if reason is None:
+            unlisted.append(f"{g['file']} | {g['description']} | {json.dumps(data)[:60]}")
+    check("sglang: JSTS instances: a valid instance refused only where a rule or the list says why", not unlisted,
+          "; ".join(unlisted[:12]) or "; ".join(f"{n} {r[:40]}" for r, n in why.items() if r))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One judge process for SGLang's default grammar backend, run in the SGLang judges' venv (see
-tests/judges/sglang_judges.py, which builds it). Reads JSON lines {"schema"} and writes one JSON line per
-item, flushed at once: {"ok", "error"?}.
+tests/judges/sglang_judges.py, which builds it). Reads JSON lines {"schema", "instances"?} and writes one
+JSON line per item, flushed at once: {"ok", "error"?, "accepts"?}.
 
 Each schema is judged the way SGLang 0.5.23 compiles a `json_schema` or a tool's parameters with
 `--grammar-backend xgrammar` (sglang/srt/constrained/xgrammar_backend.py, `dispatch_json`): SGLang's own
@@ -31,11 +31,14 @@ def main():
     xgr = load_xgrammar()
     validate, unsupported = sglang_validator()
     for line in sys.stdin:
-        schema = json.loads(line)["schema"]
+        item = json.loads(line)
+        schema = item["schema"]
         try:
             validate(schema)
-            xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=True)
-            out = {"ok": True}
+            g = xgr.Grammar.from_json_schema(json.dumps(schema), any_whitespace=True)
+            # each instance as a model writes it (non-ASCII as itself), matched by xgrammar's own matcher
+            accepts = [xgr.testing._is_grammar_accept_string(g, json.dumps(i, ensure_ascii=False)) for i in item.get("instances", [])]
+            out = {"ok": True, "accepts": accepts, "warnings": []}
         except (RuntimeError, ValueError, unsupported) as e:
             out = {"ok": False, "error": f"{type(e).__name__}: {str(e)[:300]}"}
         print(json.dumps(out), flush=True)

@@ -22,7 +22,7 @@ and a closing 'N passed, M failed' line; exit 1 on any failure.
 """
 import collections, concurrent.futures, json, os, select, shutil, subprocess, sys, zipfile
 
-from harness import excuse
+from harness import ecma, excuse
 from harness.paths import ROOT, TOOLFIT
 from harness.venv import cache_dir, venv
 from harness.verdict import check, close, results
@@ -97,9 +97,37 @@ def refused_why(g, rewritten, data, backend=None):
         return _NUM
     if excuse.object_data(rewritten, data):
         return _ORDER
-    if g["file"] == "format.json":
+    if g["file"] == "format.json" and format_refused(rewritten, data):
         return _FORMAT
     return None
+
+
+def format_refused(rewritten, data):
+    """Whether `data` fails `rewritten` only by a `format` asserted (a grammar that compiles the format
+    refuses it): a value the format says nothing of (not a string) must still be accepted. A format the
+    reference checker cannot judge is taken as refusing every string (never a value of another type)."""
+    import jsonschema
+    cls = jsonschema.validators.validator_for(rewritten, default=jsonschema.Draft202012Validator)
+    known = cls.FORMAT_CHECKER
+
+    class Checker(jsonschema.FormatChecker):
+        def check(self, instance, format):
+            if format in known.checkers:
+                return known.check(instance, format)
+            if isinstance(instance, str):
+                raise jsonschema.FormatError(f"{instance!r}: format {format} taken as asserted")
+
+    def only_format(e):
+        if e.validator == "format":
+            return True
+        if e.validator in ("anyOf", "oneOf") and e.context:
+            branches = {}
+            for c in e.context:
+                branches.setdefault(c.schema_path[0] if c.schema_path else None, []).append(c)
+            return any(all(only_format(c) for c in b) for b in branches.values())
+        return False
+    errors = list(cls(rewritten, format_checker=Checker()).iter_errors(data))
+    return bool(errors) and all(only_format(e) for e in errors)
 
 
 USED = set()
@@ -334,9 +362,7 @@ def patterns_by_meaning(judge):
     from llama_judges import PROPERTY_PATTERNS, PROPERTY_SAMPLES
     pats = PROPERTY_PATTERNS + [hosted_judges.ARTIFACT] + hosted_judges.corpus_patterns()
     samples = [x for x in dict.fromkeys(PROPERTY_SAMPLES + hosted_judges.SAMPLES) if not re.search(r'["\\\x00-\x1f]', x)]
-    node = subprocess.run(["node", "-e", "const [ps, ss] = JSON.parse(require('fs').readFileSync(0, 'utf8')); console.log(JSON.stringify(ps.map(p => ss.map(s => new RegExp(p, 'u').test(s)))))"],
-                          input=json.dumps([pats, samples]), capture_output=True, text=True)
-    want = json.loads(node.stdout)
+    want = ecma.matrix(pats, samples)
     for profile, backend in PROFILES.items():
         done = [toolfit(profile, {"type": "string", "pattern": p}) for p in pats]
         kept = [i for i, (s, _) in enumerate(done) if "pattern" in s]

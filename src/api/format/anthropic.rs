@@ -4,7 +4,7 @@
 use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawTool, Step};
-use crate::api::{Format, NoDescription, Site, Unset};
+use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;
 use crate::schema::Context;
 use serde_json::Value;
@@ -39,7 +39,7 @@ fn tool(t: &McpTool) -> Value {
     Value::Object(f)
 }
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<Missing<'a>>) {
     for p in t.members.all("input_schema") {
         sites.push(Site::new(p, t.members.str("name").unwrap_or_default(), Context::Tool).switch(&t.members, Unset::Loose));
     }

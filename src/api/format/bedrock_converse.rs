@@ -14,7 +14,7 @@ use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Rou
 use crate::api::convert::McpTool;
 use crate::api::locate::values_at;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site, Unset};
+use crate::api::{Format, Member, Missing, Site, Unset};
 use crate::schema::{profile, Context};
 use serde_json::{json, Value};
 
@@ -58,11 +58,11 @@ fn tool(t: &McpTool) -> Value {
     json!({ "toolSpec": Value::Object(f) })
 }
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<Missing<'a>>) {
     for spec in &t.functions {
         let name = spec.str("name").unwrap_or_default();
         if let Some(d) = spec.get("description").filter(|d| d.get() == "\"\"") {
-            undescribed.push(NoDescription { anchor: d, null: false, empty: true, tool: name.clone() });
+            undescribed.push(Missing { anchor: d, null: false, empty: true, tool: name.clone(), member: Member::Description });
         }
         for schema in spec.all("inputSchema") {
             for p in raw::object(schema.get()).map(|s| s.all("json").collect::<Vec<_>>()).unwrap_or_default() {

@@ -7,7 +7,7 @@
 use super::{path, Args, Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site};
+use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
 use serde_json::{json, Value};
 
@@ -71,7 +71,7 @@ fn declarations(tools: Vec<Value>) -> Value {
     json!([{ "functionDeclarations": tools }])
 }
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<Missing<'a>>) {
     for key in ["functionDeclarations", "function_declarations"] {
         for decls in t.members.all(key) {
             for d in raw::array(decls.get()).map(|a| a.0).unwrap_or_default() {

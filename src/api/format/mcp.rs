@@ -6,7 +6,7 @@
 
 use super::{Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::raw::RawTool;
-use crate::api::{Format, NoDescription, Site};
+use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
 
 pub const FORMAT: Descriptor = Descriptor {
@@ -29,7 +29,7 @@ pub const FORMAT: Descriptor = Descriptor {
 };
 
 /// The `inputSchema` of one listed tool (tool context).
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<Missing<'a>>) {
     let name = t.members.str("name").unwrap_or_default();
     for s in t.members.all("inputSchema") {
         sites.push(Site::new(s, name.clone(), Context::Tool));

@@ -6,7 +6,7 @@
 use super::{Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{RawObject, RawTool};
-use crate::api::{Format, NoDescription, Site};
+use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ fn tool(t: &McpTool) -> Value {
     json!(o)
 }
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<Missing<'a>>) {
     tool_in(&t.members, sites);
 }
 

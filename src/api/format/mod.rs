@@ -34,7 +34,7 @@ pub mod openai_responses;
 pub mod probe;
 
 use super::raw::{self, RawObject, RawTool, Step};
-use super::{Format, NoDescription, Site, Unset};
+use super::{Format, Member, Missing, Site, Unset};
 use crate::api::raw::Raw;
 use crate::schema::Profile;
 
@@ -125,7 +125,7 @@ impl Convert {
 }
 
 /// Reads one element of `tools`: its schema sites, and function tools without a description.
-pub type ToolSites = for<'a> fn(&RawTool<'a>, &mut Vec<Site<'a>>, &mut Vec<NoDescription<'a>>);
+pub type ToolSites = for<'a> fn(&RawTool<'a>, &mut Vec<Site<'a>>, &mut Vec<Missing<'a>>);
 /// Reads the top level of a body for the schema sites outside `tools`.
 pub type OutputSites = for<'a> fn(&RawObject<'a>, &mut Vec<Site<'a>>);
 
@@ -430,13 +430,19 @@ pub const AUTO_OUTPUTS: &[OutputSites] = &[
 ];
 
 /// An element of `tools` whose `function` objects declare tools (OpenAI chat, Ollama, Cohere).
-pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
+pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<Missing<'a>>) {
     for fo in &t.functions {
         let name = fo.str("name").unwrap_or_default();
         match (fo.get("description"), fo.get("name")) {
-            (Some(d), _) if d.get() == "null" => undescribed.push(NoDescription { anchor: d, null: true, empty: false, tool: name.clone() }),
-            (None, Some(n)) => undescribed.push(NoDescription { anchor: n, null: false, empty: false, tool: name.clone() }),
+            (Some(d), _) if d.get() == "null" => {
+                undescribed.push(Missing { anchor: d, null: true, empty: false, tool: name.clone(), member: Member::Description })
+            }
+            (None, Some(n)) => undescribed.push(Missing { anchor: n, null: false, empty: false, tool: name.clone(), member: Member::Description }),
             _ => {}
+        }
+        // a function without arguments may leave `parameters` out (the OpenAI API allows it)
+        if let (None, Some(n)) = (fo.get("parameters"), fo.get("name")) {
+            undescribed.push(Missing { anchor: n, null: false, empty: false, tool: name.clone(), member: Member::Parameters });
         }
         for p in fo.all("parameters") {
             sites.push(Site::new(p, name.clone(), crate::schema::Context::Tool).switch(fo, Unset::Loose));

@@ -6,7 +6,7 @@
 use super::{function_tools, index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site, Unset};
+use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;
 use crate::schema::Context;
 use serde_json::{json, Value};
@@ -57,7 +57,7 @@ pub const MENTIONED: &[&[Step]] =
 
 const CALLS: &[CallPath] = &[path(&[Key("choices"), Each, Key("message"), Key("tool_calls"), Each, Key("function")], None, "name", "arguments", Args::Text)];
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribed: &mut Vec<Missing<'a>>) {
     function_tools(t, sites, undescribed);
 }
 

@@ -8,7 +8,7 @@
 use super::{index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Nested, Routes, StreamCalls, Summary, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site, Unset};
+use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;
 use crate::schema::Context;
 use serde_json::{json, Value};
@@ -51,7 +51,7 @@ fn tool(t: &McpTool) -> Value {
 /// The closing `response.completed` event says every call again, whole.
 const DONE: &[CallPath] = &[path(&[Key("response"), Key("output"), Each], Some("function_call"), "name", "arguments", Args::Text)];
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<Missing<'a>>) {
     if t.has_function {
         return;
     }

@@ -7,7 +7,7 @@
 use super::{Convert, Descriptor, ErrorShape, Nested, Routes, StreamCalls, Tools};
 use crate::api::convert::McpTool;
 use crate::api::raw::{self, RawObject, RawTool, Step};
-use crate::api::{Format, NoDescription, Site};
+use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
 use serde_json::Value;
 
@@ -35,7 +35,7 @@ fn tool(t: &McpTool) -> Value {
     serde_json::json!({"title": t.name, "args": t.input})
 }
 
-pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<NoDescription<'a>>) {
+pub fn tool_sites<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, _: &mut Vec<Missing<'a>>) {
     for p in t.members.all("args") {
         sites.push(Site::new(p, t.members.str("title").unwrap_or_default(), Context::Tool));
     }
