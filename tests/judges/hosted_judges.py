@@ -246,6 +246,26 @@ def golden(py):
     check("one verdict per golden file", len(verdicts) == len(jobs), p.stderr[-500:])
     for (name, api), v in zip(GOLDEN_API.items(), verdicts):
         check(f"toolfit convert's golden {name}.json is accepted by the {api} judge", not v["errors"], "; ".join(v["errors"][:3]))
+    # the MCP golden: a tools/list an MCP client takes (a name, an object inputSchema the 2020-12 metaschema
+    # accepts); the ollama golden is judged by the ollama client's Tool model (tests/judges/ollama_judges.py)
+    import jsonschema
+    bad = []
+    for t in json.load(open(os.path.join(GOLDEN, "mcp.json")))["tools"]:
+        s = t.get("inputSchema")
+        try:
+            jsonschema.Draft202012Validator.check_schema(s)
+        except jsonschema.SchemaError as e:
+            bad.append(f"{t.get('name')}: {e.message[:100]}")
+        if not isinstance(t.get("name"), str) or not isinstance(s, dict) or s.get("type") != "object":
+            bad.append(f"{t.get('name')}: not an MCP tool (name, inputSchema of type object)")
+    check("toolfit convert's golden mcp.json is a tools/list an MCP client takes", not bad, bad[:3])
+    control = {"name": "x", "inputSchema": {"type": "object", "properties": {"a": {"type": "strin"}}}}
+    try:
+        jsonschema.Draft202012Validator.check_schema(control["inputSchema"])
+        said = False
+    except jsonschema.SchemaError:
+        said = True
+    check("control: the metaschema refuses an inputSchema with an unknown type", said)
 
 
 def shapes(py):

@@ -15,7 +15,7 @@ Prints a closing 'N passed, M failed' line; exit 1 on any failure.
 """
 import json, os, subprocess, sys
 
-from harness.paths import TOOLFIT
+from harness.paths import ROOT, TOOLFIT
 from harness.venv import venv
 from harness.verdict import check, close, results
 from llama_judges import by_file, corpus_tools, toolfit
@@ -142,6 +142,11 @@ def main():
     kept_bare = round_trip(py, [bare])[0]
     gone = [w for w in constraint_words(bare["function"]["parameters"]) if w not in keys(kept_bare) and w not in " ".join(descriptions(kept_bare)).lower()]
     check("control: a dropped pattern on a property named `pattern`, sent as it came, counts as lost", gone == ["pattern"], (gone, kept_bare))
+
+    # toolfit convert's golden for Ollama: nothing in it for the client (and Ollama) to drop
+    golden = json.load(open(os.path.join(ROOT, "tests", "golden", "convert", "ollama.json")))["tools"]
+    changed = [a["function"]["name"] for a, b in zip(golden, round_trip(py, golden)) if a != b]
+    check(f"toolfit convert's golden ollama.json keeps every keyword through ollama's Tool model ({len(golden)} tools)", golden and not changed, changed)
 
     outputs = [o for _, _, _, o in tools if isinstance(o, dict)][:200]
     differ = []
