@@ -4,9 +4,13 @@
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
 
-# the CLI (target/release/toolfit) and the external processor (target/release/toolfit-extproc)
+# the CLI (target/release/toolfit) and the external processor (target/release/toolfit-extproc). For the
+# test tiers with every target (tests, examples, benches) in the same build: their dev-dependencies
+# change the features cargo unifies, so a plain build first made the unit suite compile ~100 crates again
+# and the placement suite toolfit-extproc again.
 build:
-	cargo build --release --workspace
+	cargo build --release --workspace $(CARGO_TARGETS)
+test check: CARGO_TARGETS = --all-targets
 
 # toolfit-extproc alone: the same filter as an Envoy ext_proc gRPC service (extproc/, envoy/extproc.yaml)
 extproc:
