@@ -273,6 +273,8 @@ def main():
             client_abort(e, rec)
             header_bytes(e, rec)
             n = metric(e.prom(), "toolfit_internal_errors", "chat", need=True)
+            check("control: a series Envoy does not export reads as absent, not as 0",
+                  metric(e.prom(), "toolfit_no_such_counter", "chat", need=True) is None)
             check("no internal errors through all of it (the series exists and reads 0)", n == 0, n)
         finally:
             e.stop()

@@ -202,6 +202,14 @@ def _record_for(e, lossy):
     return None
 
 
+def branches(e):
+    """The errors of a failed union (anyOf, oneOf), grouped by the branch they failed in."""
+    out = {}
+    for c in e.context or ():
+        out.setdefault(c.schema_path[0] if c.schema_path else None, []).append(c)
+    return list(out.values())
+
+
 def _error_excused(e, lossy):
     """The records that excuse one error, or None. An error of a union (anyOf, oneOf) with branches that
     failed is excused by a record at its own keyword and place (a union rewritten as a whole), or by one
@@ -217,10 +225,7 @@ def _error_excused(e, lossy):
         hit = next((r for r in lossy if _match(governs(r["path"]), at, prefix=True)), None)
         return [hit] if hit is not None else None
     if e.validator in ("anyOf", "oneOf") and e.context:
-        branches = {}
-        for c in e.context:
-            branches.setdefault(c.schema_path[0] if c.schema_path else None, []).append(c)
-        for errors in branches.values():
+        for errors in branches(e):
             got = [_error_excused(c, lossy) for c in errors]
             if all(g is not None for g in got):
                 return [r for g in got for r in g]

@@ -124,7 +124,8 @@ impl Convert {
     }
 }
 
-/// Reads one element of `tools`: its schema sites, and function tools without a description.
+/// Reads one element of `tools`: its schema sites, and function tools without a description or without
+/// `parameters` (members some servers read unconditionally).
 pub type ToolSites = for<'a> fn(&RawTool<'a>, &mut Vec<Site<'a>>, &mut Vec<Missing<'a>>);
 /// Reads the top level of a body for the schema sites outside `tools`.
 pub type OutputSites = for<'a> fn(&RawObject<'a>, &mut Vec<Site<'a>>);
