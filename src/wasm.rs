@@ -15,12 +15,11 @@
 
 use crate::api::cache::SiteCache;
 use crate::filter::config::Config;
-use crate::filter::exchange::{Env, Exchange, Headed, Level};
+use crate::filter::exchange::{BodyAllowed, Exchange};
 use crate::filter::headers;
+use crate::filter::host::{self, Env, Headed, MetaValue, Next, RequestHost, RequestRead, ResponseHost, ResponseRead, RouteMeta, REJECT_HEADERS};
 use crate::filter::log::LogLimiter;
-use crate::filter::request::{self, Headers, RequestHost, RouteMeta};
-use crate::filter::response::{Next, ResponseHost};
-use crate::filter::stats::{metric_name, Metrics, SeriesBudget, Stat};
+use crate::filter::stats::{route_series, Metrics, SeriesBudget, SeriesKind};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
@@ -53,10 +52,9 @@ impl HostMetrics {
         if !self.budget.define(route, profile) {
             return;
         }
-        for c in request::all_counter_names() {
-            let _ = self.id(MetricType::Counter, &metric_name(route, profile, c));
+        for (kind, name) in route_series(route, profile) {
+            let _ = self.id(if kind == SeriesKind::Histogram { MetricType::Histogram } else { MetricType::Counter }, &name);
         }
-        let _ = self.id(MetricType::Histogram, &metric_name(route, profile, Stat::RewriteUs.name()));
     }
 
     fn id(&mut self, t: MetricType, name: &str) -> Option<u32> {
@@ -120,7 +118,7 @@ impl RootContext for Root {
                 );
                 // a new config applies to requests that start from now on; running ones keep theirs.
                 // The cache starts afresh (entries are keyed by options too, but the size may change).
-                self.shared.borrow_mut().cache = (c.cache_bytes > 0).then(|| SiteCache::new(c.cache_bytes));
+                self.shared.borrow_mut().cache = c.new_cache();
                 self.config = Rc::new(c);
                 // the memory gauge: now, then every few seconds
                 self.on_tick();
@@ -178,18 +176,10 @@ fn property(path: Vec<&str>) -> Option<String> {
     String::from_utf8(b).ok()
 }
 
-/// `metadata.filter_metadata.toolfit` of the matched route. Strings are read as they are; a boolean
-/// comes back as one byte, and "true"/"false" strings are accepted too.
+/// `metadata.filter_metadata.toolfit` of the matched route, each key a property (a boolean comes
+/// back as one byte).
 fn route_meta() -> RouteMeta {
-    let leaf = |k: &str| hostcalls::get_property(vec!["xds", "route_metadata", "filter_metadata", "toolfit", k]).ok().flatten();
-    let flag = |k: &str| {
-        leaf(k).and_then(|b| match b.as_slice() {
-            [1] | b"true" => Some(true),
-            [0] | b"false" => Some(false),
-            _ => None,
-        })
-    };
-    RouteMeta { profile: leaf("profile").and_then(|b| String::from_utf8(b).ok()), strict: flag("strict"), disabled: flag("disabled").unwrap_or(false) }
+    RouteMeta::read(|k| hostcalls::get_property(vec!["xds", "route_metadata", "filter_metadata", "toolfit", k]).ok().flatten().map(MetaValue::Bytes))
 }
 
 fn now_us() -> u64 {
@@ -201,29 +191,14 @@ impl HttpContext for Http {
         if cfg!(feature = "bench-floor") {
             return floor(end_of_stream, None);
         }
-        let (method, path) = (header(":method").unwrap_or_default(), header(":path").unwrap_or_default());
-        let (ct, ce, ae) = (header("content-type"), header("content-encoding"), header("accept-encoding"));
-        let (sid, tp, authority, tool) = (header("mcp-session-id"), header("x-toolfit-profile"), header(":authority"), header("mcp-name"));
-        let auth = header("authorization");
+        let read = RequestRead::read(header);
         #[cfg(feature = "test-trap")]
         if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
             // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
             log::warn!("toolfit: trapping on request header {h} (test_trap_header is set)");
             core::arch::wasm32::unreachable();
         }
-        let h = Headers {
-            method: &method,
-            path: &path,
-            content_type: ct.as_deref(),
-            content_encoding: ce.as_deref(),
-            accept_encoding: ae.as_deref(),
-            end_of_stream,
-            session: sid.as_deref(),
-            profile: tp.as_deref(),
-            authority: authority.as_deref(),
-            mcp_name: tool.as_deref(),
-            authorization: auth.as_deref(),
-        };
+        let h = read.headers(end_of_stream);
         let route = property(vec!["xds", "route_name"]);
         let meta = route_meta();
         let Http { config, shared, exchange, .. } = self;
@@ -263,12 +238,9 @@ impl HttpContext for Http {
         if !self.exchange.awaits_response() {
             return Action::Continue;
         }
-        let status = response_header(":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-        let (ct, ce, sid) = (response_header("content-type"), response_header("content-encoding"), response_header("mcp-session-id"));
+        let read = ResponseRead::read(response_header);
         let Http { config, shared, exchange, .. } = self;
-        let next = with_env(config, shared, |env| {
-            exchange.response_headers_with(env, status, end_of_stream, ct.as_deref(), ce.as_deref(), sid.as_deref(), &mut WasmResponse)
-        });
+        let next = with_env(config, shared, |env| exchange.response_headers(env, &read.headers(end_of_stream), &mut WasmResponse));
         action(next.unwrap_or(Next::Continue))
     }
 
@@ -283,7 +255,7 @@ impl HttpContext for Http {
     fn on_http_response_trailers(&mut self, _n: usize) -> Action {
         let Http { config, shared, exchange, .. } = self;
         // the trailers callback can still replace the last body bytes
-        action(with_env(config, shared, |env| exchange.response_trailers(env, &mut WasmResponse, true)))
+        action(with_env(config, shared, |env| exchange.response_trailers(env, &mut WasmResponse, BodyAllowed::Yes)))
     }
 
     fn on_log(&mut self) {
@@ -306,7 +278,7 @@ impl RequestHost for WasmRequest {
         hostcalls::set_buffer(BufferType::HttpRequestBody, 0, size, bytes).is_ok()
     }
     fn reject(&mut self, status: u16, body: &[u8]) -> bool {
-        let headers = vec![("content-type", "application/json"), ("x-toolfit", "rejected")];
+        let headers = REJECT_HEADERS.to_vec();
         hostcalls::send_http_response(u32::from(status), headers, Some(body)).is_ok()
     }
 }
@@ -362,12 +334,7 @@ fn header_opt(name: &Option<String>) -> Option<String> {
 fn with_env<R>(config: &Config, shared: &RefCell<Shared>, f: impl FnOnce(&mut Env) -> R) -> R {
     let mut shared = shared.borrow_mut();
     let Shared { metrics, logs, cache } = &mut *shared;
-    let mut log = |level: Level, text: &str| match level {
-        Level::Warn => log::warn!("toolfit: {text}"),
-        Level::Info => log::info!("toolfit: {text}"),
-    };
-    let mut env = Env { config, metrics, logs, cache: cache.as_mut(), now_us, log: &mut log };
-    f(&mut env)
+    host::with_env(config, metrics, logs, cache.as_mut(), now_us, f)
 }
 
 impl Http {

@@ -225,3 +225,74 @@ fn pages_name_only_files_that_exist() {
     }
     assert!(checked > 60, "only {checked} file names found in the pages");
 }
+
+/// Every shipped configuration that serves llama-server (`envoy/`, `deploy/`, the chart's values and its
+/// per-overlay values) names the release it serves (`llama_cpp_since`): left out, the default applies
+/// every older release's workarounds and counts them as lossy on healthy traffic, and nothing in the
+/// file says so. Route metadata (`filter_metadata: {toolfit: {profile: ...}}`) picks a profile only.
+#[test]
+fn shipped_configs_name_the_llama_cpp_release() {
+    fn yamls(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                yamls(&p, out);
+            } else if p.extension().is_some_and(|x| x == "yaml") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for d in ["envoy", "deploy", "charts/toolfit/ci"] {
+        yamls(&root().join(d), &mut files);
+    }
+    files.push(root().join("charts/toolfit/values.yaml"));
+    let serves = |l: &str| {
+        let l = l.trim();
+        !l.starts_with('#') && !l.contains("filter_metadata") && (l.contains(r#""profile": "llama-cpp""#) || l == "profile: llama-cpp")
+    };
+    let mut named = 0;
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        if text.lines().any(serves) {
+            assert!(text.contains("llama_cpp_since"), "{} serves llama-server without naming llama_cpp_since", f.display());
+            named += 1;
+        }
+    }
+    assert!(named >= 15, "only {named} shipped configurations serve llama-server");
+    // the control: the rule refuses a config that leaves the release out
+    assert!(serves(r#"    {"profile": "llama-cpp", "framing": "exact"}"#) && serves("  profile: llama-cpp"));
+}
+
+/// The README's Layout names every source file of both crates (by its file name; a pass by its
+/// directory, `passes/`, which holds one file per transformation): a new module is placed on the map
+/// in the change that adds it.
+#[test]
+fn readme_layout_names_every_source_file() {
+    let readme = read("README.md");
+    let layout = readme.split("## Layout").nth(1).and_then(|t| t.split("\n## ").next()).unwrap_or("");
+    let named: Vec<&str> = layout.split('`').skip(1).step_by(2).collect();
+    fn rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rs(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    rs(&root().join("src"), &mut files);
+    rs(&root().join("extproc/src"), &mut files);
+    let mut unnamed = Vec::new();
+    for f in &files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = f.parent().and_then(|d| d.file_name()).map(|d| format!("{}/", d.to_string_lossy())).unwrap_or_default();
+        if !named.iter().any(|n| n.ends_with(&name) || (dir == "passes/" && *n == dir)) {
+            unnamed.push(f.strip_prefix(root()).unwrap().display().to_string());
+        }
+    }
+    assert!(files.len() > 80, "only {} source files found", files.len());
+    assert!(unnamed.is_empty(), "README's Layout does not name: {unnamed:?}");
+}

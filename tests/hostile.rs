@@ -9,7 +9,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 use toolfit::api::{rewrite_body, Format, Skip};
 use toolfit::filter::config::Config;
-use toolfit::filter::request::{finish, start, Headers, RouteMeta, Start, Verdict};
+use toolfit::filter::host::{Headers, RouteMeta};
+use toolfit::filter::request::{finish, start, Start, Verdict};
 use toolfit::filter::stats::{metric_name, Metrics};
 use toolfit::schema::{normalize, profile, Context, Options};
 

@@ -9,8 +9,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use toolfit::filter::request::all_counter_names;
-use toolfit::filter::stats::{metric_name, Metrics, SeriesBudget, Stat};
+use toolfit::filter::stats::{route_series, Metrics, SeriesBudget, SeriesKind};
 
 /// The buckets of `rewrite_us` (microseconds), as `envoy/envoy.yaml` sets them for the Wasm filter.
 const BUCKETS: [u64; 13] = [25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000];
@@ -122,13 +121,16 @@ impl Metrics for &Registry {
             return;
         }
         // every counter of a route and profile from its first request: dashboards see zeros, not gaps
-        for c in all_counter_names() {
-            if let Some(s) = series(&metric_name(route, profile, c)) {
-                inner.counters.entry(s).or_insert(0);
+        for (kind, name) in route_series(route, profile) {
+            let Some(s) = series(&name) else { continue };
+            match kind {
+                SeriesKind::Counter => {
+                    inner.counters.entry(s).or_insert(0);
+                }
+                SeriesKind::Histogram => {
+                    inner.histograms.entry(s).or_default();
+                }
             }
-        }
-        if let Some(s) = series(&metric_name(route, profile, Stat::RewriteUs.name())) {
-            inner.histograms.entry(s).or_default();
         }
     }
 
@@ -158,6 +160,7 @@ impl Metrics for &Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolfit::filter::stats::metric_name;
 
     #[test]
     fn filter_names_become_envoys_prometheus_names() {

@@ -23,11 +23,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use toolfit::api::cache::SiteCache;
 use toolfit::filter::config::Config;
-use toolfit::filter::exchange::{Env, Exchange, Headed, Level};
+use toolfit::filter::exchange::{BodyAllowed, Exchange};
 use toolfit::filter::headers;
+use toolfit::filter::host::{self, Env, Headed, MetaValue, Next, RequestHost, RequestRead, ResponseHost, ResponseRead, RouteMeta, REJECT_HEADERS};
 use toolfit::filter::log::LogLimiter;
-use toolfit::filter::request::{Headers, RequestHost, RouteMeta};
-use toolfit::filter::response::{Next, ResponseHost};
 
 use crate::metrics::Registry;
 
@@ -42,7 +41,7 @@ pub struct Shared {
 
 impl Shared {
     pub fn new(config: Config) -> Shared {
-        let cache = (config.cache_bytes > 0).then(|| SiteCache::new(config.cache_bytes));
+        let cache = config.new_cache();
         Shared { config: Arc::new(config), metrics: Registry::default(), logs: Mutex::new(LogLimiter::default()), cache: Mutex::new(cache) }
     }
 }
@@ -149,24 +148,8 @@ impl Session {
     }
 
     fn request_headers(&mut self, h: &HttpHeaders, route: Option<&str>, meta: &RouteMeta) -> Option<ProcessingResponse> {
-        let map = h.headers.as_ref();
-        let (method, path) = (header(map, ":method").unwrap_or_default(), header(map, ":path").unwrap_or_default());
-        let (ct, ce, ae) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "accept-encoding"));
-        let (sid, tp, authority, tool) = (header(map, "mcp-session-id"), header(map, "x-toolfit-profile"), header(map, ":authority"), header(map, "mcp-name"));
-        let auth = header(map, "authorization");
-        let hs = Headers {
-            method: &method,
-            path: &path,
-            content_type: ct.as_deref(),
-            content_encoding: ce.as_deref(),
-            accept_encoding: ae.as_deref(),
-            end_of_stream: h.end_of_stream,
-            session: sid.as_deref(),
-            profile: tp.as_deref(),
-            authority: authority.as_deref(),
-            mcp_name: tool.as_deref(),
-            authorization: auth.as_deref(),
-        };
+        let read = RequestRead::read(|name| header(h.headers.as_ref(), name));
+        let hs = read.headers(h.end_of_stream);
         let mut m = Mutations::default();
         let Session { shared, exchange, .. } = self;
         let headed = with_env(shared, |env| exchange.request_headers(env, &hs, route, meta, &mut m));
@@ -261,14 +244,10 @@ impl Session {
     }
 
     fn response_headers(&mut self, h: &HttpHeaders) -> Option<ProcessingResponse> {
-        let map = h.headers.as_ref();
-        let status = header(map, ":status").and_then(|s| s.parse::<u16>().ok()).unwrap_or(0);
-        let (ct, ce, sid) = (header(map, "content-type"), header(map, "content-encoding"), header(map, "mcp-session-id"));
+        let read = ResponseRead::read(|name| header(h.headers.as_ref(), name));
         let mut chunk = Chunk::default();
         let Session { shared, exchange, .. } = self;
-        let Some(next) =
-            with_env(shared, |env| exchange.response_headers_with(env, status, h.end_of_stream, ct.as_deref(), ce.as_deref(), sid.as_deref(), &mut chunk))
-        else {
+        let Some(next) = with_env(shared, |env| exchange.response_headers(env, &read.headers(h.end_of_stream), &mut chunk)) else {
             // a full-duplex body is answered piece by piece whatever happens (no mode override there)
             return Some(if self.response_streamed() { headers_answer(Leg::Response, None) } else { skip_response(None) });
         };
@@ -342,7 +321,8 @@ impl Session {
         let Session { shared, exchange, .. } = self;
         // a trailers answer carries no body: in STREAMED, bytes toolfit still held cannot go out any
         // more; in full duplex they go out as the body's last piece
-        let _ = with_env(shared, |env| exchange.response_trailers(env, &mut chunk, streamed));
+        let allowed = if streamed { BodyAllowed::Yes } else { BodyAllowed::No };
+        let _ = with_env(shared, |env| exchange.response_trailers(env, &mut chunk, allowed));
         let held = chunk.out.take().unwrap_or_default();
         if !streamed {
             return vec![trailers_answer(Leg::Response)];
@@ -367,12 +347,7 @@ pub fn with_env<R>(shared: &Shared, f: impl FnOnce(&mut Env) -> R) -> R {
     let logs = logs.as_deref_mut().unwrap_or(&mut fallback);
     let mut cache = shared.cache.lock().ok();
     let cache = cache.as_mut().and_then(|c| c.as_mut());
-    let mut log = |level: Level, text: &str| match level {
-        Level::Warn => log::warn!("toolfit: {text}"),
-        Level::Info => log::info!("toolfit: {text}"),
-    };
-    let mut env = Env { config: &shared.config, metrics: &mut metrics, logs, cache, now_us, log: &mut log };
-    f(&mut env)
+    host::with_env(&shared.config, &mut metrics, logs, cache, now_us, f)
 }
 
 /// `xds.route_name`, which Envoy sends when the filter's `request_attributes` lists it.
@@ -398,21 +373,14 @@ fn route_meta(msg: &ProcessingRequest) -> RouteMeta {
     use envoy_types::pb::google::protobuf::value::Kind;
     let attrs = msg.attributes.get(FILTER);
     let dynamic = msg.metadata_context.as_ref().and_then(|m| m.filter_metadata.get("toolfit"));
-    let leaf = |k: &str| {
+    RouteMeta::read(|k| {
         let from_route = attrs.and_then(|a| a.fields.get(&format!("{ROUTE_META}{k}")));
-        from_route.or_else(|| dynamic.and_then(|d| d.fields.get(k))).and_then(|v| v.kind.clone())
-    };
-    let flag = |k: &str| match leaf(k) {
-        Some(Kind::BoolValue(b)) => Some(b),
-        Some(Kind::StringValue(s)) if s == "true" => Some(true),
-        Some(Kind::StringValue(s)) if s == "false" => Some(false),
-        _ => None,
-    };
-    let profile = match leaf("profile") {
-        Some(Kind::StringValue(s)) => Some(s),
-        _ => None,
-    };
-    RouteMeta { profile, strict: flag("strict"), disabled: flag("disabled").unwrap_or(false) }
+        match from_route.or_else(|| dynamic.and_then(|d| d.fields.get(k))).and_then(|v| v.kind.clone())? {
+            Kind::BoolValue(b) => Some(MetaValue::Bool(b)),
+            Kind::StringValue(s) => Some(MetaValue::Bytes(s.into_bytes())),
+            _ => None,
+        }
+    })
 }
 
 /// A header's value (Envoy sends `raw_value` unless told otherwise).
@@ -613,8 +581,9 @@ fn answer_then(
 /// Strict mode's answer: the request goes no further.
 fn reject(status: u16, body: Vec<u8>) -> ProcessingResponse {
     let mut m = Mutations::default();
-    let _ = RequestHost::set_header(&mut m, "content-type", "application/json");
-    let _ = RequestHost::set_header(&mut m, "x-toolfit", "rejected");
+    for (name, value) in REJECT_HEADERS {
+        let _ = RequestHost::set_header(&mut m, name, value);
+    }
     let r = ImmediateResponse { status: Some(HttpStatus { code: i32::from(status) }), headers: m.header_mutation(), body, ..ImmediateResponse::default() };
     ProcessingResponse { response: Some(processing_response::Response::ImmediateResponse(r)), ..ProcessingResponse::default() }
 }

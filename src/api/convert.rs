@@ -3,7 +3,7 @@
 //! filter's). The input is never changed; every tool comes out, in order. What each API's list looks
 //! like is its descriptor's ([`super::format::Descriptor::convert`]).
 
-use super::format::{self, Convert, Descriptor};
+use super::format::{self, Convert, Descriptor, McpTool};
 use super::rewrite_body;
 use crate::schema::{Options, Report};
 use serde_json::{json, Map, Value};
@@ -28,27 +28,6 @@ impl To {
 
     pub fn by_name(name: &str) -> Option<To> {
         To::all().find(|t| t.shape.name == name)
-    }
-}
-
-/// One tool of an MCP `tools/list` result.
-pub struct McpTool<'v> {
-    pub name: &'v str,
-    pub description: Option<&'v Value>,
-    /// Its `inputSchema` (an empty object schema when it has none, as MCP means it).
-    pub input: Value,
-    pub output: Option<&'v Value>,
-}
-
-impl McpTool<'_> {
-    /// `name` and `description`: how every API's function declaration starts.
-    pub fn head(&self) -> Map<String, Value> {
-        let mut f = Map::new();
-        f.insert("name".into(), json!(self.name));
-        if let Some(d) = self.description {
-            f.insert("description".into(), d.clone());
-        }
-        f
     }
 }
 

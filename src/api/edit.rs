@@ -1,8 +1,8 @@
 //! Edits to a body: every site's outcome placed by its byte range, and the splice that applies them.
 
-use super::locate::Missing;
 use super::raw;
-use super::{names, BodyOutcome, ToolList, Unparsed};
+use super::site::Missing;
+use super::{BodyOutcome, NameMap, ToolList, Unparsed};
 use crate::schema::{Context, Report};
 
 /// One schema's outcome, placed by its byte range in the body.
@@ -80,7 +80,7 @@ pub(super) fn assemble(text: &str, results: Vec<SiteResult>, tool_lists: Vec<Too
         report.extend(r.report);
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
-    BodyOutcome { body, report, tools, schemas_changed, unparsed, names: names::NameMap::default(), tool_lists }
+    BodyOutcome { body, report, tools, schemas_changed, unparsed, names: NameMap::default(), tool_lists }
 }
 
 /// One change to a body: the bytes `at..end` replaced by `text`. Every rewrite (schemas, names,

@@ -14,22 +14,11 @@
 //! tool (a `custom` tool has no top-level spelling the server reads either), a tool without a name,
 //! or a lifted name another tool already has.
 
-use super::locate::values_at;
-use super::names::NameMap;
-use super::raw::{self, Raw};
+use super::namemap::{Lifted, NameMap};
+use super::raw::{self, values_at, Raw};
 use super::{Edit, Format};
 use crate::schema::target::Namespaces;
 use crate::schema::{Kind, Record, Report};
-
-/// A tool sent at the top level that the client declared inside a namespace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lifted {
-    /// The name it was sent under.
-    pub sent: String,
-    /// Its name in the namespace, as the request had it.
-    pub name: String,
-    pub namespace: String,
-}
 
 /// The top-level name of tool `name` of `namespace`.
 pub fn sent_name(namespace: &str, name: &str) -> String {

@@ -3,7 +3,7 @@
 
 use super::edit::{splice, Edit, SiteResult};
 use super::locate::Top;
-use super::{cache, format, names, raw, BodyOutcome, Format};
+use super::{cache, format, raw, BodyOutcome, Format, NameMap};
 use crate::schema::{Context, Profile, Report};
 
 /// The schema-bearing members as wholes, for the cache: a catalog sent again is found without looking
@@ -40,7 +40,7 @@ pub(super) fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format,
         }
     }
     let body = (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
-    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: names::NameMap::default(), tool_lists: Vec::new() })
+    Some(BodyOutcome { body, report, tools, schemas_changed, unparsed: Vec::new(), names: NameMap::default(), tool_lists: Vec::new() })
 }
 
 /// Stores each member as a whole: its rewritten text (its schemas' rewrites spliced in), its report

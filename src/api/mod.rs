@@ -11,14 +11,18 @@ pub mod format;
 pub mod lift;
 mod locate;
 mod members;
+mod namemap;
 pub mod names;
 pub mod raw;
+mod site;
 pub mod skim;
 mod strict;
 
 pub use edit::{splice, Edit};
 pub use format::model_in_path;
-pub use locate::{locate, locate_tools, Member, Missing, Site, StrictAt, ToolList, Unset};
+pub use locate::{locate, locate_tools, ToolList};
+pub use namemap::NameMap;
+pub use site::{Member, Missing, Site, StrictAt, Unset};
 
 use edit::{assemble, describe, parameterize, SiteResult};
 use locate::{locate_in, tool_lists, top, Read, Top};
@@ -118,7 +122,7 @@ pub struct BodyOutcome {
     pub schemas_changed: usize,
     pub unparsed: Vec<Unparsed>,
     /// Tools sent under another name (the response path says the originals again).
-    pub names: names::NameMap,
+    pub names: NameMap,
     /// The request's lists of tools, as the client sent them: all the response path keeps of the
     /// request (see [`BodyOutcome::tool_lists_of`]).
     pub tool_lists: Vec<ToolList>,
@@ -208,12 +212,12 @@ fn rewrite_placed(body: &[u8], format: Format, profile: &'static Profile, opts: 
 }
 
 /// What a plan over a whole body gives: its edits, the names it changed, its records.
-type Plan = (Vec<Edit>, names::NameMap, Report);
+type Plan = (Vec<Edit>, NameMap, Report);
 
 /// A plan over the body as it goes (rewritten, else as it came) applied to it: its edits spliced in,
 /// its records added; its map returned. One copy for both plans (Wasm size).
 #[inline(never)]
-fn apply(out: &mut BodyOutcome, body: &[u8], plan: &dyn Fn(&str) -> Option<Plan>) -> Result<Option<names::NameMap>, Skip> {
+fn apply(out: &mut BodyOutcome, body: &[u8], plan: &dyn Fn(&str) -> Option<Plan>) -> Result<Option<NameMap>, Skip> {
     let text = match &out.body {
         Some(b) => skim::text(b).ok_or(Skip::NotJson)?,
         None => skim::text(body).ok_or(Skip::NotJson)?,

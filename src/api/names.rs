@@ -7,32 +7,13 @@
 //! Every place the request names the tool is renamed alike (tool choice, earlier calls in the
 //! conversation), and the map goes with the request so the response can say the original again.
 
+use super::namemap::NameMap;
 use super::raw::{self, Step};
 use super::{Edit, Format};
 use crate::api::raw::Raw;
 use crate::schema::target::Names;
 use crate::schema::{Kind, Record, Report};
 use std::collections::{HashMap, HashSet};
-
-/// Names sent in place of the originals: `renamed` as `(sent, original)`, and the tools lifted out of
-/// a namespace (see [`super::lift`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct NameMap {
-    pub renamed: Vec<(String, String)>,
-    pub lifted: Vec<super::lift::Lifted>,
-}
-
-impl NameMap {
-    pub fn original<'s>(&'s self, sent: &str) -> Option<&'s str> {
-        self.renamed.iter().find(|(s, _)| s == sent).map(|(_, o)| o.as_str())
-    }
-    pub fn sent<'s>(&'s self, original: &str) -> Option<&'s str> {
-        self.renamed.iter().find(|(_, o)| o == original).map(|(s, _)| s.as_str())
-    }
-    pub fn is_empty(&self) -> bool {
-        self.renamed.is_empty() && self.lifted.is_empty()
-    }
-}
 
 fn values<'a>(top: Raw<'a>, paths: &[&[Step]]) -> Vec<Raw<'a>> {
     let mut out = Vec::new();

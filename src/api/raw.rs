@@ -163,6 +163,16 @@ pub fn walk<'a>(v: Raw<'a>, path: &[Step], out: &mut Vec<Raw<'a>>) {
 }
 
 /// serde_json's own reading of the same texts: the reference the body scan is tested against.
+/// The values at `path` from the top level (every duplicate member on the way).
+pub(crate) fn values_at<'a>(top: &RawObject<'a>, path: &[&str]) -> Vec<Raw<'a>> {
+    let Some((first, rest)) = path.split_first() else { return Vec::new() };
+    let mut at: Vec<Raw<'a>> = top.all(first).collect();
+    for key in rest {
+        at = at.iter().filter_map(|v| object(v.get())).flat_map(|o| o.all(key).collect::<Vec<_>>()).collect();
+    }
+    at
+}
+
 #[cfg(test)]
 pub mod serde_reading {
     use super::{Raw, RawArray, RawObject, RawTool};

@@ -3,9 +3,10 @@
 //! switches beside the schemas set to say which.
 
 use super::edit::SiteResult;
-use super::locate::{Site, StrictAt};
 use super::raw::{self, Raw};
+use super::site::{Site, StrictAt};
 use super::{cache, Unparsed};
+use crate::schema::profile::{Field, Strictness};
 use crate::schema::{self, Context, Kind, Options, Profile, Report};
 use serde_json::Value;
 
@@ -65,10 +66,10 @@ impl<'o> StrictPolicy<'o> {
         let asked = modes.is_some_and(|m| m.force || site.strict.on());
         let all_loose = self.all_loose && site.context == Context::Tool;
         let strict_on = asked && !all_loose;
-        let first = profile.for_site(strict_on, site.json_field, site.context);
+        let first = profile.for_site(Strictness::of(strict_on), Field::of(site.json_field), site.context);
         let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut self.scopes);
         let mut strict = strict_on;
-        let loose = profile.for_site(false, site.json_field, site.context);
+        let loose = profile.for_site(Strictness::Loose, Field::of(site.json_field), site.context);
         if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
             done = declined(done.report, rewrite_site(src, site, loose, opts, cache.as_deref_mut(), &mut self.scopes));
             strict = false;

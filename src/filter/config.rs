@@ -273,6 +273,11 @@ pub fn default_routes() -> Vec<Route> {
 }
 
 impl Config {
+    /// The rewrite cache this configuration sizes (`cache_bytes`; 0: none).
+    pub fn new_cache(&self) -> Option<crate::api::cache::SiteCache> {
+        (self.cache_bytes > 0).then(|| crate::api::cache::SiteCache::new(self.cache_bytes))
+    }
+
     /// Parses and validates a plugin configuration; an empty one means all defaults.
     pub fn parse(bytes: &[u8]) -> Result<Config, String> {
         let text = std::str::from_utf8(bytes).map_err(|_| "configuration is not UTF-8".to_string())?;

@@ -5,48 +5,17 @@
 //! share, a clock and a log), and carries out what comes back: body and header changes go through
 //! [`RequestHost`] and [`ResponseHost`], the rest is a [`Next`] or a [`Headed`].
 
-use super::config::Config;
-use super::log::{Line, LogLimiter};
+use super::host::{Env, Headed, Headers, Level, RequestHost, ResponseHeaders, ResponseHost, RouteMeta};
+use super::log::Line;
 use super::mcp;
-use super::request::{self, Headers, Plan, RequestHost, RouteMeta, Start};
-use super::response::{Flow, Reply, ResponseHost, Sink};
-use super::stats::{Metrics, Stat};
+use super::request::{self, Plan, Start};
+use super::response::{Flow, Reply, Sink};
+use super::stats::{label, Stat};
 use super::Next;
-use crate::api::cache::SiteCache;
 use crate::api::Format;
 use std::borrow::Cow;
 
-/// How important a log line is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    Info,
-    Warn,
-}
-
-/// What a host lends the core for one callback.
-pub struct Env<'a> {
-    /// The configuration the request started under.
-    pub config: &'a Config,
-    pub metrics: &'a mut dyn Metrics,
-    /// The per-route rate limit on log lines, shared by the plugin's requests.
-    pub logs: &'a mut LogLimiter,
-    /// The rewrite cache, where the host keeps one.
-    pub cache: Option<&'a mut SiteCache>,
-    /// Now, in microseconds.
-    pub now_us: fn() -> u64,
-    /// Writes a line the rate limit let through (the host adds its prefix and level).
-    pub log: &'a mut dyn FnMut(Level, &str),
-}
-
 impl Env<'_> {
-    /// Writes `line` for `route` if the rate limit lets it through.
-    pub(crate) fn say(&mut self, route: &str, line: Line) {
-        let now_s = (self.now_us)() / 1_000_000;
-        if let Some(text) = self.logs.admit(route, now_s, self.config.log_lines_per_second, line.text) {
-            (self.log)(if line.warn { Level::Warn } else { Level::Info }, &text);
-        }
-    }
-
     /// Runs `f` with the response path's view of these: counters, the rate limit, warnings.
     fn sink<R>(&mut self, f: impl FnOnce(&mut Sink) -> R) -> R {
         let now_s = (self.now_us)() / 1_000_000;
@@ -57,41 +26,36 @@ impl Env<'_> {
     }
 }
 
-/// What the host does once the request's headers are seen.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Headed {
-    /// toolfit reads neither this request's body nor its response: let both pass (a host that can
-    /// stop being sent them, as ext_proc can, should).
-    Ignore,
-    /// The headers go on now; the body is read.
-    Continue,
-    /// The headers wait for the body (its new length goes with them).
-    Pause,
-}
-
-/// Where the request is.
+/// Where an inference request is.
 enum Request {
-    /// Not read (not an inference request, passed, or done).
+    /// Not read (passed past `max_body_bytes`, or done).
     Idle,
     /// Its body is being read.
     Reading(Plan),
 }
 
-/// One request and its response, as the core keeps them between a host's callbacks.
-pub struct Exchange {
+/// An exchange on an inference route whose body toolfit reads: the request's plan while its body is
+/// read, what the response needs from it, and how the response is read.
+pub struct Inference {
     request: Request,
     /// What the response path needs from the request, until the response's headers.
     reply: Option<Reply>,
     /// How the response body is read.
     response: Flow,
-    /// An exchange on an MCP route, which the MCP leg carries instead (`super::mcp`).
-    mcp: Option<Box<mcp::State>>,
 }
 
-impl Default for Exchange {
-    fn default() -> Self {
-        Exchange { request: Request::Idle, reply: None, response: Flow::Off, mcp: None }
-    }
+/// One request and its response, as the core keeps them between a host's callbacks: which leg
+/// carries it is chosen once, at the request's headers.
+#[derive(Default)]
+pub enum Exchange {
+    /// toolfit reads neither the request nor its response (not a route of toolfit's, disabled, not a
+    /// body toolfit reads).
+    #[default]
+    Pass,
+    /// An inference request (`super::request`, `super::response`).
+    Inference(Box<Inference>),
+    /// An exchange on an MCP route (`super::mcp`).
+    Mcp(Box<mcp::State>),
 }
 
 impl Exchange {
@@ -100,16 +64,20 @@ impl Exchange {
     pub fn request_headers(&mut self, env: &mut Env, h: &Headers, route: Option<&str>, meta: &RouteMeta, host: &mut dyn RequestHost) -> Headed {
         if let Some(r) = env.config.route_for(h.path).filter(|r| r.format == Format::Mcp && !meta.disabled) {
             let (state, headed) = mcp::start(env, r, h, route, meta, host);
-            self.mcp = state.map(Box::new);
+            *self = state.map_or(Exchange::Pass, |s| Exchange::Mcp(Box::new(s)));
             return headed;
         }
-        let log = &mut *env.log;
-        let start = request::start(env.config, h, route, meta, env.metrics, &mut |w| log(Level::Warn, &w));
+        // what start warns of (a route's metadata naming no profile) goes through the rate limit
+        let mut warned = Vec::new();
+        let start = request::start(env.config, h, route, meta, env.metrics, &mut |w| warned.push(w));
+        for text in warned {
+            env.say(&label(route.unwrap_or("none")), Line { warn: true, text });
+        }
         let Start::Buffer(plan) = start else { return Headed::Ignore };
         // every counter of the route and profile, defined once: zeros rather than missing series
         env.metrics.prepare(&plan.route, plan.profile.name);
         let Some(next) = request::hold_headers(env.config, &plan, host, env.metrics) else { return Headed::Ignore };
-        self.request = Request::Reading(plan);
+        *self = Exchange::Inference(Box::new(Inference { request: Request::Reading(plan), reply: None, response: Flow::Off }));
         match next {
             Next::Continue => Headed::Continue,
             Next::Pause => Headed::Pause,
@@ -118,37 +86,141 @@ impl Exchange {
 
     /// Whether the request's body is being read.
     pub fn reading(&self) -> bool {
-        match &self.mcp {
-            Some(m) => m.reading(),
-            None => matches!(self.request, Request::Reading(_)),
+        match self {
+            Exchange::Pass => false,
+            Exchange::Inference(i) => matches!(i.request, Request::Reading(_)),
+            Exchange::Mcp(m) => m.reading(),
         }
     }
 
     /// `total` body bytes have arrived: whether to keep reading (past `max_body_bytes` the body goes
     /// on as it came, counted, and is read no further).
     pub fn keep_reading(&mut self, env: &mut Env, total: usize) -> bool {
-        if let Some(m) = &mut self.mcp {
-            return m.keep_reading(env, total);
+        match self {
+            Exchange::Pass => false,
+            Exchange::Inference(i) => {
+                let Request::Reading(plan) = &i.request else { return false };
+                if request::keep_buffering(env.config, plan, total, env.metrics) {
+                    return true;
+                }
+                i.request = Request::Idle;
+                false
+            }
+            Exchange::Mcp(m) => m.keep_reading(env, total),
         }
-        let Request::Reading(plan) = &self.request else { return false };
-        if request::keep_buffering(env.config, plan, total, env.metrics) {
-            return true;
-        }
-        self.request = Request::Idle;
-        false
     }
 
     /// The whole request body (`None`: the host could not read it, which is counted and leaves the
     /// request as it came) of `size` bytes as the host holds it: rewritten, logged, and carried out
     /// through `host`. `Pause`: toolfit answered the request itself.
     pub fn request_end<'b>(&mut self, env: &mut Env, body: Option<impl Into<Cow<'b, [u8]>>>, size: usize, host: &mut dyn RequestHost) -> Next {
-        if let Some(m) = &mut self.mcp {
-            if !m.reading() {
-                return Next::Continue;
+        match self {
+            Exchange::Pass => Next::Continue,
+            Exchange::Inference(i) => i.request_end(env, body.map(Into::into), size, host),
+            Exchange::Mcp(m) if m.reading() => {
+                let body: Option<Cow<'b, [u8]>> = body.map(Into::into);
+                m.request_end(env, body.as_deref(), size, host)
             }
-            let body: Option<Cow<'b, [u8]>> = body.map(Into::into);
-            return m.request_end(env, body.as_deref(), size, host);
+            Exchange::Mcp(_) => Next::Continue,
         }
+    }
+
+    /// The response's headers. `None`: the response is not read (nothing to repair or check); else
+    /// what the headers do, their changes made through `host`.
+    pub fn response_headers(&mut self, env: &mut Env, h: &ResponseHeaders, host: &mut dyn ResponseHost) -> Option<Next> {
+        match self {
+            Exchange::Pass => None,
+            Exchange::Inference(i) => {
+                let reply = i.reply.take()?;
+                let (flow, next) = env.sink(|sink| Flow::start(reply, h.status, h.end_of_stream, h.content_type, h.content_encoding, host, sink));
+                i.response = flow;
+                Some(next)
+            }
+            // MCP requests ask for identity: the content encoding is not read
+            Exchange::Mcp(m) => m.awaits_response().then(|| m.response_headers(env, h.status, h.end_of_stream, h.content_type, h.session, host)),
+        }
+    }
+
+    /// Whether the response will be read: the request left something to repair or check (a host
+    /// need not even read the response's headers otherwise).
+    pub fn awaits_response(&self) -> bool {
+        match self {
+            Exchange::Pass => false,
+            Exchange::Inference(i) => i.reply.is_some(),
+            Exchange::Mcp(m) => m.awaits_response(),
+        }
+    }
+
+    /// Whether the response body is read (or repaired) at all.
+    pub fn reading_response(&self) -> bool {
+        match self {
+            Exchange::Pass => false,
+            Exchange::Inference(i) => !matches!(i.response, Flow::Off),
+            Exchange::Mcp(m) => m.reading_response(),
+        }
+    }
+
+    /// A piece of the response body of `size` bytes, read and changed through `host`.
+    pub fn response_body(&mut self, env: &mut Env, host: &mut dyn ResponseHost, size: usize, end_of_stream: bool) -> Next {
+        match self {
+            Exchange::Pass => Next::Continue,
+            Exchange::Inference(i) => env.sink(|sink| i.response.body(host, sink, size, end_of_stream)),
+            Exchange::Mcp(m) => m.response_body(env, host, size, end_of_stream),
+        }
+    }
+
+    /// The response ends in trailers. `body_allowed`: the host can still send body bytes with them
+    /// (bytes toolfit held that cannot go out any more are toolfit's failure, counted).
+    pub fn response_trailers(&mut self, env: &mut Env, host: &mut dyn ResponseHost, body_allowed: BodyAllowed) -> Next {
+        match self {
+            Exchange::Pass => Next::Continue,
+            Exchange::Inference(i) => i.response_trailers(env, host, body_allowed),
+            // an MCP answer is released whole before its trailers
+            Exchange::Mcp(m) => m.response_trailers(env, host),
+        }
+    }
+
+    /// The rest of the response body will not come here (a proxy's buffer limit sent it on): it goes
+    /// on as it came, counted.
+    pub fn response_unseen(&mut self, env: &mut Env) {
+        match self {
+            Exchange::Pass => {}
+            Exchange::Inference(i) => {
+                let mut flow = std::mem::replace(&mut i.response, Flow::Off);
+                env.sink(|sink| flow.unseen(sink));
+            }
+            Exchange::Mcp(m) => m.unseen(),
+        }
+    }
+
+    /// The exchange is over (the response complete, cut, or the client gone): the response's
+    /// counters, once.
+    pub fn done(&mut self, env: &mut Env) {
+        if let Exchange::Inference(i) = self {
+            let mut flow = std::mem::replace(&mut i.response, Flow::Off);
+            env.sink(|sink| flow.done(sink));
+        }
+    }
+
+    /// Bytes the response path holds (what the processing of a host's next message grows with).
+    pub fn kept(&self) -> usize {
+        match self {
+            Exchange::Pass => 0,
+            Exchange::Inference(i) => i.response.kept(),
+            Exchange::Mcp(m) => m.kept(),
+        }
+    }
+}
+
+/// Whether a host can still send body bytes with the response's trailers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BodyAllowed {
+    Yes,
+    No,
+}
+
+impl Inference {
+    fn request_end(&mut self, env: &mut Env, body: Option<Cow<'_, [u8]>>, size: usize, host: &mut dyn RequestHost) -> Next {
         let Request::Reading(plan) = std::mem::replace(&mut self.request, Request::Idle) else { return Next::Continue };
         let Some(body) = body else {
             plan.count(env.metrics, Stat::InternalErrors, 1);
@@ -163,118 +235,19 @@ impl Exchange {
         request::apply(env.config, &plan, verdict, size, host, env.metrics)
     }
 
-    /// The response's headers. `None`: the response is not read (nothing to repair or check); else
-    /// what the headers do, their changes made through `host`.
-    pub fn response_headers(
-        &mut self,
-        env: &mut Env,
-        status: u16,
-        end_of_stream: bool,
-        content_type: Option<&str>,
-        content_encoding: Option<&str>,
-        host: &mut dyn ResponseHost,
-    ) -> Option<Next> {
-        self.response_headers_with(env, status, end_of_stream, content_type, content_encoding, None, host)
-    }
-
-    /// [`Exchange::response_headers`] with the answer's `Mcp-Session-Id` (what an MCP route reads).
-    #[allow(clippy::too_many_arguments)] // the headers a host reads, each a plain value
-    pub fn response_headers_with(
-        &mut self,
-        env: &mut Env,
-        status: u16,
-        end_of_stream: bool,
-        content_type: Option<&str>,
-        content_encoding: Option<&str>,
-        session: Option<&str>,
-        host: &mut dyn ResponseHost,
-    ) -> Option<Next> {
-        if let Some(m) = &mut self.mcp {
-            if !m.awaits_response() {
-                return None;
-            }
-            let _ = content_encoding; // MCP requests ask for identity
-            return Some(m.response_headers(env, status, end_of_stream, content_type, session, host));
-        }
-        let reply = self.reply.take()?;
-        let (flow, next) = env.sink(|sink| Flow::start(reply, status, end_of_stream, content_type, content_encoding, host, sink));
-        self.response = flow;
-        Some(next)
-    }
-
-    /// Whether the response will be read: the request left something to repair or check (a host
-    /// need not even read the response's headers otherwise).
-    pub fn awaits_response(&self) -> bool {
-        match &self.mcp {
-            Some(m) => m.awaits_response(),
-            None => self.reply.is_some(),
-        }
-    }
-
-    /// Whether the response body is read (or repaired) at all.
-    pub fn reading_response(&self) -> bool {
-        match &self.mcp {
-            Some(m) => m.reading_response(),
-            None => !matches!(self.response, Flow::Off),
-        }
-    }
-
-    /// A piece of the response body of `size` bytes, read and changed through `host`.
-    pub fn response_body(&mut self, env: &mut Env, host: &mut dyn ResponseHost, size: usize, end_of_stream: bool) -> Next {
-        if let Some(m) = &mut self.mcp {
-            return m.response_body(env, host, size, end_of_stream);
-        }
-        let mut flow = std::mem::replace(&mut self.response, Flow::Off);
-        let next = env.sink(|sink| flow.body(host, sink, size, end_of_stream));
-        self.response = flow;
-        next
-    }
-
-    /// The response ends in trailers. `body_allowed`: the host can still send body bytes with them
-    /// (bytes toolfit held that cannot go out any more are toolfit's failure, counted).
-    pub fn response_trailers(&mut self, env: &mut Env, host: &mut dyn ResponseHost, body_allowed: bool) -> Next {
-        if let Some(m) = &mut self.mcp {
-            let _ = body_allowed;
-            return m.response_trailers(env, host);
-        }
+    fn response_trailers(&mut self, env: &mut Env, host: &mut dyn ResponseHost, body_allowed: BodyAllowed) -> Next {
         let mut flow = std::mem::replace(&mut self.response, Flow::Off);
         let reply = flow.reply().cloned();
         let mut noted = Noted { host, wrote: false };
         env.sink(|sink| {
             let next = flow.trailers(&mut noted, sink);
-            if noted.wrote && !body_allowed {
+            if noted.wrote && body_allowed == BodyAllowed::No {
                 if let Some(r) = &reply {
                     sink.internal_error(r);
                 }
             }
             next
         })
-    }
-
-    /// The rest of the response body will not come here (a proxy's buffer limit sent it on): it goes
-    /// on as it came, counted.
-    pub fn response_unseen(&mut self, env: &mut Env) {
-        if let Some(m) = &mut self.mcp {
-            m.unseen();
-            return;
-        }
-        let mut flow = std::mem::replace(&mut self.response, Flow::Off);
-        env.sink(|sink| flow.unseen(sink));
-    }
-
-    /// The exchange is over (the response complete, cut, or the client gone): the response's
-    /// counters, once.
-    pub fn done(&mut self, env: &mut Env) {
-        let mut flow = std::mem::replace(&mut self.response, Flow::Off);
-        env.sink(|sink| flow.done(sink));
-    }
-
-    /// Bytes the response path holds (what the processing of a host's next message grows with).
-    pub fn kept(&self) -> usize {
-        match &self.mcp {
-            Some(m) => m.kept(),
-            None => self.response.kept(),
-        }
     }
 }
 
@@ -303,6 +276,8 @@ impl ResponseHost for Noted<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::config::Config;
+    use crate::filter::log::LogLimiter;
     use crate::filter::stats::metric_name;
     use crate::filter::stats::testing::Counts;
 
@@ -373,7 +348,14 @@ mod tests {
         // the response: read, the name given back, counted at the end
         // its length will change: the headers go on at once without it
         host.calls.clear();
-        assert_eq!(x.response_headers(&mut env, 200, false, Some("application/json"), None, &mut host), Some(Next::Continue));
+        assert_eq!(
+            x.response_headers(
+                &mut env,
+                &ResponseHeaders { status: 200, end_of_stream: false, content_type: Some("application/json"), ..Default::default() },
+                &mut host
+            ),
+            Some(Next::Continue)
+        );
         assert_eq!(host.calls, ["remove content-length"]);
         host.chunk =
             br#"{"choices":[{"index":0,"message":{"tool_calls":[{"id":"1","type":"function","function":{"name":"gh_search","arguments":"{\"q\":\"a\"}"}}]}}]}"#
@@ -409,7 +391,14 @@ mod tests {
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
             assert!(!x.keep_reading(&mut env, 1001) && !x.reading(), "past max_body_bytes: read no further");
             assert_eq!(x.request_end(&mut env, Some(&b"{}"[..]), 2, &mut host), Next::Continue, "nothing to finish");
-            assert_eq!(x.response_headers(&mut env, 200, false, Some("application/json"), None, &mut host), None);
+            assert_eq!(
+                x.response_headers(
+                    &mut env,
+                    &ResponseHeaders { status: 200, end_of_stream: false, content_type: Some("application/json"), ..Default::default() },
+                    &mut host
+                ),
+                None
+            );
             // a body the host could not read: counted, left alone
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
             assert_eq!(x.request_end(&mut env, None::<Vec<u8>>, 2, &mut host), Next::Continue);
@@ -417,7 +406,7 @@ mod tests {
         let got = |m: &Counts, c: &str| m.0.get(&metric_name("chat", "openai-strict", c)).copied().unwrap_or(0);
         assert_eq!((got(&metrics, "skipped_too_large"), got(&metrics, "internal_errors")), (1, 1));
         // a stream held at its trailers: written on where the host can, counted lost where it cannot
-        for (allowed, lost) in [(true, 0), (false, 1)] {
+        for (allowed, lost) in [(BodyAllowed::Yes, 0), (BodyAllowed::No, 1)] {
             let before = got(&metrics, "internal_errors");
             {
                 let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, now_us: now, log: &mut log };
@@ -425,7 +414,13 @@ mod tests {
                 assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
                 let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object"}}}]}"#;
                 let _ = x.request_end(&mut env, Some(&body[..]), body.len(), &mut host);
-                assert!(x.response_headers(&mut env, 200, false, Some("text/event-stream"), None, &mut host).is_some());
+                assert!(x
+                    .response_headers(
+                        &mut env,
+                        &ResponseHeaders { status: 200, end_of_stream: false, content_type: Some("text/event-stream"), ..Default::default() },
+                        &mut host
+                    )
+                    .is_some());
                 host.chunk =
                     br#"data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"1","type":"function","function":{"name":"gh_sea"#.to_vec();
                 let size = host.chunk.len();
@@ -434,7 +429,7 @@ mod tests {
                 host.chunk.clear();
                 let _ = x.response_trailers(&mut env, &mut host, allowed);
             }
-            assert_eq!(got(&metrics, "internal_errors") - before, lost, "body allowed: {allowed}");
+            assert_eq!(got(&metrics, "internal_errors") - before, lost, "body allowed: {allowed:?}");
         }
     }
 }

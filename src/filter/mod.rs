@@ -2,21 +2,16 @@
 //! with a body, counters and log lines. [`exchange::Exchange`] carries one request and its response
 //! through it; `crate::wasm` and `extproc/` are thin hosts around it.
 
+pub mod body;
 pub mod config;
 pub mod encoding;
 pub mod exchange;
 pub mod headers;
+pub mod host;
 pub mod log;
 pub mod mcp;
 pub mod request;
 pub mod response;
 pub mod stats;
 
-/// What a host does after a callback, on either path.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Next {
-    /// Let what it has go on.
-    Continue,
-    /// Hold back what it has (headers, body so far): toolfit may still change it.
-    Pause,
-}
+pub use host::Next;

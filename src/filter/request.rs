@@ -2,48 +2,20 @@
 //! buffering stops, and what happens to the body. The Wasm glue feeds it what Envoy says and carries
 //! out what it returns; tests drive it directly.
 
-use super::config::{Config, Framing, Mode, Models, OnInvalid, Route};
+use super::body;
+use super::config::{Config, Mode, Models, OnInvalid, Route};
 use super::encoding::{narrow_accept, Coding};
 use super::headers::is_json;
+use super::host::{Headers, Next, RequestHost, RouteMeta};
 use super::log::Line;
 use super::response::Reply;
-use super::stats::{label, metric_name, Metrics, Stat};
-use super::Next;
+use super::stats::{self, label, metric_name, Metrics, Stat};
 use crate::api::cache::SiteCache;
 use crate::api::format::ErrorShape;
-use crate::api::names::NameMap;
+use crate::api::NameMap;
 use crate::api::{self, Format, Skip};
-use crate::schema::{Kind, LlamaCpp, Profile, Report};
+use crate::schema::{LlamaCpp, Profile, Report};
 use std::borrow::Cow;
-
-/// What the request's headers say, as far as toolfit cares.
-#[derive(Debug, Default, Clone)]
-pub struct Headers<'a> {
-    pub method: &'a str,
-    pub path: &'a str,
-    pub content_type: Option<&'a str>,
-    pub content_encoding: Option<&'a str>,
-    /// The client's `Accept-Encoding`.
-    pub accept_encoding: Option<&'a str>,
-    /// The request has no body (end of stream with the headers).
-    pub end_of_stream: bool,
-    /// MCP routes: the `Mcp-Session-Id`, `x-toolfit-profile`, `:authority` and `Mcp-Name` headers
-    /// (the last: the tool a `tools/call` names, in the stateless protocol).
-    pub session: Option<&'a str>,
-    pub profile: Option<&'a str>,
-    pub authority: Option<&'a str>,
-    pub mcp_name: Option<&'a str>,
-    /// The `Authorization` header: a request signed over its body (AWS SigV4) is never rewritten.
-    pub authorization: Option<&'a str>,
-}
-
-/// Per-route overrides from the Envoy route's `metadata.filter_metadata.toolfit`.
-#[derive(Debug, Default, Clone, PartialEq)]
-pub struct RouteMeta {
-    pub profile: Option<String>,
-    pub strict: Option<bool>,
-    pub disabled: bool,
-}
 
 /// The decision for one buffered request.
 #[derive(Debug, Clone)]
@@ -77,9 +49,7 @@ impl Plan {
     }
 
     pub fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
-        if n > 0 {
-            m.add(&self.metric(s.name()), n);
-        }
+        stats::count(m, &self.route, self.profile.name, s, n);
     }
 }
 
@@ -157,22 +127,11 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
 /// Whether to keep buffering once `total` body bytes have arrived. Past `max_body_bytes` buffering
 /// stops (the body then streams on unchanged) and `skipped_too_large` is counted.
 pub fn keep_buffering(cfg: &Config, plan: &Plan, total: usize, m: &mut dyn Metrics) -> bool {
-    if total > cfg.max_body_bytes {
+    if !body::within_limit(cfg, total) {
         plan.count(m, Stat::SkippedTooLarge, 1);
         return false;
     }
     true
-}
-
-/// The calls the request path makes on its host once it has decided to buffer a request. Each
-/// returns whether it worked; a failure is handled here.
-pub trait RequestHost {
-    fn set_header(&mut self, name: &str, value: &str) -> bool;
-    fn remove_header(&mut self, name: &str) -> bool;
-    /// Puts `bytes` in place of the `size` body bytes the host buffered.
-    fn set_body(&mut self, size: usize, bytes: &[u8]) -> bool;
-    /// Answers the client with `status` and a JSON `body` instead of forwarding the request.
-    fn reject(&mut self, status: u16, body: &[u8]) -> bool;
 }
 
 /// The request headers of a request to buffer, before they go upstream: `Accept-Encoding` narrowed
@@ -190,16 +149,11 @@ pub fn hold_headers(cfg: &Config, plan: &Plan, host: &mut dyn RequestHost, m: &m
         // the body goes upstream as it came: its headers too, at once
         return Some(Next::Continue);
     }
-    match cfg.framing {
-        Framing::Chunked => {
-            if !host.remove_header("content-length") {
-                plan.count(m, Stat::InternalErrors, 1);
-                return None;
-            }
-            Some(Next::Continue)
-        }
-        Framing::Exact => Some(Next::Pause),
+    let next = body::frame(cfg, host);
+    if next.is_none() {
+        plan.count(m, Stat::InternalErrors, 1);
     }
+    next
 }
 
 /// Carries out a verdict on the buffered body of `size` bytes. `Pause`: toolfit answered the request.
@@ -207,16 +161,8 @@ pub fn apply(cfg: &Config, plan: &Plan, verdict: Verdict, size: usize, host: &mu
     match verdict {
         Verdict::Forward => Next::Continue,
         Verdict::Replace(new) => {
-            if cfg.framing == Framing::Exact && !host.set_header("content-length", &new.len().to_string()) {
+            if !body::replace(cfg, host, size, &new) {
                 plan.count(m, Stat::InternalErrors, 1);
-                return Next::Continue; // length unchanged, body unchanged: consistent
-            }
-            if !host.set_body(size, &new) {
-                plan.count(m, Stat::InternalErrors, 1);
-                if cfg.framing == Framing::Exact {
-                    // put the original length back: the original body is still there
-                    let _ = host.set_header("content-length", &size.to_string());
-                }
             }
             Next::Continue
         }
@@ -289,22 +235,14 @@ pub fn finish<'b>(
     let o = match outcome {
         Ok(o) => o,
         Err(skip) => {
-            let s = match skip {
-                Skip::NotJson => Stat::SkippedNotJson,
-                Skip::UnknownShape => Stat::SkippedUnknownShape,
-                Skip::Misplaced => Stat::InternalErrors,
-            };
-            plan.count(m, s, 1);
+            plan.count(m, skipped(skip), 1);
             return (Verdict::Forward, None, None);
         }
     };
     m.record(&plan.metric(Stat::RewriteUs.name()), took);
     plan.count(m, Stat::ToolsSeen, o.tools as u64);
     plan.count(m, Stat::SchemasUnparsed, o.unparsed.len() as u64);
-    for (kind, n) in &o.report.counters {
-        plan.count(m, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
-        m.add(&plan.metric(kind.name()), *n);
-    }
+    stats::count_report(m, &plan.route, plan.profile.name, &o.report);
     // observe: every counter and line below as enforce would have them, then the original bytes
     plan.count(m, Stat::RequestsObserved, u64::from(plan.observe));
     let observed = |mut line: Line| {
@@ -341,6 +279,15 @@ pub fn finish<'b>(
             plan.count(m, Stat::BytesOut, size as u64);
             (Verdict::Forward, line, reply)
         }
+    }
+}
+
+/// The counter of a body the engine could not read.
+fn skipped(skip: Skip) -> Stat {
+    match skip {
+        Skip::NotJson => Stat::SkippedNotJson,
+        Skip::UnknownShape => Stat::SkippedUnknownShape,
+        Skip::Misplaced => Stat::InternalErrors,
     }
 }
 
@@ -403,11 +350,6 @@ fn summary(plan: &Plan, r: &Report, tools: usize, changed: usize, unparsed: &[ap
         }
     }
     Some(Line { warn, text })
-}
-
-/// Every counter name a route and profile can produce, for pre-defining metrics.
-pub fn all_counter_names() -> impl Iterator<Item = &'static str> {
-    Stat::ALL.iter().filter(|s| **s != Stat::RewriteUs).map(|s| s.name()).chain(Kind::ALL.iter().map(|k| k.name()))
 }
 
 #[cfg(test)]

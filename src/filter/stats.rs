@@ -165,6 +165,43 @@ pub trait Metrics {
     fn prepare(&mut self, _route: &str, _profile: &'static str) {}
 }
 
+/// Adds `n` to a route's and profile's counter `s` (nothing when `n` is 0: a series is defined once,
+/// at its route's first request).
+pub fn count(m: &mut dyn Metrics, route: &str, profile: &str, s: Stat, n: u64) {
+    if n > 0 {
+        m.add(&metric_name(route, profile, s.name()), n);
+    }
+}
+
+/// Counts what the engine did to a route's request or list: each kind's counter, and the lossy ones
+/// in `lossy_total` too.
+pub fn count_report(m: &mut dyn Metrics, route: &str, profile: &str, report: &crate::schema::Report) {
+    for (kind, n) in &report.counters {
+        count(m, route, profile, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
+        m.add(&metric_name(route, profile, kind.name()), *n);
+    }
+}
+
+/// Every counter name a route and profile can produce.
+pub fn all_counter_names() -> impl Iterator<Item = &'static str> {
+    Stat::ALL.iter().filter(|s| **s != Stat::RewriteUs).map(|s| s.name()).chain(crate::schema::Kind::ALL.iter().map(|k| k.name()))
+}
+
+/// Whether a series is a counter or a histogram.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeriesKind {
+    Counter,
+    Histogram,
+}
+
+/// Every series of a route and profile, named as [`metric_name`] names them: what a host defines at a
+/// route's first request, so dashboards and alerts see zeros rather than missing series.
+pub fn route_series<'a>(route: &'a str, profile: &'a str) -> impl Iterator<Item = (SeriesKind, String)> + 'a {
+    all_counter_names()
+        .map(move |c| (SeriesKind::Counter, metric_name(route, profile, c)))
+        .chain(std::iter::once((SeriesKind::Histogram, metric_name(route, profile, Stat::RewriteUs.name()))))
+}
+
 /// How many series a host keeps, whatever requests say: route, profile and tool names come from
 /// configuration and requests (and a model may call a tool no request declared), and a metrics
 /// system keeps every series it is given. Both hosts ask one budget.

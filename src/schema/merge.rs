@@ -186,19 +186,7 @@ fn merge_keyword(
             out.insert(k.to_string(), Value::Object(merge_properties(pa, pb, lost, depth)));
         }
         "items" | "additionalProperties" | "propertyNames" | "contains" | "unevaluatedItems" | "unevaluatedProperties" => {
-            match intersect_values(va, vb, lost, depth) {
-                Some(s) => {
-                    out.insert(k.to_string(), s);
-                }
-                None => {
-                    if key == "items" {
-                        out.remove("items");
-                        out.insert("maxItems".into(), Value::Number(Number::from(0)));
-                    } else {
-                        out.insert(k.to_string(), Value::Bool(false));
-                    }
-                }
-            }
+            merge_subschema(k, va, vb, out, lost, depth);
         }
         "prefixItems" => {
             let (Some(xa), Some(xb)) = (va.as_array(), vb.as_array()) else { return Some(()) };
@@ -225,6 +213,23 @@ fn merge_keyword(
         _ => lost.push((k.to_string(), vb.clone())),
     }
     Some(())
+}
+
+/// A keyword holding one subschema both sides have: their intersection; where nothing satisfies both,
+/// no element (`items`: `maxItems: 0`) or no member (`false`).
+fn merge_subschema(k: &str, va: &Value, vb: &Value, out: &mut Map<String, Value>, lost: &mut Vec<(String, Value)>, depth: usize) {
+    match intersect_values(va, vb, lost, depth) {
+        Some(s) => {
+            out.insert(k.to_string(), s);
+        }
+        None if k == "items" => {
+            out.remove("items");
+            out.insert("maxItems".into(), Value::Number(Number::from(0)));
+        }
+        None => {
+            out.insert(k.to_string(), Value::Bool(false));
+        }
+    }
 }
 
 /// Both sides' `properties`: a name both declare must satisfy both (never, if it cannot).

@@ -703,17 +703,52 @@ impl Profile {
     }
 }
 
+/// Whether a schema is in strict mode (where the API has one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Strictness {
+    Strict,
+    Loose,
+}
+
+impl Strictness {
+    pub fn of(strict: bool) -> Strictness {
+        if strict {
+            Strictness::Strict
+        } else {
+            Strictness::Loose
+        }
+    }
+}
+
+/// Which of an API's schema fields a schema is in: its JSON Schema one (Gemini's
+/// `parametersJsonSchema`, Bedrock's structured output), or its other one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Field {
+    JsonSchema,
+    Other,
+}
+
+impl Field {
+    pub fn of(json_field: bool) -> Field {
+        if json_field {
+            Field::JsonSchema
+        } else {
+            Field::Other
+        }
+    }
+}
+
 impl Profile {
     /// The profile for one schema: the strict or the non-strict one where the API has both, the
     /// JSON Schema one for an API's JSON Schema fields.
-    pub fn for_site(&'static self, strict: bool, json_field: bool, context: Context) -> &'static Profile {
+    pub fn for_site(&'static self, mode: Strictness, field: Field, context: Context) -> &'static Profile {
         let p = match self.modes {
-            Some(m) if strict => m.strict,
+            Some(m) if mode == Strictness::Strict => m.strict,
             Some(m) => m.loose,
             None => self,
         };
-        match (json_field, p.json_fields, context, p.outputs) {
-            (true, Some(j), _, _) => j,
+        match (field, p.json_fields, context, p.outputs) {
+            (Field::JsonSchema, Some(j), _, _) => j,
             (_, _, Context::Output, Some(o)) => o,
             _ => p,
         }

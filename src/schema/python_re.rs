@@ -82,21 +82,7 @@ pub fn translate_with(pattern: &str, look: LookAround) -> Result<String, Unsuppo
                 if look == LookAround::Refused && class.is_none() && (text == BOUNDARY || text == NOT_BOUNDARY) {
                     return Err(no_look());
                 }
-                match (set, class) {
-                    (Some((ranges, negated)), Some(_)) => {
-                        let r = if negated { unicode::complement(&ranges) } else { ranges };
-                        items(&mut out, &r);
-                    }
-                    (Some((ranges, negated)), None) => {
-                        out.push('[');
-                        if negated {
-                            out.push('^');
-                        }
-                        items(&mut out, &ranges);
-                        out.push(']');
-                    }
-                    (None, _) => out.push_str(&text),
-                }
+                write_escape(&mut out, set, &text, class.is_some());
             }
             '[' if class.is_none() && matches!(s.get(i..i + 5), Some(['\\', 's', '\\', 'S', ']'])) => {
                 // any one character, already in the common form
@@ -105,9 +91,7 @@ pub fn translate_with(pattern: &str, look: LookAround) -> Result<String, Unsuppo
             }
             '[' if class.is_none() => {
                 let negated = s.get(i) == Some(&'^');
-                if negated {
-                    i += 1;
-                }
+                i += usize::from(negated);
                 if s.get(i) == Some(&']') {
                     // ECMA's empty class matches nothing, its negation any one character
                     i += 1;
@@ -117,10 +101,7 @@ pub fn translate_with(pattern: &str, look: LookAround) -> Result<String, Unsuppo
                     out.push_str(if negated { ANY } else { "(?!)" });
                     continue;
                 }
-                out.push('[');
-                if negated {
-                    out.push('^');
-                }
+                out.push_str(if negated { "[^" } else { "[" });
                 class = Some(out.len());
             }
             ']' if class.is_some() => {
@@ -139,18 +120,10 @@ pub fn translate_with(pattern: &str, look: LookAround) -> Result<String, Unsuppo
             '(' if class.is_none() && look == LookAround::Refused && opens_look_around(&s, i) => {
                 return Err(no_look());
             }
-            '(' if class.is_none() && s.get(i) == Some(&'?') && s.get(i + 1) == Some(&'<') => match s.get(i + 2) {
-                Some('=') | Some('!') if fixed_width(&s, i + 3) => out.push('('),
-                Some('=') | Some('!') => return Err(Unsupported::Feature("look-behind of varying width (re needs it fixed)".into())),
-                _ => {
-                    // a named group is a numbered one in both; its name goes
-                    let Some(close) = s.get(i + 2..).and_then(|r| r.iter().take(NAME_WINDOW).position(|c| *c == '>')) else {
-                        return Err(Unsupported::Invalid("unterminated group name".into()));
-                    };
-                    out.push('(');
-                    i += 2 + close + 1;
-                }
-            },
+            '(' if class.is_none() && s.get(i) == Some(&'?') && s.get(i + 1) == Some(&'<') => {
+                i += angle_group(&s, i)?;
+                out.push('(');
+            }
             c => out.push(c),
         }
     }
@@ -161,6 +134,42 @@ pub fn translate_with(pattern: &str, look: LookAround) -> Result<String, Unsuppo
         return Err(Unsupported::Feature(format!("written out, longer than {MAX_LEN} bytes")));
     }
     Ok(out)
+}
+
+/// An escape written out: a class it stands for (its ranges, and whether negated) as `re` reads it,
+/// inside a class as its items, else its text.
+fn write_escape(out: &mut String, set: Option<(Ranges, bool)>, text: &str, in_class: bool) {
+    match (set, in_class) {
+        (Some((ranges, negated)), true) => {
+            let r = if negated { unicode::complement(&ranges) } else { ranges };
+            items(out, &r);
+        }
+        (Some((ranges, negated)), false) => {
+            out.push('[');
+            if negated {
+                out.push('^');
+            }
+            items(out, &ranges);
+            out.push(']');
+        }
+        (None, _) => out.push_str(text),
+    }
+}
+
+/// A group opened with `(?<` at `s[i..]` (after its `(`): a look-behind, kept where its width is fixed
+/// (`re` needs it so), or a named group, which is a numbered one in both (its name goes). How many
+/// characters after the `(` the written `(` stands for.
+fn angle_group(s: &[char], i: usize) -> Result<usize, Unsupported> {
+    match s.get(i + 2) {
+        Some('=') | Some('!') if fixed_width(s, i + 3) => Ok(0),
+        Some('=') | Some('!') => Err(Unsupported::Feature("look-behind of varying width (re needs it fixed)".into())),
+        _ => {
+            let Some(close) = s.get(i + 2..).and_then(|r| r.iter().take(NAME_WINDOW).position(|c| *c == '>')) else {
+                return Err(Unsupported::Invalid("unterminated group name".into()));
+            };
+            Ok(2 + close + 1)
+        }
+    }
 }
 
 /// A class the escape at `s[i..]` (after its `\`) stands for (ranges, negated), or its text in `re`;

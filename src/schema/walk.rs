@@ -287,7 +287,7 @@ pub const HARD_DEPTH: usize = 512;
 /// Post-order traversal: children first, then `f(node, path)`. Only object nodes are passed to `f`;
 /// booleans were turned into objects by an earlier pass, and other values are not schemas.
 pub fn post_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
-    traverse(root, path, false, f);
+    traverse(root, path, Order::Post, f);
 }
 
 /// What one read-only walk finds in `root`, over the same nodes the traversals visit: which of the
@@ -383,7 +383,7 @@ pub fn collect_refs(v: &Value, out: &mut Vec<String>, depth: usize) {
 
 /// Pre-order traversal: `f(node, path)` first, then the children of what `f` left behind.
 pub fn pre_order(root: &mut Value, path: &str, f: &mut dyn FnMut(&mut Map<String, Value>, &Path)) {
-    traverse(root, path, true, f);
+    traverse(root, path, Order::Pre, f);
 }
 
 /// A node's JSON pointer during a traversal, written out only when asked for.
@@ -477,30 +477,37 @@ pub type AtNode<'f, 'a> = dyn FnMut(&mut Map<String, Value>, &Path, &mut crate::
 /// [`post_order`] from the root, handing the pass's context to `f` with each node: a pass records
 /// (and says removals) as it goes, the one way every pass reports.
 pub fn post_order_cx<'a>(root: &mut Value, cx: &mut crate::schema::Cx<'a>, f: &mut AtNode<'_, 'a>) {
-    traverse(root, "", false, &mut |node, path| f(node, path, cx));
+    traverse(root, "", Order::Post, &mut |node, path| f(node, path, cx));
 }
 
 /// [`pre_order`] from the root, handing the pass's context to `f` (see [`post_order_cx`]).
 pub fn pre_order_cx<'a>(root: &mut Value, cx: &mut crate::schema::Cx<'a>, f: &mut AtNode<'_, 'a>) {
-    traverse(root, "", true, &mut |node, path| f(node, path, cx));
+    traverse(root, "", Order::Pre, &mut |node, path| f(node, path, cx));
+}
+
+/// When a traversal visits a node: before its subschemas, or after them.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Order {
+    Pre,
+    Post,
 }
 
 /// The one traversal. Generic over the visit, so the per-node call of the few wrappers above is a
 /// direct one (theirs calls the pass's own visit once more).
-fn traverse<F: FnMut(&mut Map<String, Value>, &Path) + ?Sized>(root: &mut Value, path: &str, pre: bool, f: &mut F) {
-    fn go<F: FnMut(&mut Map<String, Value>, &Path) + ?Sized>(v: &mut Value, path: &Path, depth: usize, pre: bool, f: &mut F) {
+fn traverse<F: FnMut(&mut Map<String, Value>, &Path) + ?Sized>(root: &mut Value, path: &str, order: Order, f: &mut F) {
+    fn go<F: FnMut(&mut Map<String, Value>, &Path) + ?Sized>(v: &mut Value, path: &Path, depth: usize, order: Order, f: &mut F) {
         let Value::Object(node) = v else { return };
-        if pre {
+        if order == Order::Pre {
             f(node, path);
         }
         if depth < HARD_DEPTH {
-            each_sub!(node, |seg, child| go(child, &path.child(seg), depth + 1, pre, f), iter_mut);
+            each_sub!(node, |seg, child| go(child, &path.child(seg), depth + 1, order, f), iter_mut);
         }
-        if !pre {
+        if order == Order::Post {
             f(node, path);
         }
     }
-    go(root, &Path::root(path), 0, pre, f);
+    go(root, &Path::root(path), 0, order, f);
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ class Epp(runner.Process):
         self.ready = False
         if exe is None:
             return
-        self.proc = subprocess.Popen([exe, *args, "--v", "4"], env=dict(os.environ, KUBECONFIG=self.api.kubeconfig), stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen([exe, *args, "--v", "4"], env=dict(os.environ, KUBECONFIG=self.api.kubeconfig, GRPC_GO_LOG_SEVERITY_LEVEL="info", GRPC_GO_LOG_VERBOSITY_LEVEL="2"), stdout=self.log, stderr=subprocess.STDOUT)
         end = time.time() + 60
         while time.time() < end and self.proc.poll() is None and not self.ready:
             # the pool's pods in its datastore and its ext_proc port taking connections (the health

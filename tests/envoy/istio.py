@@ -457,8 +457,11 @@ def run_inference_gateway(overlay, xds, objs, control=None):
             mark = len(picker.logs())
             status, _, _ = e.request("POST", "/v1/chat/completions", body, {"host": host}) if e.ready else (None, None, None)
             said = picker.logs()[mark:]
-            check(f"deploy/{overlay}: control: without epp-tls.yaml's DestinationRules Istio's EPP cluster is cleartext, the EPP (TLS) schedules nothing, and the check says so",
-                  e.ready and "Request handled" not in said, f"status {status} {said[-400:]}")
+            # the EPP's gRPC server (its log at info, epp.py) says why: the gateway's cleartext HTTP/2
+            # preface is not a TLS handshake
+            tls = re.search(r"ServerHandshake\(.*?first record does not look like a TLS handshake", said)
+            check(f"deploy/{overlay}: control: without epp-tls.yaml's DestinationRules Istio's EPP cluster is cleartext: the EPP refuses the TLS handshake, schedules nothing, and the check says so",
+                  e.ready and tls is not None and "Request handled" not in said, f"status {status} {said[-600:]}")
     finally:
         e.stop()
         picker.stop()

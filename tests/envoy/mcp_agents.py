@@ -12,7 +12,9 @@ arguments itself (mcp_tap.py records its answers).
 
 Per framework x server x release: calls made, calls the MCP server refused for their arguments (must be
 0 outside tools with lossy records), calls invalid against the server's own inputSchema, model requests
-that failed through toolfit (must be 0). Prints one line per check, the agent table, 'N passed, M failed'.
+that failed through toolfit (must be 0), and per release the turns whose call reached the MCP server,
+through toolfit against the same turns sent straight to another llama-server (no worse than raw).
+Prints one line per check, the agent table, 'N passed, M failed'.
   python tests/envoy/mcp_agents.py [--runs N] [--only 0.3.36]"""
 import json, os, re, shutil, subprocess, sys, tempfile, time
 
@@ -98,6 +100,28 @@ def lossy_tools(listed, since):
     return {t: rs for t, rs in runner.lossy_records(body, "llama-cpp", since).items() if rs}
 
 
+def agent_run(py, fw, base, cmd):
+    """One framework's RUNS turns against `base` with the MCP server `cmd` behind mcp_tap.py: (what the
+    worker printed, the tap's file, the process)."""
+    tap = tempfile.NamedTemporaryFile(prefix="mcp-tap-", suffix=".jsonl", delete=False).name
+    p = subprocess.run([py, WORKER, fw, base, str(RUNS), tap, json.dumps(BLOCKED), "--", *cmd], capture_output=True, text=True, timeout=600)
+    try:
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        out = {"requests": 0, "failed": [], "errors": [p.stderr[-600:]]}
+    return out, tap, p
+
+
+def no_worse_than_raw(n):
+    """(whether toolfit lost no more agent turns than raw, the counts): a turn is lost when no call of
+    its reached the MCP server (a request refused or failed, an output the server's parser or the
+    framework could not read, a cut); raw's refused requests count as lost on its side. The margin,
+    max(2, 10% of the turns), is for a grammar that changed what a random-weight model samples."""
+    lost = {side: max(0, n["runs"] - n[side]) for side in ("toolfit", "raw")}
+    worst = lost["raw"] + max(2, n["runs"] // 10)
+    return lost["toolfit"] <= worst, f"lost {lost['toolfit']} of {n['runs']} vs raw {lost['raw']}, margin to {worst}"
+
+
 def main():
     runner.ENVOY = os.path.join(os.path.dirname(ls.venv_python()), "envoy")
     for f in (runner.WASM, runner.TOOLFIT):
@@ -120,25 +144,24 @@ def main():
         tool, said = refusal_probe(cmd)
         verdict.check(f"{name}: a call without its required arguments is refused and recognised as refused ({tool})",
                   tool is not None and bool(REFUSED.search(said)), said[:300] or "the server did not refuse it")
-    rows = []
+    rows, ran = [], {}
     started = time.time()
+    verdict.check("control: the worse-than-raw rule refuses 2 turns of 24 reaching the server where raw had 20",
+                  not no_worse_than_raw({"runs": 24, "toolfit": 2, "raw": 20})[0], no_worse_than_raw({"runs": 24, "toolfit": 2, "raw": 20})[1])
+    verdict.check("control: the worse-than-raw rule takes 19 of 24 where raw had 20", no_worse_than_raw({"runs": 24, "toolfit": 19, "raw": 20})[0])
     only = ls.flag("--only", None)
     for version, since in ls.VERSIONS.items():
         if only and version != only:
             continue
         server = ls.Server(ls.server_binary(version), ls.model(version, "qwen2.5"), 2)
+        raw = ls.Server(ls.server_binary(version), ls.model(version, "qwen2.5"), 2)
         env = runner.Envoy({"profile": "llama-cpp", "framing": "exact", "llama_cpp_since": since}, server.port, test_routes=False)
+        ran[since] = {"runs": 0, "toolfit": 0, "raw": 0}
         try:
             verdict.check(f"llama-server {since}: server and Envoy start", server.alive() and env.ready, env.logs()[-500:])
             for fw in FRAMEWORKS:
                 for name, cmd in servers.items():
-                    tap = tempfile.NamedTemporaryFile(prefix="mcp-tap-", suffix=".jsonl", delete=False).name
-                    p = subprocess.run([py, WORKER, fw, f"http://127.0.0.1:{env.port}/v1", str(RUNS), tap, json.dumps(BLOCKED), "--", *cmd],
-                                       capture_output=True, text=True, timeout=600)
-                    try:
-                        out = json.loads(p.stdout.strip().splitlines()[-1])
-                    except (ValueError, IndexError):
-                        out = {"requests": 0, "failed": [], "errors": [p.stderr[-600:]]}
+                    out, tap, p = agent_run(py, fw, f"http://127.0.0.1:{env.port}/v1", cmd)
                     recs = [json.loads(l) for l in open(tap) if l.strip()]
                     listed = next((r["list"] for r in recs if "list" in r), [])
                     schemas = {t["name"]: t["inputSchema"] for t in listed}
@@ -168,6 +191,16 @@ def main():
                     verdict.check(f"{tag}: no model request failed through toolfit ({out['requests']} requests, {parser} refused by the server's own parser)",
                               out["requests"] > 0 and not failed, failed[:2] or out["errors"][:2])
                     rows.append((fw, name, since, len(listed), out["requests"], len(calls), len(refused), len(outside), len(invalid), len(failed), parser, len(lossy)))
+                    # the same turns straight to llama-server (its own instance: a raw request may kill it)
+                    if not raw.alive():
+                        raw.start()
+                    rout, rtap, _ = agent_run(py, fw, f"http://127.0.0.1:{raw.port}/v1", cmd)
+                    rcalls = [json.loads(l) for l in open(rtap) if l.strip() and "call" in json.loads(l)]
+                    ran[since]["toolfit"] += len(calls)
+                    ran[since]["raw"] += len(rcalls)
+                    ran[since]["runs"] += RUNS
+            ok, said = no_worse_than_raw(ran[since])
+            verdict.check(f"llama-server {since}: through toolfit no fewer agent turns reach the MCP server than raw ({said})", ok, ran[since])
             time.sleep(1.2)
             p = env.prom()
             seen = sum(int(v) for v in re.findall(r'^toolfit_requests_seen\{route="chat",profile="llama-cpp"\} (\d+)', p, re.M))
@@ -177,6 +210,7 @@ def main():
         finally:
             env.stop()
             server.stop()
+            raw.stop()
     # what a newcomer runs: make demo AGENT=1
     denv = dict(os.environ, AGENT="1", PORT="0", ADMIN_PORT="0")
     p = subprocess.run([sys.executable, os.path.join(runner.ROOT, "scripts", "demo.py"), "--once"], env=denv, capture_output=True, text=True, timeout=900)

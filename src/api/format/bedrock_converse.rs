@@ -10,9 +10,8 @@
 //! its name, `contentBlockDelta` pieces of its input, `contentBlockStop` its end. The event's type is in
 //! the message's headers; the payloads tell themselves apart by their members.
 
-use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
-use crate::api::convert::McpTool;
-use crate::api::locate::values_at;
+use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
+use crate::api::raw::values_at;
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Member, Missing, Site, Unset};
 use crate::schema::{profile, Context};

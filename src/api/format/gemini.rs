@@ -4,8 +4,7 @@
 //! snake_case; calls as `functionCall` parts, every streamed event carrying whole calls. The model is
 //! in the path; its prefixes always get the `gemini` profile.
 
-use super::{path, Args, Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
-use crate::api::convert::McpTool;
+use super::{path, Args, Convert, Descriptor, ErrorShape, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;

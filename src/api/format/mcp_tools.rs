@@ -3,8 +3,7 @@
 //! `inputSchema` (tool context) and `outputSchema` (structured output). Not a request toolfit sees on
 //! a route by default; the CLI and `convert` read it.
 
-use super::{Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
-use crate::api::convert::McpTool;
+use super::{Convert, Descriptor, ErrorShape, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{RawObject, RawTool};
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;

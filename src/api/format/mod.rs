@@ -37,6 +37,7 @@ use super::raw::{self, RawObject, RawTool, Step};
 use super::{Format, Member, Missing, Site, Unset};
 use crate::api::raw::Raw;
 use crate::schema::Profile;
+use serde_json::{json, Map, Value};
 
 /// What an API format means to toolfit.
 pub struct Descriptor {
@@ -102,6 +103,27 @@ pub struct Nested {
     pub key: &'static str,
 }
 
+/// One tool of an MCP `tools/list` result.
+pub struct McpTool<'v> {
+    pub name: &'v str,
+    pub description: Option<&'v Value>,
+    /// Its `inputSchema` (an empty object schema when it has none, as MCP means it).
+    pub input: Value,
+    pub output: Option<&'v Value>,
+}
+
+impl McpTool<'_> {
+    /// `name` and `description`: how every API's function declaration starts.
+    pub fn head(&self) -> Map<String, Value> {
+        let mut f = Map::new();
+        f.insert("name".into(), json!(self.name));
+        if let Some(d) = self.description {
+            f.insert("description".into(), d.clone());
+        }
+        f
+    }
+}
+
 /// One tool list `toolfit convert` writes: an MCP `tools/list` result's tools in a format's shape,
 /// put where the format's first list is and rewritten as a request of that format would be.
 pub struct Convert {
@@ -112,15 +134,15 @@ pub struct Convert {
     pub profile: &'static Profile,
     pub strict: Option<&'static Profile>,
     /// One MCP tool in this shape, before its schema is rewritten.
-    pub tool: fn(&super::convert::McpTool) -> serde_json::Value,
+    pub tool: fn(&McpTool) -> Value,
     /// The list's value made of the tools (Gemini's go in one `functionDeclarations` entry).
-    pub list: fn(Vec<serde_json::Value>) -> serde_json::Value,
+    pub list: fn(Vec<Value>) -> Value,
 }
 
 impl Convert {
     /// A list that is the array of the tools.
-    pub fn array(tools: Vec<serde_json::Value>) -> serde_json::Value {
-        serde_json::Value::Array(tools)
+    pub fn array(tools: Vec<Value>) -> Value {
+        Value::Array(tools)
     }
 }
 
@@ -454,7 +476,7 @@ pub fn function_tools<'a>(t: &RawTool<'a>, sites: &mut Vec<Site<'a>>, undescribe
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::Value;
+    use Value;
 
     /// Where each API's clients find the message (what openai, anthropic, google-genai, cohere and
     /// ollama read; `tests/envoy/clients.py` has the SDKs themselves read a strict 400), and the

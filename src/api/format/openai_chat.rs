@@ -3,8 +3,7 @@
 //! llama-server's `response_format.schema`); calls in `choices[].message.tool_calls`, streamed as
 //! `choices[].delta.tool_calls` parts.
 
-use super::{function_tools, index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
-use crate::api::convert::McpTool;
+use super::{function_tools, index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;

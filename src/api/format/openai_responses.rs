@@ -5,8 +5,7 @@
 //! structured output as `text.format.schema`; calls as `output[]` items of type `function_call`,
 //! streamed as `response.function_call_arguments.*` events and said again whole at the end.
 
-use super::{index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, Nested, Routes, StreamCalls, Summary, Tools};
-use crate::api::convert::McpTool;
+use super::{index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Nested, Routes, StreamCalls, Summary, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;

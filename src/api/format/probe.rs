@@ -4,8 +4,7 @@
 //! alone, so a test that rewrites it cold and warm shows that adding a format is its module and its
 //! [`Format`] variant.
 
-use super::{Convert, Descriptor, ErrorShape, Nested, Routes, StreamCalls, Tools};
-use crate::api::convert::McpTool;
+use super::{Convert, Descriptor, ErrorShape, McpTool, Nested, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;

@@ -15,9 +15,9 @@ use super::tally::Tally;
 use crate::filter::config::OnInvalid;
 use crate::filter::encoding::{Coding, Decoder};
 use crate::filter::headers::is_json;
+use crate::filter::host::{Next, ResponseHost};
 use crate::filter::log::{Line, LogLimiter};
 use crate::filter::stats::{metric_name, Metrics, Stat};
-pub use crate::filter::Next;
 
 /// How to read a response, from its headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,17 +83,6 @@ pub fn begin(reply: &Reply, status: u16, end_of_stream: bool, content_type: Opti
         Begin::Stream(f, _) => Begin::Stream(f, coding),
         other => other,
     }
-}
-
-/// The calls the response path makes on its host. Each returns whether it worked; a failure is
-/// handled here (counted, and the response left consistent).
-pub trait ResponseHost {
-    /// The `size` body bytes the host holds for this callback; `None`: they cannot be read.
-    fn chunk(&mut self, size: usize) -> Option<Vec<u8>>;
-    /// Puts `bytes` in place of the first `size` bytes the host holds.
-    fn set_chunk(&mut self, size: usize, bytes: &[u8]) -> bool;
-    fn set_header(&mut self, name: &str, value: &str) -> bool;
-    fn remove_header(&mut self, name: &str) -> bool;
 }
 
 /// Where a response's counters and log lines go: the host's metrics, the plugin's rate limit.

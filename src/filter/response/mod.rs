@@ -26,7 +26,7 @@ mod reply;
 pub mod stream;
 mod tally;
 
-pub use flow::{begin, Begin, Flow, Next, ResponseHost, Sink};
+pub use flow::{begin, Begin, Flow, Sink};
 pub use reply::{decode_limit, Reply, Tool};
 pub use stream::{Events, Stream};
 pub use tally::{Call, Tally};

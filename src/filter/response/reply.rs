@@ -2,8 +2,8 @@
 
 use super::tally::{Call, Tally};
 use crate::api::format::{Args, CallPath, ErrorShape};
-use crate::api::names::NameMap;
 use crate::api::raw;
+use crate::api::NameMap;
 use crate::api::{self, Format};
 use crate::filter::config::OnInvalid;
 use crate::schema::passes::property_names;

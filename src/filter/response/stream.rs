@@ -282,37 +282,11 @@ impl Stream {
     }
 
     fn event(&mut self, event: &[u8], out: &mut Vec<u8>) {
-        // a message: its payload (or what its envelope member holds) is the event's text
-        let decoded: String;
-        let mut frame: Option<MessageRef> = None;
-        let text = if self.events == Events::Frames {
-            let Some((headers, payload)) = super::frames::read(event).and_then(|(h, p)| Some((h, simdutf8::basic::from_utf8(p).ok()?))) else {
-                self.pass(event, None, out);
-                return;
-            };
-            let envelope = self.reply.format.descriptor().and_then(|d| d.envelope);
-            match envelope.map(|member| super::frames::unwrap(payload, member)) {
-                Some(Some((a, inner, b))) => {
-                    decoded = inner;
-                    frame = Some(MessageRef { bytes: event, headers, outer: Some((a, b)) });
-                    decoded.as_str()
-                }
-                Some(None) => {
-                    self.pass(event, None, out);
-                    return;
-                }
-                None => {
-                    frame = Some(MessageRef { bytes: event, headers, outer: None });
-                    payload
-                }
-            }
-        } else {
-            let Ok(text) = simdutf8::basic::from_utf8(event) else {
-                self.pass(event, None, out);
-                return;
-            };
-            text
+        let Some((decoded, frame)) = self.text_of(event) else {
+            self.pass(event, None, out);
+            return;
         };
+        let text: &str = &decoded;
         let Some((json_at, json)) = (if frame.is_some() { Some((0, text)) } else { event_json(text, self.events) }) else {
             self.pass(event, frame.map(|m| (m, text)), out);
             return;
@@ -342,7 +316,49 @@ impl Stream {
             return;
         }
         let fr = self.frags(json);
-        for f in &fr {
+        self.gather(json, &fr);
+        let hold = self.reply.repairs() && (!self.held.is_empty() || !self.open.is_empty());
+        let closes: Vec<Option<CallKey>> = fr
+            .iter()
+            .filter_map(|f| match f {
+                Frag::Close(k) => Some(Some(*k)),
+                Frag::CloseAll => Some(None),
+                _ => None,
+            })
+            .collect();
+        if hold {
+            self.held.push(Held { text: text.to_owned(), message: frame.map(|m| m.owned()), json_at, frags: fr });
+        } else {
+            self.pass(event, frame.map(|m| (m, text)), out);
+        }
+        for c in closes {
+            self.close(c);
+        }
+        if self.open.is_empty() {
+            self.release(out);
+        }
+    }
+
+    /// An event's text, and the message it came in: a message's payload, or what its envelope member
+    /// holds; else the event itself. `None`: it cannot be read (it goes on as it is).
+    fn text_of<'e>(&self, event: &'e [u8]) -> Option<(std::borrow::Cow<'e, str>, Option<MessageRef<'e>>)> {
+        use std::borrow::Cow;
+        if self.events != Events::Frames {
+            return Some((Cow::Borrowed(simdutf8::basic::from_utf8(event).ok()?), None));
+        }
+        let (headers, payload) = super::frames::read(event).and_then(|(h, p)| Some((h, simdutf8::basic::from_utf8(p).ok()?)))?;
+        match self.reply.format.descriptor().and_then(|d| d.envelope) {
+            Some(member) => {
+                let (a, inner, b) = super::frames::unwrap(payload, member)?;
+                Some((Cow::Owned(inner), Some(MessageRef { bytes: event, headers, outer: Some((a, b)) })))
+            }
+            None => Some((Cow::Borrowed(payload), Some(MessageRef { bytes: event, headers, outer: None }))),
+        }
+    }
+
+    /// The name and argument parts an event's fragments carry, added to their open calls.
+    fn gather(&mut self, json: &str, fr: &[Frag]) {
+        for f in fr {
             let (key, part, name) = match f {
                 Frag::NamePart(k, a, b) => (*k, json.get(*a..*b), true),
                 Frag::ArgsPart(k, a, b) => (*k, json.get(*a..*b), false),
@@ -367,26 +383,6 @@ impl Stream {
                     o.args.push_str(&part);
                 }
             }
-        }
-        let hold = self.reply.repairs() && (!self.held.is_empty() || !self.open.is_empty());
-        let closes: Vec<Option<CallKey>> = fr
-            .iter()
-            .filter_map(|f| match f {
-                Frag::Close(k) => Some(Some(*k)),
-                Frag::CloseAll => Some(None),
-                _ => None,
-            })
-            .collect();
-        if hold {
-            self.held.push(Held { text: text.to_owned(), message: frame.map(|m| m.owned()), json_at, frags: fr });
-        } else {
-            self.pass(event, frame.map(|m| (m, text)), out);
-        }
-        for c in closes {
-            self.close(c);
-        }
-        if self.open.is_empty() {
-            self.release(out);
         }
     }
 

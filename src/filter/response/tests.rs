@@ -3,10 +3,11 @@
 use super::reply::Seen;
 use super::*;
 use crate::api;
-use crate::api::names::NameMap;
 use crate::api::Format;
+use crate::api::NameMap;
 use crate::filter::config::OnInvalid;
 use crate::filter::encoding::Coding;
+use crate::filter::host::{Next, ResponseHost};
 use crate::filter::stats::metric_name;
 use crate::schema::Report;
 use serde_json::Value;

@@ -14,7 +14,7 @@ use crate::schema::target::Numbers;
 use crate::schema::types::Types;
 use crate::schema::walk::post_order_cx;
 use crate::schema::{number_text, Cx, Kind};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 const KEYS: [&str; 4] = ["minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"];
 /// Largest bound magnitude releases up to 2025-08 enforce.
@@ -60,15 +60,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     }
                 }
             }
-            let f = |k: &str| node.at(k).and_then(Value::as_f64);
-            let lo = [f("minimum").map(f64::ceil), f("exclusiveMinimum").map(|x| x.floor() + 1.0)]
-                .into_iter()
-                .flatten()
-                .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
-            let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)]
-                .into_iter()
-                .flatten()
-                .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
+            let (lo, hi) = integer_range(node);
             if let (Some(l), Some(h)) = (lo, hi) {
                 if l > h {
                     *node = never_map();
@@ -109,4 +101,19 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
             cx.lost(node, path, Kind::KeywordRemoved, &text, format!("removed {text}: {why}"));
         }
     });
+}
+
+/// The whole, inclusive range of integers a node's bounds allow: (least, greatest), `None` where
+/// unbounded.
+fn integer_range(node: &Map<String, Value>) -> (Option<f64>, Option<f64>) {
+    let f = |k: &str| node.at(k).and_then(Value::as_f64);
+    let lo = [f("minimum").map(f64::ceil), f("exclusiveMinimum").map(|x| x.floor() + 1.0)]
+        .into_iter()
+        .flatten()
+        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.max(b))));
+    let hi = [f("maximum").map(f64::floor), f("exclusiveMaximum").map(|x| x.ceil() - 1.0)]
+        .into_iter()
+        .flatten()
+        .fold(None, |a: Option<f64>, b| Some(a.map_or(b, |a| a.min(b))));
+    (lo, hi)
 }

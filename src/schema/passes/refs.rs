@@ -385,7 +385,7 @@ fn follow(node: &mut Map<String, Value>, r: &str, path: &str, depth: usize, st: 
     // target (the copy's own refs keep pointing at the definition)
     if (!st.on_cycle(&ptr) && fits) || (tool_root && !ptr.is_empty()) || never_target {
         st.inlined += size;
-        inline(node, target, ptr.is_empty(), r, path, cx);
+        inline(node, target, if ptr.is_empty() { RefTo::Document } else { RefTo::Definition }, r, path, cx);
         return true;
     }
     let new_ref = st.def_ref(&ptr);
@@ -428,15 +428,22 @@ fn resolve(node: &mut Map<String, Value>, r: &str, path: &str, st: &State, cx: &
     Some(ptr)
 }
 
+/// What a ref points at: the whole document (`#`), or a definition in it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum RefTo {
+    Document,
+    Definition,
+}
+
 /// The node becomes its ref's target intersected with the keywords beside the ref.
-fn inline(node: &mut Map<String, Value>, target: Value, whole_document: bool, r: &str, path: &str, cx: &mut Cx) {
+fn inline(node: &mut Map<String, Value>, target: Value, points_at: RefTo, r: &str, path: &str, cx: &mut Cx) {
     node.remove("$ref");
     let siblings = std::mem::take(node);
     let mut t = match target {
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    if whole_document {
+    if points_at == RefTo::Document {
         t.remove("$defs");
         t.remove("definitions");
     }

@@ -7,8 +7,8 @@
 use super::{primary_type, Probe};
 use crate::schema::lookup::{KeySet, Lookup};
 use crate::schema::types::Types;
-use crate::schema::walk::post_order_cx;
-use crate::schema::{removed_text, Cx, Kind};
+use crate::schema::walk::{post_order_cx, Path};
+use crate::schema::{removed_text, Cx, Kind, Target};
 use serde_json::{Map, Value};
 
 fn trivially_true(k: &str, v: &Value) -> bool {
@@ -100,40 +100,52 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                 removed.push(("not".to_string(), v));
             }
         }
-        match node.at("format") {
-            Some(Value::String(f)) => {
-                // a hosted API with a keyword list checks every format, whatever the type
-                let string_ok = primary_type(node).is_none_or(|t| t.contains(Types::STRING)) || target.keywords.is_some();
-                if !target.keeps_format(f) && string_ok {
-                    if let Some(v) = node.remove("format") {
-                        removed.push(("format".to_string(), v));
-                    }
-                }
-            }
-            Some(_) => {
-                if let Some(v) = node.remove("format") {
-                    normalized.push(("format".to_string(), v));
-                }
-            }
-            None => {}
-        }
+        drop_format(node, target, &mut removed, &mut normalized);
         if removed.is_empty() && normalized.is_empty() {
             return; // the common case: nothing removed, nothing to say
         }
-        // one description sentence for everything removed here; `not` has its own kind in the report
-        cx.say(node, &removed_text(&removed, 120));
-        let (nots, rest): (Vec<_>, Vec<_>) = removed.into_iter().partition(|(k, _)| k == "not");
-        if !nots.is_empty() {
-            cx.record(path, Kind::NotDropped, format!("removed {}", removed_text(&nots, 120)));
-        }
-        if !rest.is_empty() {
-            cx.record(path, Kind::KeywordRemoved, format!("removed {}", removed_text(&rest, 120)));
-        }
-        if !normalized.is_empty() {
-            let names: Vec<&str> = normalized.iter().map(|(k, _)| k.as_str()).collect();
-            cx.record(path, Kind::KeywordNormalized, format!("removed always-true {}", names.join(", ")));
-        }
+        report(node, path, cx, removed, &normalized);
     });
+}
+
+/// Keywords as (name, value) pairs.
+type Removed = Vec<(String, Value)>;
+
+/// A `format` the backend does not compile is removed; one that is not a string means nothing.
+fn drop_format(node: &mut Map<String, Value>, target: &Target, removed: &mut Removed, normalized: &mut Removed) {
+    match node.at("format") {
+        Some(Value::String(f)) => {
+            // a hosted API with a keyword list checks every format, whatever the type
+            let string_ok = primary_type(node).is_none_or(|t| t.contains(Types::STRING)) || target.keywords.is_some();
+            if !target.keeps_format(f) && string_ok {
+                if let Some(v) = node.remove("format") {
+                    removed.push(("format".to_string(), v));
+                }
+            }
+        }
+        Some(_) => {
+            if let Some(v) = node.remove("format") {
+                normalized.push(("format".to_string(), v));
+            }
+        }
+        None => {}
+    }
+}
+
+/// One description sentence for everything removed at a node, and its records (`not` has its own kind).
+fn report(node: &mut Map<String, Value>, path: &Path, cx: &mut Cx, removed: Removed, normalized: &Removed) {
+    cx.say(node, &removed_text(&removed, 120));
+    let (nots, rest): (Vec<_>, Vec<_>) = removed.into_iter().partition(|(k, _)| k == "not");
+    if !nots.is_empty() {
+        cx.record(path, Kind::NotDropped, format!("removed {}", removed_text(&nots, 120)));
+    }
+    if !rest.is_empty() {
+        cx.record(path, Kind::KeywordRemoved, format!("removed {}", removed_text(&rest, 120)));
+    }
+    if !normalized.is_empty() {
+        let names: Vec<&str> = normalized.iter().map(|(k, _)| k.as_str()).collect();
+        cx.record(path, Kind::KeywordNormalized, format!("removed always-true {}", names.join(", ")));
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,279 @@
+//! A `tools/list` result as it goes to the client: each `inputSchema` rewritten for the client's
+//! profile, an `outputSchema` only where it widens, names the profile refuses listed under names that
+//! carry their way back, and what the route's `unfit` says for a tool whose rewrite loses meaning.
+
+use super::*;
+use crate::api::raw::{self, Raw};
+use crate::api::{self, Format};
+use crate::api::{splice, Edit};
+use crate::filter::config::Unfit;
+use crate::filter::host::Env;
+use crate::filter::log::Line;
+use crate::filter::stats::{self, Stat};
+use crate::schema::{self, Context, Kind, Record, Report};
+
+/// Counts and logs what a list's rewrite did; the message the client gets (`None`: as it came).
+pub(super) fn settle(env: &mut Env, leg: &Leg, listed: List, id: &str) -> Option<String> {
+    let m = &mut *env.metrics;
+    leg.count(m, Stat::ToolsSeen, listed.tools as u64);
+    leg.count(m, Stat::SchemasUnparsed, listed.unparsed as u64);
+    leg.count_client(m, Stat::McpToolsListed, listed.tools.saturating_sub(listed.dropped) as u64);
+    leg.count_client(m, Stat::McpToolsDropped, listed.dropped as u64);
+    leg.count_client(m, Stat::McpOutputsKept, listed.outputs_kept as u64);
+    stats::count_report(m, &leg.route, leg.profile.name, &listed.report);
+    if let Some(line) = listed.line(leg) {
+        env.say(&leg.route, line);
+    }
+    if let Some(err) = &listed.refused {
+        leg.count_client(env.metrics, Stat::McpListsRefused, 1);
+        if !leg.observe {
+            return Some(refusal(id, err, leg));
+        }
+    }
+    if leg.observe {
+        return None;
+    }
+    listed.text
+}
+
+/// Why a tool cannot be listed as its client needs it (`unfit: error`).
+pub(super) struct Unfitting {
+    tool: String,
+    path: String,
+    why: String,
+}
+
+/// The JSON-RPC error that answers a `tools/list` in place of its result.
+pub(super) fn refusal(id: &str, u: &Unfitting, leg: &Leg) -> String {
+    let path = if u.path.is_empty() { "/" } else { &u.path };
+    let message = format!(
+        "toolfit: tool {:?} of MCP server {} cannot be listed for {} (profile {}): its inputSchema at {path} {}",
+        u.tool, leg.server, leg.client, leg.profile.name, u.why
+    );
+    // written out rather than built as a `Value`: the id goes back as the request wrote it (its text,
+    // checked to be JSON), every string escaped by serde_json
+    let q = |s: &str| serde_json::Value::String(s.to_string()).to_string();
+    let id = if serde_json::from_str::<serde_json::Value>(id).is_ok() { id } else { "null" };
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32603,"message":{},"data":{{"tool":{},"server":{},"path":{},"profile":{},"client":{},"reason":{}}}}}}}"#,
+        q(&message),
+        q(&u.tool),
+        q(&leg.server),
+        q(path),
+        q(leg.profile.name),
+        q(&leg.client),
+        q(&u.why)
+    )
+}
+
+/// Changes that keep or widen what a schema accepts: the only ones an `outputSchema` gets.
+pub fn widens(kind: Kind) -> bool {
+    matches!(
+        kind,
+        Kind::RefsInlined
+            | Kind::RefsRetargeted
+            | Kind::RefsListed
+            | Kind::DefinitionRenamed
+            | Kind::RefWrapped
+            | Kind::RefSiblingsDropped
+            | Kind::AllofMerged
+            | Kind::AnyofDistributed
+            | Kind::OneofAsAnyof
+            | Kind::OneofDisjoint
+            | Kind::NeverDropped
+            | Kind::NotDropped
+            | Kind::KeywordRemoved
+            | Kind::DialectNormalized
+            | Kind::BooleanSchema
+            | Kind::PatternRewritten
+            | Kind::PatternRemoved
+            | Kind::ObjectOpened
+            | Kind::AnnotationMoved
+            | Kind::DescriptionAdded
+            | Kind::ParametersAdded
+    )
+}
+
+/// A `tools/list` result as it goes to the client.
+pub(super) struct List {
+    /// The message rewritten (`None`: nothing changed).
+    text: Option<String>,
+    tools: usize,
+    dropped: usize,
+    unparsed: usize,
+    outputs_kept: usize,
+    report: Report,
+    /// Lossy or unreadable tools, for the line.
+    unfit: Vec<(String, String, String)>,
+    refused: Option<Unfitting>,
+}
+
+impl List {
+    /// Rewrites the message `text`, if its `result.tools` is a list of tools.
+    pub(super) fn rewrite(env: &mut Env, leg: &Leg, text: &str) -> Option<List> {
+        let opts = env.config.options_on(leg.profile, leg.promote_to_description, leg.open_objects);
+        // the input schemas, by the engine, as an inference request's tools
+        let outcome = api::rewrite_body_cached(text.as_bytes(), Format::Mcp, leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
+        // no list of tools there (an empty one has nothing to rewrite either)
+        let n = outcome.tools;
+        if n == 0 {
+            return None;
+        }
+        let rewritten: std::borrow::Cow<'_, str> = match &outcome.body {
+            Some(b) => std::borrow::Cow::Owned(String::from_utf8(b.clone()).ok()?),
+            None => std::borrow::Cow::Borrowed(text),
+        };
+        let unfit = unfitting(&outcome);
+        let mut list =
+            List { text: None, tools: n, dropped: 0, unparsed: outcome.unparsed.len(), outputs_kept: 0, report: outcome.report, unfit, refused: None };
+        if leg.unfit == Unfit::Error {
+            if let Some((tool, path, why)) = list.unfit.first() {
+                list.refused = Some(Unfitting { tool: tool.clone(), path: path.clone(), why: why.clone() });
+                return Some(list);
+            }
+        }
+        // each element: its output schema and name seen to, as edits of the rewritten text; where a
+        // tool goes as it came (unfit: pass) or not at all (unfit: drop), the list is made anew
+        let (elems, range) = elements_at(&rewritten)?;
+        let objs: Vec<raw::RawObject<'_>> = elems.iter().map(|e| raw::object(e)).collect::<Option<_>>()?;
+        let names: Vec<String> = objs.iter().map(|o| o.str("name").unwrap_or_default()).collect();
+        let whole = matches!(leg.unfit, Unfit::Pass | Unfit::Drop) && !list.unfit.is_empty();
+        let old = if whole { elements(text)? } else { Vec::new() };
+        if whole && old.len() != elems.len() {
+            return None;
+        }
+        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
+        let mut mapped: Vec<String> = Vec::new();
+        let mut edits: Vec<Edit> = Vec::new();
+        let mut kept: Vec<String> = Vec::new();
+        let mut changed = outcome.body.is_some();
+        for (i, ((element, o), name)) in elems.iter().zip(objs.iter()).zip(names.iter()).enumerate() {
+            let lossy = whole && list.unfit.iter().any(|(t, _, _)| t == name);
+            if lossy && leg.unfit == Unfit::Drop {
+                list.dropped += 1;
+                changed = true;
+                continue;
+            }
+            if lossy {
+                // unfit: pass: as the server wrote it, nothing more
+                let before = old.get(i).copied().unwrap_or(element);
+                changed |= before != *element;
+                kept.push(before.to_string());
+                continue;
+            }
+            let own = list.element_edits(env, leg, element, o, name, &taken, &mut mapped);
+            changed |= !own.is_empty();
+            if whole {
+                kept.push(if own.is_empty() { element.to_string() } else { splice(element, own) });
+            } else if let Some(base) = raw::offset(&rewritten, element) {
+                edits.extend(own.into_iter().map(|e| Edit::new(base + e.at, base + e.end, e.text)));
+            }
+        }
+        if !changed {
+            return Some(list);
+        }
+        list.text = Some(if whole {
+            splice(&rewritten, vec![Edit::new(range.0, range.1, format!("[{}]", kept.join(",")))])
+        } else if edits.is_empty() {
+            rewritten.into_owned()
+        } else {
+            splice(&rewritten, edits)
+        });
+        Some(list)
+    }
+
+    /// The edits within one listed tool: its output schema (where it widens) and its name (where the
+    /// client's profile refuses it and the listed form is free).
+    #[allow(clippy::too_many_arguments)] // one element as the list's loop holds it: its text, object and name
+    fn element_edits(&mut self, env: &mut Env, leg: &Leg, element: &str, o: &raw::RawObject<'_>, name: &str, taken: &[&str], mapped: &mut Vec<String>) -> Vec<Edit> {
+        let mut own: Vec<Edit> = Vec::new();
+        if let Some(out) = o.get("outputSchema") {
+            if let (Some(new), Some(at)) = (output(env, leg, out.get(), name, self), raw::offset(element, out.get())) {
+                own.push(Edit::new(at, at + out.get().len(), new));
+            }
+        }
+        let Some((rule, v)) = leg.profile.target.names.zip(o.get("name")) else { return own };
+        let Some(sent) = names::encode(name, &rule).filter(|s| !taken.contains(&s.as_str()) && !mapped.contains(s)) else { return own };
+        if let Some(at) = raw::offset(element, v.get()) {
+            self.report.push(Record {
+                tool: name.to_string(),
+                path: String::new(),
+                kind: Kind::NameMapped,
+                detail: format!("listed as {sent:?}: the client's profile refuses the name"),
+            });
+            own.push(Edit::new(at, at + v.get().len(), serde_json::Value::String(sent.clone()).to_string()));
+            mapped.push(sent);
+        }
+        own
+    }
+
+    /// The line for the log: what changed, with each lossy tool and pointer.
+    fn line(&self, leg: &Leg) -> Option<Line> {
+        if self.report.is_empty() && self.unfit.is_empty() && self.outputs_kept == 0 {
+            return None;
+        }
+        let mut text = format!("route={} profile={} client={} tools/list tools={}", leg.route, leg.profile.name, leg.client, self.tools);
+        for (k, n) in &self.report.counters {
+            text.push_str(&format!(" {}={n}", k.name()));
+        }
+        if self.outputs_kept > 0 {
+            text.push_str(&format!(" outputs_kept={}", self.outputs_kept));
+        }
+        let unfit: Vec<String> = self.unfit.iter().take(5).map(|(t, p, w)| format!("{t}:{}:{w}", if p.is_empty() { "/" } else { p })).collect();
+        if !unfit.is_empty() {
+            let what = match leg.unfit {
+                Unfit::Rewrite => "rewritten with loss",
+                Unfit::Pass => "listed as the server wrote them",
+                Unfit::Drop => "left out",
+                Unfit::Error => "list refused",
+            };
+            text.push_str(&format!(" unfit ({what})=[{}]", unfit.join(" ")));
+        }
+        Some(Line { warn: !unfit.is_empty(), text })
+    }
+}
+
+/// The tools a list's rewrite could not keep whole: (tool, JSON pointer, why), one per tool, the
+/// unparsed ones first.
+fn unfitting(outcome: &api::BodyOutcome) -> Vec<(String, String, String)> {
+    let mut unfit: Vec<(String, String, String)> =
+        outcome.unparsed.iter().map(|u| (u.tool.clone(), String::new(), format!("could not be parsed: {}", u.reason))).collect();
+    for r in outcome.report.records.iter().filter(|r| r.lossy()) {
+        if !unfit.iter().any(|(t, _, _)| *t == r.tool) {
+            unfit.push((r.tool.clone(), r.path.clone(), format!("{}: {}", r.kind.name(), r.detail)));
+        }
+    }
+    unfit
+}
+
+/// The element texts of `result.tools` in a message.
+pub(super) fn elements(text: &str) -> Option<Vec<&str>> {
+    elements_at(text).map(|(e, _)| e)
+}
+
+/// The element texts of `result.tools`, and the array's byte range in `text`.
+pub(super) fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
+    let top = raw::object(text)?;
+    let result = raw::object(top.get("result")?.get())?;
+    let tools: Raw<'_> = result.get("tools")?;
+    let at = raw::offset(text, tools.get())?;
+    let list = raw::array(tools.get())?;
+    Some((list.0.iter().map(|r| r.get()).collect(), (at, at + tools.get().len())))
+}
+
+/// An `outputSchema` (its text) rewritten, where every change keeps or widens what it accepts.
+pub(super) fn output(env: &mut Env, leg: &Leg, text: &str, tool: &str, list: &mut List) -> Option<String> {
+    let opts = env.config.options_on(leg.profile, leg.promote_to_description, leg.open_objects);
+    let mut report = Report::default();
+    let mut v = schema::parse(text, &opts, Context::Output, tool, &mut report).ok()?;
+    report.extend(schema::normalize(&mut v, leg.profile, &opts, Context::Output, tool).report);
+    if report.is_empty() {
+        return None;
+    }
+    if !report.counters.keys().all(|k| widens(*k)) {
+        list.outputs_kept += 1;
+        return None;
+    }
+    list.report.extend(report);
+    Some(v.to_string())
+}

@@ -1,0 +1,336 @@
+//! The MCP leg's tests: sessions, lists, calls, streams, names.
+
+use super::*;
+use crate::filter::exchange::Exchange;
+use crate::filter::host::{Env, Headed, Level, ResponseHeaders};
+use crate::filter::log::LogLimiter;
+use crate::filter::stats::testing::Counts;
+use crate::schema::target::Names;
+use crate::schema::Kind;
+
+#[test]
+fn listed_names_come_back_and_nothing_else_does() {
+    for (name, sent) in [("github.create_issue", "github_create_issue__062e"), ("a/b.c", "a_b_c__012f032e"), ("ns:tool x", "ns_tool_x__023a0720")] {
+        assert_eq!(names::encode(name, &Names::OPENAI).as_deref(), Some(sent));
+        assert_eq!(names::decode(sent).as_deref(), Some(name));
+    }
+    // allowed names are listed as they are, and a name that only looks encoded is not read back
+    assert_eq!(names::encode("get_weather", &Names::OPENAI), None);
+    assert_eq!(names::encode("get.weather", &Names::GEMINI), None, "Gemini takes dots");
+    for n in ["get_weather", "x__062e", "a_b__0x2e", "github_create_issue__0630", "__", "a__", "é.x__012e"] {
+        assert_eq!(names::decode(n), None, "{n}");
+    }
+    // past the length, or not ASCII: as it is
+    assert_eq!(names::encode(&format!("{}.x", "a".repeat(60)), &Names::OPENAI), None);
+    assert_eq!(names::encode("ünï.x", &Names::OPENAI), None);
+}
+
+#[test]
+fn session_tags_round_trip_and_bad_ones_are_ignored() {
+    let p = Profile::by_name("openai").unwrap_or(&schema::profile::MCP);
+    for server in [Some("abc-123"), None, Some("a.tf.b")] {
+        let sid = tag(server, p, "codex-mcp-client");
+        let t = untag(&sid).unwrap_or_else(|| panic!("{sid}"));
+        assert_eq!((t.server, t.profile.name, t.client), (server, "openai", "codex-mcp-client"));
+    }
+    for bad in ["abc", "abc.tf.nope.x", "tf.openai.", "tf.openai.a b", "tf.openai"] {
+        assert!(untag(bad).is_none(), "{bad}");
+    }
+}
+
+/// A host that does what it is told and writes it down.
+#[derive(Default)]
+struct Host {
+    set: Vec<(String, String)>,
+    removed: Vec<String>,
+    body: Option<Vec<u8>>,
+    chunk: Vec<u8>,
+}
+impl RequestHost for Host {
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        self.set.push((name.into(), value.into()));
+        true
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        self.removed.push(name.into());
+        true
+    }
+    fn set_body(&mut self, _: usize, bytes: &[u8]) -> bool {
+        self.body = Some(bytes.to_vec());
+        true
+    }
+    fn reject(&mut self, _: u16, _: &[u8]) -> bool {
+        false
+    }
+}
+impl ResponseHost for Host {
+    fn chunk(&mut self, _: usize) -> Option<Vec<u8>> {
+        Some(self.chunk.clone())
+    }
+    fn set_chunk(&mut self, _: usize, bytes: &[u8]) -> bool {
+        self.chunk = bytes.to_vec();
+        true
+    }
+    fn set_header(&mut self, name: &str, value: &str) -> bool {
+        RequestHost::set_header(self, name, value)
+    }
+    fn remove_header(&mut self, name: &str) -> bool {
+        RequestHost::remove_header(self, name)
+    }
+}
+
+fn now() -> u64 {
+    1
+}
+
+const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get.weather","inputSchema":{"type":"object","properties":{"city":{"type":"string","pattern":"^\\p{Lu}"}},"$schema":"https://json-schema.org/draft/2020-12/schema"},"outputSchema":{"type":"object","properties":{"t":{"type":"number","format":"float"}},"required":["t"]}},{"name":"plain","inputSchema":{"type":"object"}}]}}"#;
+
+/// One exchange on an MCP route: the request's headers and body, then the answer's.
+fn exchange(config: &Config, m: &mut Counts, h: &Headers, body: &str, session: Option<&str>, answer: (&str, &str)) -> (Host, Host) {
+    let mut logs = LogLimiter::default();
+    let mut log = |_: Level, _: &str| {};
+    let mut env = Env { config, metrics: m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let mut x = Exchange::default();
+    let mut req = Host::default();
+    let headed = x.request_headers(&mut env, h, Some("mcp"), &RouteMeta::default(), &mut req);
+    assert_ne!(headed, Headed::Ignore);
+    if x.reading() {
+        let _ = x.request_end(&mut env, Some(body.as_bytes()), body.len(), &mut req);
+    }
+    let mut res = Host::default();
+    let _ = x.response_headers(&mut env, &ResponseHeaders { status: 200, content_type: Some(answer.0), session, ..Default::default() }, &mut res);
+    res.chunk = answer.1.as_bytes().to_vec();
+    let _ = x.response_body(&mut env, &mut res, answer.1.len(), true);
+    x.done(&mut env);
+    (req, res)
+}
+
+fn config(route: &str) -> Config {
+    Config::parse(format!(r#"{{"routes": [{{"path": "/mcp", "format": "mcp"{route}}}]}}"#).as_bytes()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn post<'a>(session: Option<&'a str>) -> Headers<'a> {
+    Headers { method: "POST", path: "/mcp", content_type: Some("application/json"), session, authority: Some("mcp.local"), ..Headers::default() }
+}
+
+#[test]
+fn a_session_learns_its_client_and_its_lists_are_rewritten_for_it() {
+    let cfg = config("");
+    let mut m = Counts::default();
+    // initialize: codex -> openai, the server's session id tagged
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mcp-client","version":"0.169.0"}}}"#;
+    let (_, res) = exchange(&cfg, &mut m, &post(None), init, Some("s1"), ("application/json", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+    let sid = res.set.iter().find(|(k, _)| k == SESSION_HEADER).map(|(_, v)| v.clone()).unwrap_or_default();
+    assert_eq!(sid, "s1.tf.openai.codex-mcp-client");
+    // tools/list on another exchange (any replica): the tag comes off, the list is rewritten
+    let (req, res) = exchange(&cfg, &mut m, &post(Some(&sid)), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", LIST));
+    assert!(req.set.contains(&(SESSION_HEADER.into(), "s1".into())), "{:?}", req.set);
+    let out = String::from_utf8(res.chunk).unwrap_or_default();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+    assert_eq!(v["result"]["tools"][0]["name"], "get_weather__032e", "{out}");
+    assert!(v["result"]["tools"][0]["inputSchema"]["properties"]["city"].get("pattern").is_none(), "Python's re has no \\p: {out}");
+    assert_eq!(v["result"]["tools"][1], serde_json::json!({"name":"plain","inputSchema":{"type":"object","properties":{}}}), "{out}");
+    // the output schema lost `format` (widening), never gained `additionalProperties: false`
+    assert!(v["result"]["tools"][0]["outputSchema"].get("additionalProperties").is_none(), "{out}");
+    // a server that sends its session id on every answer: it leaves tagged every time
+    let (_, res) = exchange(&cfg, &mut m, &post(Some(&sid)), r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#, Some("s1"), ("application/json", ""));
+    assert!(res.set.contains(&(SESSION_HEADER.into(), sid.clone())), "{:?}", res.set);
+    // a call by the listed name reaches the server under the original
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{"city":"X"}}}"#;
+    let (req, _) = exchange(&cfg, &mut m, &post(Some(&sid)), call, None, ("application/json", "{}"));
+    assert_eq!(String::from_utf8(req.body.unwrap_or_default()).unwrap_or_default(), call.replace("get_weather__032e", "get.weather"));
+    // a call naming what toolfit never listed: counted, forwarded as it came
+    let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get.weather","arguments":{}}}"#;
+    let (req, _) = exchange(&cfg, &mut m, &post(Some(&sid)), call, None, ("application/json", "{}"));
+    assert!(req.body.is_none());
+    let client = |s: Stat| m.0.get(&client_metric("mcp", "openai", "codex-mcp-client", s)).copied().unwrap_or(0);
+    assert_eq!((client(Stat::McpSessions), client(Stat::McpToolsListed), client(Stat::McpCallsUnmapped)), (1, 2, 1));
+}
+
+#[test]
+fn a_stateless_request_names_its_client_in_meta() {
+    let cfg = config("");
+    let mut m = Counts::default();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"claude-code","version":"2.1.328"}}}}"#;
+    let (_, res) = exchange(&cfg, &mut m, &post(None), list, None, ("application/json", LIST));
+    let out = String::from_utf8(res.chunk).unwrap_or_default();
+    assert!(out.contains("get_weather__032e"), "anthropic refuses the dot: {out}");
+    assert_eq!(m.0.get(&client_metric("mcp", "anthropic", "claude-code", Stat::McpToolsListed)).copied(), Some(2));
+    // its call names the tool in the Mcp-Name header too: the original goes in both
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{}}}"#;
+    let h = Headers { mcp_name: Some("get_weather__032e"), ..post(None) };
+    let (req, _) = exchange(&cfg, &mut m, &h, call, None, ("application/json", "{}"));
+    assert!(req.set.contains(&(NAME_HEADER.into(), "get.weather".into())), "{:?}", req.set);
+    assert!(String::from_utf8(req.body.unwrap_or_default()).unwrap_or_default().contains(r#""name":"get.weather""#));
+    // without the _meta, the route's profile (mcp) lists the name as it is
+    let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", LIST));
+    assert!(String::from_utf8(res.chunk).unwrap_or_default().contains("\"get.weather\""));
+}
+
+#[test]
+fn a_list_and_a_call_handed_apart() {
+    let cfg = config(r#", "unfit": "error", "clients": {"codex*": "openai"}"#);
+    let mut m = Counts::default();
+    let mut logs = LogLimiter::default();
+    let mut log = |_: Level, _: &str| {};
+    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let result = r#"{"tools":[{"name":"get.weather","inputSchema":{"type":"object"}}]}"#;
+    let a = Apart { route: "agw", profile: None, client: Some("codex-mcp-client") };
+    let Listed::Replace(out) = a.list(&mut env, result) else { panic!("not replaced") };
+    assert!(out.starts_with(r#"{"tools":[{"name":"get_weather__032e""#), "{out}");
+    assert_eq!(a.call(&mut env, "get_weather__032e").as_deref(), Some("get.weather"));
+    assert_eq!(a.call(&mut env, "get.weather"), None);
+    // the route's profile (mcp) takes the name as it is: nothing to change
+    assert_eq!(Apart { route: "agw", profile: None, client: None }.list(&mut env, result), Listed::Keep);
+    // a lossy tool under unfit: error is refused with a JSON-RPC error object
+    let lossy = r#"{"tools":[{"name":"t","inputSchema":{"type":"object","not":{"required":["a"]}}}]}"#;
+    let Listed::Refuse(err) = (Apart { route: "agw", profile: Some("llama-cpp"), client: None }).list(&mut env, lossy) else { panic!("not refused") };
+    assert!(err.contains(r#""code":-32603"#) && err.contains(r#""tool":"t""#), "{err}");
+    let got = |s: Stat| m.0.get(&client_metric("agw", "openai", "codex_", s)).copied().unwrap_or(0); // the pattern `codex*` as a label
+    assert_eq!((got(Stat::McpToolsListed), got(Stat::McpCallsUnmapped)), (1, 1));
+}
+
+#[test]
+fn answers_under_other_ids_and_batches() {
+    let cfg = config("");
+    let mut m = Counts::default();
+    let other = LIST.replace(r#""id":2"#, r#""id":"x""#);
+    let (_, res) =
+        exchange(&cfg, &mut m, &post(Some("s.tf.openai.other")), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", &other));
+    assert_eq!(String::from_utf8(res.chunk).unwrap_or_default(), other, "an answer under another id goes as it came");
+    let batch = format!("[{},{LIST}]", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    let req = r#"[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]"#;
+    let (_, res) = exchange(&cfg, &mut m, &post(Some("s.tf.openai.other")), req, None, ("application/json", &batch));
+    let out = String::from_utf8(res.chunk).unwrap_or_default();
+    assert!(out.starts_with(r#"[{"jsonrpc":"2.0","id":1,"result":{}},"#) && out.contains("get_weather__032e"), "{out}");
+}
+
+#[test]
+fn the_header_wins_and_unknown_clients_get_the_route_profile() {
+    let cfg = config(r#", "profile": "gemini-json""#);
+    let mut m = Counts::default();
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"some-agent"}}}"#;
+    let (_, res) = exchange(&cfg, &mut m, &post(None), init, None, ("application/json", "{}"));
+    assert!(res.set.contains(&(SESSION_HEADER.into(), "tf.gemini-json.other".into())), "{:?}", res.set);
+    let h = Headers { profile: Some("anthropic"), ..post(None) };
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mcp-client"}}}"#;
+    let (_, res) = exchange(&cfg, &mut m, &h, init, None, ("application/json", "{}"));
+    assert!(res.set.contains(&(SESSION_HEADER.into(), "tf.anthropic.codex-mcp-client".into())), "{:?}", res.set);
+    // a session toolfit made itself: the header goes before the server sees it
+    let (req, _) = exchange(&cfg, &mut m, &post(Some("tf.anthropic.other")), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, None, ("application/json", "{}"));
+    assert!(req.removed.contains(&SESSION_HEADER.to_string()));
+}
+
+#[test]
+fn sse_answers_are_rewritten_event_by_event_in_any_pieces() {
+    let cfg = config("");
+    let note = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{}}\n\n";
+    let stream = format!("{note}event: message\ndata: {LIST}\n\n");
+    let whole = {
+        let mut m = Counts::default();
+        let (_, res) =
+            exchange(&cfg, &mut m, &post(Some("s.tf.openai.other")), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("text/event-stream", &stream));
+        String::from_utf8(res.chunk).unwrap_or_default()
+    };
+    assert!(whole.starts_with(note) && whole.contains("get_weather__032e") && !whole.contains("\"pattern\""), "{whole}");
+    // the same in pieces of every size: the same bytes out
+    for step in [1, 7, 64] {
+        let mut m = Counts::default();
+        let mut logs = LogLimiter::default();
+        let mut log = |_: Level, _: &str| {};
+        let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+        let mut x = Exchange::default();
+        let mut h = Host::default();
+        let _ = x.request_headers(&mut env, &post(Some("s.tf.openai.other")), Some("mcp"), &RouteMeta::default(), &mut h);
+        let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+        let _ = x.request_end(&mut env, Some(body.as_bytes()), body.len(), &mut h);
+        let _ = x.response_headers(&mut env, &ResponseHeaders { status: 200, content_type: Some("text/event-stream"), ..Default::default() }, &mut h);
+        let mut out = Vec::new();
+        let bytes = stream.as_bytes();
+        for (i, piece) in bytes.chunks(step).enumerate() {
+            h.chunk = piece.to_vec();
+            let _ = x.response_body(&mut env, &mut h, piece.len(), (i + 1) * step >= bytes.len());
+            out.extend_from_slice(&h.chunk);
+        }
+        assert_eq!(String::from_utf8(out).unwrap_or_default(), whole, "step {step}");
+    }
+}
+
+#[test]
+fn unfit_tools_pass_drop_or_refuse_the_list() {
+    // strict OpenAI cannot keep `\p{Lu}`... take a schema every profile loses: a recursion cut is
+    // lossy for llama-cpp, so use it as the client profile
+    let lossy = r#"{"jsonrpc":"2.0","id":7,"result":{"tools":[{"name":"deep","inputSchema":{"type":"object","properties":{"n":{"type":"integer","multipleOf":0.5,"minimum":1.5}},"not":{"required":["n"]}}},{"name":"ok","inputSchema":{"type":"object"}}]}}"#;
+    let run = |unfit: &str| {
+        let cfg = config(&format!(r#", "profile": "llama-cpp", "unfit": "{unfit}""#));
+        let mut m = Counts::default();
+        let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#, None, ("application/json", lossy));
+        (String::from_utf8(res.chunk).unwrap_or_default(), m)
+    };
+    let (rewritten, _) = run("rewrite");
+    assert!(rewritten.contains("\"deep\"") && !rewritten.contains("\"not\""), "{rewritten}");
+    let (passed, _) = run("pass");
+    assert!(passed.contains(r#""not":{"required":["n"]}"#), "{passed}");
+    let (dropped, m) = run("drop");
+    assert!(!dropped.contains("\"deep\"") && dropped.contains("\"ok\""), "{dropped}");
+    assert_eq!(m.0.get(&client_metric("mcp", "llama-cpp", OTHER, Stat::McpToolsDropped)).copied(), Some(1));
+    let (refused, _) = run("error");
+    let v: serde_json::Value = serde_json::from_str(&refused).unwrap_or_default();
+    assert_eq!(
+        (v["id"].clone(), v["error"]["data"]["tool"].clone(), v["error"]["data"]["server"].clone()),
+        (serde_json::json!(7), serde_json::json!("deep"), serde_json::json!("mcp.local/mcp")),
+        "{refused}"
+    );
+    assert!(v["error"]["message"].as_str().is_some_and(|s| s.contains("deep") && s.contains("mcp.local/mcp")), "{refused}");
+}
+
+#[test]
+fn output_schemas_only_widen() {
+    // openai-strict would close the object and make every property required: kept as it came
+    let strict = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"t","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"a":{"type":"string"}}}}]}}"#;
+    let cfg = config(r#", "profile": "openai-strict""#);
+    let mut m = Counts::default();
+    let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#, None, ("application/json", strict));
+    let out = String::from_utf8(res.chunk).unwrap_or_default();
+    assert!(out.contains(r#""outputSchema":{"type":"object","properties":{"a":{"type":"string"}}}"#), "{out}");
+    assert_eq!(m.0.get(&client_metric("mcp", "openai-strict", OTHER, Stat::McpOutputsKept)).copied(), Some(1));
+    assert!(Kind::ALL.iter().any(|k| !widens(*k)) && Kind::ALL.iter().any(|k| widens(*k)));
+}
+
+#[test]
+fn other_messages_and_methods_pass_byte_for_byte() {
+    let cfg = config("");
+    let mut m = Counts::default();
+    let odd = r#"{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"\"tools\""}]}}"#;
+    let (req, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#, None, ("application/json", odd));
+    assert_eq!((req.body, String::from_utf8(res.chunk).unwrap_or_default()), (None, odd.to_string()));
+    // a DELETE with no tag is not toolfit's at all
+    let mut logs = LogLimiter::default();
+    let mut log = |_: Level, _: &str| {};
+    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let del = Headers { method: "DELETE", path: "/mcp", session: Some("abc"), ..Headers::default() };
+    assert_eq!(Exchange::default().request_headers(&mut env, &del, Some("mcp"), &RouteMeta::default(), &mut Host::default()), Headed::Ignore);
+    let del = Headers { session: Some("abc.tf.openai.other"), ..del };
+    let mut h = Host::default();
+    assert_eq!(Exchange::default().request_headers(&mut env, &del, Some("mcp"), &RouteMeta::default(), &mut h), Headed::Continue);
+    assert_eq!(h.set, vec![(SESSION_HEADER.to_string(), "abc".to_string())]);
+}
+
+/// Any client can name a profile in `x-toolfit-profile`: a flood of unknown names writes no more
+/// lines than the route's rate limit lets through in a second (the first says how many were held).
+#[test]
+fn unknown_profile_headers_cannot_flood_the_log() {
+    let cfg = config("");
+    let (mut m, mut logs, mut lines) = (Counts::default(), LogLimiter::default(), Vec::new());
+    let mut log = |_: Level, l: &str| lines.push(l.to_string());
+    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    for i in 0..1000 {
+        let name = format!("nope-{i}");
+        let h = Headers { profile: Some(&name), ..post(None) };
+        let _ = Exchange::default().request_headers(&mut env, &h, Some("mcp"), &RouteMeta::default(), &mut Host::default());
+    }
+    let per_second = cfg.log_lines_per_second as usize;
+    assert!(per_second > 0 && per_second < 1000);
+    assert_eq!(lines.len(), per_second, "{lines:?}");
+    assert!(lines[0].contains("names unknown profile \"nope-0\""), "{lines:?}");
+}
