@@ -19,7 +19,7 @@ use crate::filter::exchange::{BodyAllowed, Exchange};
 use crate::filter::headers;
 use crate::filter::host::{self, Env, Headed, MetaValue, Next, RequestHost, RequestRead, ResponseHost, ResponseRead, RouteMeta, REJECT_HEADERS};
 use crate::filter::log::LogLimiter;
-use crate::filter::stats::{route_series, Metrics, SeriesBudget, SeriesKind};
+use crate::filter::stats::{route_series, Metrics, Series, SeriesBudget, SeriesKind};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
 use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, MetricType};
@@ -52,8 +52,8 @@ impl HostMetrics {
         if !self.budget.define(route, profile) {
             return;
         }
-        for (kind, name) in route_series(route, profile) {
-            let _ = self.id(if kind == SeriesKind::Histogram { MetricType::Histogram } else { MetricType::Counter }, &name);
+        for (kind, s) in route_series(route, profile) {
+            let _ = self.id(if kind == SeriesKind::Histogram { MetricType::Histogram } else { MetricType::Counter }, &s.dotted());
         }
     }
 
@@ -71,15 +71,15 @@ impl Metrics for HostMetrics {
     fn prepare(&mut self, route: &str, profile: &'static str) {
         self.define_all(route, profile);
     }
-    fn add(&mut self, name: &str, n: u64) {
+    fn add(&mut self, s: &Series, n: u64) {
         let ids = &self.ids;
-        let name = self.budget.name(name, |n| ids.contains_key(n));
+        let name = self.budget.admit(*s, |s| ids.contains_key(&s.dotted())).dotted();
         if let Some(id) = self.id(MetricType::Counter, &name) {
             let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
         }
     }
-    fn record(&mut self, name: &str, value: u64) {
-        if let Some(id) = self.id(MetricType::Histogram, name) {
+    fn record(&mut self, s: &Series, value: u64) {
+        if let Some(id) = self.id(MetricType::Histogram, &s.dotted()) {
             let _ = hostcalls::record_metric(id, value);
         }
     }

@@ -11,7 +11,7 @@ use toolfit::api::{rewrite_body, Format, Skip};
 use toolfit::filter::config::Config;
 use toolfit::filter::host::{Headers, RouteMeta};
 use toolfit::filter::request::{finish, start, Start, Verdict};
-use toolfit::filter::stats::{metric_name, Metrics};
+use toolfit::filter::stats::{metric_name, Metrics, Series};
 use toolfit::schema::{normalize, profile, Context, Options};
 
 /// Runs `f` on another thread; a test fails instead of hanging past `secs`.
@@ -24,10 +24,10 @@ fn within<T: Send + 'static>(secs: u64, f: impl FnOnce() -> T + Send + 'static) 
 #[derive(Default)]
 struct Counts(HashMap<String, u64>);
 impl Metrics for Counts {
-    fn add(&mut self, name: &str, n: u64) {
-        *self.0.entry(name.to_string()).or_default() += n;
+    fn add(&mut self, s: &Series, n: u64) {
+        *self.0.entry(s.dotted()).or_default() += n;
     }
-    fn record(&mut self, _: &str, _: u64) {}
+    fn record(&mut self, _: &Series, _: u64) {}
 }
 
 /// The filter's whole decision for one chat body: verdict and the counters that moved.

@@ -9,13 +9,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use toolfit::filter::stats::{route_series, Metrics, SeriesBudget, SeriesKind};
+use toolfit::filter::stats::{route_series, Metrics, Series, SeriesBudget, SeriesKind};
 
 /// The buckets of `rewrite_us` (microseconds), as `envoy/envoy.yaml` sets them for the Wasm filter.
 const BUCKETS: [u64; 13] = [25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000];
 
-/// One series: metric name and its labels in order.
-type Series = (String, Vec<(&'static str, String)>);
+/// One series as written: metric name and its labels in order.
+type Named = (String, Vec<(&'static str, String)>);
 
 #[derive(Default)]
 struct Histogram {
@@ -26,8 +26,8 @@ struct Histogram {
 
 #[derive(Default)]
 struct Inner {
-    counters: BTreeMap<Series, u64>,
-    histograms: BTreeMap<Series, Histogram>,
+    counters: BTreeMap<Named, u64>,
+    histograms: BTreeMap<Named, Histogram>,
     /// How many series the process keeps (the Wasm filter's budget).
     budget: SeriesBudget,
 }
@@ -93,27 +93,6 @@ fn escape(v: &str) -> String {
     v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
 }
 
-/// The series a filter metric name (`toolfit.route.R.profile.P[.tool.T | .mcp_client.C].counter`, see
-/// [`metric_name`]) stands for; `None` for a name of another shape.
-fn series(name: &str) -> Option<Series> {
-    let rest = name.strip_prefix("toolfit.route.")?;
-    let (route, rest) = rest.split_once('.')?;
-    let rest = rest.strip_prefix("profile.")?;
-    let (profile, rest) = rest.split_once('.')?;
-    let mut labels = vec![("route", route.to_string()), ("profile", profile.to_string())];
-    // a tool's own counter, or an MCP client's
-    let inner = [("tool", "tool."), ("mcp_client", "mcp_client.")].into_iter().find_map(|(label, prefix)| Some((label, rest.strip_prefix(prefix)?)));
-    let counter = match inner {
-        Some((label, t)) => {
-            let (value, counter) = t.rsplit_once('.')?;
-            labels.push((label, value.to_string()));
-            counter
-        }
-        None => rest,
-    };
-    Some((format!("toolfit_{counter}"), labels))
-}
-
 impl Metrics for &Registry {
     fn prepare(&mut self, route: &str, profile: &'static str) {
         let Ok(mut inner) = self.inner.lock() else { return };
@@ -121,8 +100,8 @@ impl Metrics for &Registry {
             return;
         }
         // every counter of a route and profile from its first request: dashboards see zeros, not gaps
-        for (kind, name) in route_series(route, profile) {
-            let Some(s) = series(&name) else { continue };
+        for (kind, series) in route_series(route, profile) {
+            let s = series.prometheus();
             match kind {
                 SeriesKind::Counter => {
                     inner.counters.entry(s).or_insert(0);
@@ -134,17 +113,16 @@ impl Metrics for &Registry {
         }
     }
 
-    fn add(&mut self, name: &str, n: u64) {
+    fn add(&mut self, s: &Series, n: u64) {
         let Ok(mut inner) = self.inner.lock() else { return };
         let Inner { counters, budget, .. } = &mut *inner;
-        let name = budget.name(name, |n| series(n).is_some_and(|s| counters.contains_key(&s)));
-        let Some(s) = series(&name) else { return };
+        let s = budget.admit(*s, |s| counters.contains_key(&s.prometheus())).prometheus();
         let v = counters.entry(s).or_insert(0);
         *v = v.saturating_add(n);
     }
 
-    fn record(&mut self, name: &str, value: u64) {
-        let Some(s) = series(name) else { return };
+    fn record(&mut self, s: &Series, value: u64) {
+        let s = s.prometheus();
         let Ok(mut inner) = self.inner.lock() else { return };
         let h = inner.histograms.entry(s).or_default();
         if let Some(i) = BUCKETS.iter().position(|b| value <= *b) {
@@ -160,21 +138,21 @@ impl Metrics for &Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolfit::filter::stats::metric_name;
+    use toolfit::filter::stats::Scope;
 
     #[test]
     fn filter_names_become_envoys_prometheus_names() {
         let r = Registry::default();
         let mut m = &r;
         m.prepare("chat", "llama-cpp");
-        m.add(&metric_name("chat", "llama-cpp", "requests_rewritten"), 2);
-        m.add("toolfit.route.chat.profile.llama-cpp.tool.get_weather.calls_seen", 1);
-        m.record(&metric_name("chat", "llama-cpp", "rewrite_us"), 60);
+        m.add(&Series::of("chat", "llama-cpp", "requests_rewritten"), 2);
+        m.add(&Series { scope: Scope::Tool("get_weather"), ..Series::of("chat", "llama-cpp", "calls_seen") }, 1);
+        m.record(&Series::of("chat", "llama-cpp", "rewrite_us"), 60);
         let text = r.render();
         assert!(text.contains("# TYPE toolfit_requests_rewritten counter\ntoolfit_requests_rewritten{route=\"chat\",profile=\"llama-cpp\"} 2\n"), "{text}");
         assert!(text.contains("toolfit_requests_seen{route=\"chat\",profile=\"llama-cpp\"} 0\n"), "defined at first sight: {text}");
         assert!(text.contains("toolfit_calls_seen{route=\"chat\",profile=\"llama-cpp\",tool=\"get_weather\"} 1\n"), "{text}");
-        m.add("toolfit.route.mcp.profile.openai.mcp_client.codex-mcp-client.mcp_tools_listed", 3);
+        m.add(&Series { scope: Scope::Client("codex-mcp-client"), ..Series::of("mcp", "openai", "mcp_tools_listed") }, 3);
         let text = r.render();
         assert!(text.contains("toolfit_mcp_tools_listed{route=\"mcp\",profile=\"openai\",mcp_client=\"codex-mcp-client\"} 3\n"), "{text}");
         assert!(text.contains("toolfit_rewrite_us_bucket{route=\"chat\",profile=\"llama-cpp\",le=\"50\"} 0\n"), "{text}");
@@ -188,7 +166,8 @@ mod tests {
         let r = Registry::default();
         let mut m = &r;
         for i in 0..SeriesBudget::TOOL_SERIES + 5 {
-            m.add(&format!("toolfit.route.a.profile.p.tool.t{i}.calls_seen"), 1);
+            let t = format!("t{i}");
+            m.add(&Series { scope: Scope::Tool(&t), ..Series::of("a", "p", "calls_seen") }, 1);
         }
         assert_eq!(r.get("toolfit_calls_seen", &[("route", "a"), ("profile", "p"), ("tool", "other")]), 5);
     }

@@ -9,7 +9,7 @@ use super::headers::is_json;
 use super::host::{Headers, Next, RequestHost, RouteMeta};
 use super::log::Line;
 use super::response::Reply;
-use super::stats::{self, label, metric_name, Metrics, Stat};
+use super::stats::{self, label, Metrics, Series, Stat};
 use crate::api::cache::SiteCache;
 use crate::api::format::ErrorShape;
 use crate::api::NameMap;
@@ -44,10 +44,6 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn metric(&self, counter: &str) -> String {
-        metric_name(&self.route, self.profile.name, counter)
-    }
-
     pub fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
         stats::count(m, &self.route, self.profile.name, s, n);
     }
@@ -239,7 +235,7 @@ pub fn finish<'b>(
             return (Verdict::Forward, None, None);
         }
     };
-    m.record(&plan.metric(Stat::RewriteUs.name()), took);
+    m.record(&Series::of(&plan.route, plan.profile.name, Stat::RewriteUs.name()), took);
     plan.count(m, Stat::ToolsSeen, o.tools as u64);
     plan.count(m, Stat::SchemasUnparsed, o.unparsed.len() as u64);
     stats::count_report(m, &plan.route, plan.profile.name, &o.report);
@@ -588,7 +584,7 @@ mod tests {
         // every counter enforce moved, moved the same; observe adds requests_observed alone
         let mut only_o: Vec<_> = m_o.0.iter().filter(|(k, n)| m_e.0.get(*k) != Some(n)).map(|(k, _)| k.clone()).collect();
         only_o.sort();
-        assert_eq!(only_o, [metric_name("chat", "openai-strict", "requests_observed")]);
+        assert_eq!(only_o, [crate::filter::stats::metric_name("chat", "openai-strict", "requests_observed")]);
         assert!(m_e.0.keys().all(|k| m_o.0.contains_key(k)));
         assert_eq!(m_o.get("chat", "openai-strict", "name_mapped"), 1);
         assert_eq!(m_e.get("chat", "openai-strict", "requests_observed"), 0);

@@ -129,15 +129,55 @@ impl ToolStat {
     }
 }
 
-/// An MCP counter of one client (its label, bounded by the route's client map), beside the route's.
-pub fn client_metric(route: &str, profile: &str, client: &str, s: Stat) -> String {
-    metric_name(route, profile, &format!("mcp_client.{}.{}", label(client), s.name()))
+/// Whose series within a route and profile: the route's own, one tool's, or one MCP client's (each
+/// value a [`label`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope<'a> {
+    Route,
+    Tool(&'a str),
+    Client(&'a str),
 }
 
-/// The counter name of one tool's [`ToolStat`] (the tool name made a label).
-pub fn tool_metric(tool: &str, s: ToolStat) -> String {
-    format!("tool.{}.{}", label(tool), s.name())
+/// One series as the core counts it: route and profile labels, scope, counter. A host names it as its
+/// metrics system wants: [`Series::dotted`] for proxy-wasm (no labels: Envoy's stats tags take them
+/// out of the name), [`Series::prometheus`] for a host that writes labels itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Series<'a> {
+    pub route: &'a str,
+    pub profile: &'a str,
+    pub scope: Scope<'a>,
+    pub counter: &'a str,
 }
+
+impl<'a> Series<'a> {
+    /// A route's and profile's own counter `counter`.
+    pub fn of(route: &'a str, profile: &'a str, counter: &'a str) -> Self {
+        Series { route, profile, scope: Scope::Route, counter }
+    }
+
+    /// `toolfit.route.<route>.profile.<profile>[.tool.<tool> | .mcp_client.<client>].<counter>`.
+    pub fn dotted(&self) -> String {
+        let Series { route, profile, counter, .. } = self;
+        match self.scope {
+            Scope::Route => format!("toolfit.route.{route}.profile.{profile}.{counter}"),
+            Scope::Tool(t) => format!("toolfit.route.{route}.profile.{profile}.tool.{t}.{counter}"),
+            Scope::Client(c) => format!("toolfit.route.{route}.profile.{profile}.mcp_client.{c}.{counter}"),
+        }
+    }
+
+    /// The Prometheus name and labels Envoy's stats tags (`envoy/envoy.yaml`) make of the dotted
+    /// name: `toolfit_<counter>{route, profile[, tool | mcp_client]}`.
+    pub fn prometheus(&self) -> (String, Vec<(&'static str, String)>) {
+        let mut labels = vec![("route", self.route.to_string()), ("profile", self.profile.to_string())];
+        match self.scope {
+            Scope::Route => {}
+            Scope::Tool(t) => labels.push(("tool", t.to_string())),
+            Scope::Client(c) => labels.push(("mcp_client", c.to_string())),
+        }
+        (format!("toolfit_{}", self.counter), labels)
+    }
+}
+
 
 /// Keeps a route name usable inside a dotted metric name and a Prometheus label: anything but
 /// `[A-Za-z0-9_-]` becomes `_`, and it is cut to 64 characters (each distinct value is a stat Envoy
@@ -151,15 +191,15 @@ pub fn label(s: &str) -> String {
     }
 }
 
-/// The full metric name for one counter of a route and profile.
+/// The dotted name of one counter of a route and profile (see [`Series::dotted`]).
 pub fn metric_name(route: &str, profile: &str, counter: &str) -> String {
-    format!("toolfit.route.{route}.profile.{profile}.{counter}")
+    Series::of(route, profile, counter).dotted()
 }
 
 /// Where counts go. The Wasm glue implements it over proxy-wasm's metrics; tests count in a map.
 pub trait Metrics {
-    fn add(&mut self, name: &str, n: u64);
-    fn record(&mut self, name: &str, value: u64);
+    fn add(&mut self, s: &Series, n: u64);
+    fn record(&mut self, s: &Series, value: u64);
     /// A route and profile about to be counted for the first time in this request (the model map
     /// picked the profile): a host that pre-defines metrics defines theirs.
     fn prepare(&mut self, _route: &str, _profile: &'static str) {}
@@ -169,7 +209,7 @@ pub trait Metrics {
 /// at its route's first request).
 pub fn count(m: &mut dyn Metrics, route: &str, profile: &str, s: Stat, n: u64) {
     if n > 0 {
-        m.add(&metric_name(route, profile, s.name()), n);
+        m.add(&Series::of(route, profile, s.name()), n);
     }
 }
 
@@ -178,7 +218,7 @@ pub fn count(m: &mut dyn Metrics, route: &str, profile: &str, s: Stat, n: u64) {
 pub fn count_report(m: &mut dyn Metrics, route: &str, profile: &str, report: &crate::schema::Report) {
     for (kind, n) in &report.counters {
         count(m, route, profile, Stat::LossyTotal, if kind.lossy() { *n } else { 0 });
-        m.add(&metric_name(route, profile, kind.name()), *n);
+        m.add(&Series::of(route, profile, kind.name()), *n);
     }
 }
 
@@ -194,12 +234,12 @@ pub enum SeriesKind {
     Histogram,
 }
 
-/// Every series of a route and profile, named as [`metric_name`] names them: what a host defines at a
-/// route's first request, so dashboards and alerts see zeros rather than missing series.
-pub fn route_series<'a>(route: &'a str, profile: &'a str) -> impl Iterator<Item = (SeriesKind, String)> + 'a {
+/// Every series of a route and profile: what a host defines at a route's first request, so dashboards
+/// and alerts see zeros rather than missing series.
+pub fn route_series<'a>(route: &'a str, profile: &'a str) -> impl Iterator<Item = (SeriesKind, Series<'a>)> + 'a {
     all_counter_names()
-        .map(move |c| (SeriesKind::Counter, metric_name(route, profile, c)))
-        .chain(std::iter::once((SeriesKind::Histogram, metric_name(route, profile, Stat::RewriteUs.name()))))
+        .map(move |c| (SeriesKind::Counter, Series::of(route, profile, c)))
+        .chain(std::iter::once((SeriesKind::Histogram, Series::of(route, profile, Stat::RewriteUs.name()))))
 }
 
 /// How many series a host keeps, whatever requests say: route, profile and tool names come from
@@ -228,27 +268,29 @@ impl SeriesBudget {
         self.defined.insert((route.to_string(), profile))
     }
 
-    /// The name to count `name` under: a per-tool metric (`...tool.<tool>.<counter>`) the host does not
-    /// have yet (`known`: whether it does) takes a new series while the budget lasts, then goes to
-    /// `...tool.other.<counter>`.
-    pub fn name<'a>(&mut self, name: &'a str, known: impl FnOnce(&str) -> bool) -> std::borrow::Cow<'a, str> {
-        let Some((head, rest)) = name.split_once(".tool.") else { return name.into() };
-        if known(name) {
-            return name.into();
+    /// The series to count `s` under: a tool's series the host does not have yet (`known`: whether
+    /// it does) is a new one while the budget lasts, then the tool `other`'s.
+    pub fn admit<'a>(&mut self, s: Series<'a>, known: impl FnOnce(&Series) -> bool) -> Series<'a> {
+        if !matches!(s.scope, Scope::Tool(_)) || known(&s) {
+            return s;
         }
         if self.tool_series >= Self::TOOL_SERIES {
-            let counter = rest.rsplit('.').next().unwrap_or(rest);
-            return format!("{head}.tool.other.{counter}").into();
+            return Series { scope: Scope::Tool("other"), ..s };
         }
         self.tool_series += 1;
-        name.into()
+        s
     }
 }
 
 /// Counters kept in a map, for the filter's tests (request, response and exchange alike).
 #[cfg(test)]
 pub(crate) mod testing {
-    use super::{metric_name, Metrics};
+    use super::{label, metric_name, Metrics, Scope, Series, Stat};
+
+    /// An MCP counter of one client (its label), by its dotted name.
+    pub fn client_metric(route: &str, profile: &str, client: &str, s: Stat) -> String {
+        Series { route, profile, scope: Scope::Client(&label(client)), counter: s.name() }.dotted()
+    }
     use std::collections::HashMap;
 
     /// Every counter added (a histogram's samples counted), and the route/profile pairs prepared.
@@ -256,11 +298,11 @@ pub(crate) mod testing {
     pub struct Counts(pub HashMap<String, u64>, pub Vec<(String, &'static str)>);
 
     impl Metrics for Counts {
-        fn add(&mut self, name: &str, n: u64) {
-            *self.0.entry(name.to_string()).or_default() += n;
+        fn add(&mut self, s: &Series, n: u64) {
+            *self.0.entry(s.dotted()).or_default() += n;
         }
-        fn record(&mut self, name: &str, _v: u64) {
-            *self.0.entry(name.to_string()).or_default() += 1;
+        fn record(&mut self, s: &Series, _v: u64) {
+            *self.0.entry(s.dotted()).or_default() += 1;
         }
         fn prepare(&mut self, route: &str, profile: &'static str) {
             self.1.push((route.to_string(), profile));
@@ -283,13 +325,17 @@ mod tests {
     fn the_series_budget_folds_tools_past_it_and_defines_each_pair_once() {
         let mut b = SeriesBudget::default();
         assert!(b.define("chat", "llama-cpp") && !b.define("chat", "llama-cpp") && b.define("chat", "vllm"));
-        let tool = |i: usize| format!("toolfit.route.r.profile.p.tool.t{i}.calls_seen");
-        for i in 0..SeriesBudget::TOOL_SERIES {
-            assert_eq!(b.name(&tool(i), |_| false), tool(i));
+        let names: Vec<String> = (0..=SeriesBudget::TOOL_SERIES).map(|i| format!("t{i}")).collect();
+        let tool = |t: &'static str| Series { route: "r", profile: "p", scope: Scope::Tool(t), counter: "calls_seen" };
+        for n in names.iter().take(SeriesBudget::TOOL_SERIES) {
+            let s = Series { scope: Scope::Tool(n), ..tool("x") };
+            assert_eq!(b.admit(s, |_| false), s);
         }
-        assert_eq!(b.name(&tool(99_999), |_| false), "toolfit.route.r.profile.p.tool.other.calls_seen");
-        assert_eq!(b.name(&tool(5), |_| true), tool(5), "a series the host has keeps its name");
-        assert_eq!(b.name("toolfit.route.r.profile.p.requests_seen", |_| false), "toolfit.route.r.profile.p.requests_seen");
+        let past = Series { scope: Scope::Tool(&names[SeriesBudget::TOOL_SERIES]), ..tool("x") };
+        assert_eq!(b.admit(past, |_| false).dotted(), "toolfit.route.r.profile.p.tool.other.calls_seen");
+        assert_eq!(b.admit(tool("t5"), |_| true), tool("t5"), "a series the host has keeps its name");
+        let route = Series::of("r", "p", "requests_seen");
+        assert_eq!(b.admit(route, |_| false), route);
         let mut full = SeriesBudget::default();
         for i in 0..=SeriesBudget::ROUTE_PROFILES {
             assert!(full.define(&format!("r{i}"), "p"));

@@ -31,7 +31,7 @@ use super::host::{Env, Headed, Headers, Next, RequestHost, ResponseHost, RouteMe
 use super::log::Line;
 use super::response::stream::{event_end, event_json};
 use super::response::Events;
-use super::stats::{self, client_metric, label, Metrics, Stat};
+use super::stats::{self, label, Metrics, Scope, Series, Stat};
 use crate::api::raw::{self, Raw};
 use crate::api::{splice, Edit};
 use crate::schema::{self, Profile};
@@ -117,7 +117,8 @@ impl Leg {
     }
     fn count_client(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
         if n > 0 {
-            m.add(&client_metric(&self.route, self.profile.name, &self.client, s), n);
+            let client = label(&self.client);
+            m.add(&Series { route: &self.route, profile: self.profile.name, scope: Scope::Client(&client), counter: s.name() }, n);
         }
     }
 }

@@ -4,7 +4,7 @@ use super::*;
 use crate::filter::exchange::Exchange;
 use crate::filter::host::{Env, Headed, Level, ResponseHeaders};
 use crate::filter::log::LogLimiter;
-use crate::filter::stats::testing::Counts;
+use crate::filter::stats::testing::{client_metric, Counts};
 use crate::schema::target::Names;
 use crate::schema::Kind;
 

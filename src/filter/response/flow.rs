@@ -17,7 +17,7 @@ use crate::filter::encoding::{Coding, Decoder};
 use crate::filter::headers::is_json;
 use crate::filter::host::{Next, ResponseHost};
 use crate::filter::log::{Line, LogLimiter};
-use crate::filter::stats::{metric_name, Metrics, Stat};
+use crate::filter::stats::{Metrics, Series, Stat};
 
 /// How to read a response, from its headers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +114,7 @@ impl Sink<'_> {
 
     /// A host call failed: counted as toolfit's own error on the request's route.
     pub fn internal_error(&mut self, reply: &Reply) {
-        self.metrics.add(&metric_name(&reply.route, reply.profile, Stat::InternalErrors.name()), 1);
+        self.metrics.add(&Series::of(&reply.route, reply.profile, Stat::InternalErrors.name()), 1);
     }
 }
 

@@ -1,7 +1,7 @@
 //! What a response's repair did, as counters (the route's and each tool's) and one log line.
 
 use crate::filter::log::Line;
-use crate::filter::stats::{metric_name, tool_metric, Metrics, Stat, ToolStat};
+use crate::filter::stats::{label, Metrics, Scope, Series, Stat, ToolStat};
 use crate::schema::validate::Violation;
 
 /// One tool call, checked.
@@ -36,26 +36,26 @@ impl Tally {
     /// Adds what a response's repair did to the route's counters (and each tool's), and says the
     /// first invalid call and any unrepaired response in one log line.
     pub fn count(&self, route: &str, profile: &str, m: &mut dyn Metrics) -> Option<Line> {
-        let metric = |c: &str| metric_name(route, profile, c);
-        let mut add = |c: &str, n: u64| {
+        let mut add = |scope: Scope, c: &str, n: u64| {
             if n > 0 {
-                m.add(&metric(c), n);
+                m.add(&Series { route, profile, scope, counter: c }, n);
             }
         };
-        add(Stat::NamesRestored.name(), self.names_restored);
-        add(Stat::PropertiesRestored.name(), self.properties_restored);
-        add(Stat::NullsRemoved.name(), self.nulls_removed);
-        add(Stat::ResponsesUnrepaired.name(), self.unrepaired);
-        add(Stat::ToolCallsRejected.name(), self.rejected);
+        add(Scope::Route, Stat::NamesRestored.name(), self.names_restored);
+        add(Scope::Route, Stat::PropertiesRestored.name(), self.properties_restored);
+        add(Scope::Route, Stat::NullsRemoved.name(), self.nulls_removed);
+        add(Scope::Route, Stat::ResponsesUnrepaired.name(), self.unrepaired);
+        add(Scope::Route, Stat::ToolCallsRejected.name(), self.rejected);
         let invalid: Vec<&Call> = self.calls.iter().filter(|c| c.violation.is_some()).collect();
-        add(Stat::ToolCallsSeen.name(), self.calls.len() as u64);
-        add(Stat::ToolCallsInvalid.name(), invalid.len() as u64);
-        add(Stat::ToolCallsInvalidLossy.name(), invalid.iter().filter(|c| c.lossy).count() as u64);
+        add(Scope::Route, Stat::ToolCallsSeen.name(), self.calls.len() as u64);
+        add(Scope::Route, Stat::ToolCallsInvalid.name(), invalid.len() as u64);
+        add(Scope::Route, Stat::ToolCallsInvalidLossy.name(), invalid.iter().filter(|c| c.lossy).count() as u64);
         for c in &self.calls {
-            add(&tool_metric(&c.tool, ToolStat::CallsSeen), 1);
+            let tool = label(&c.tool);
+            add(Scope::Tool(&tool), ToolStat::CallsSeen.name(), 1);
             if c.violation.is_some() {
-                add(&tool_metric(&c.tool, ToolStat::CallsInvalid), 1);
-                add(&tool_metric(&c.tool, ToolStat::CallsInvalidLossy), u64::from(c.lossy));
+                add(Scope::Tool(&tool), ToolStat::CallsInvalid.name(), 1);
+                add(Scope::Tool(&tool), ToolStat::CallsInvalidLossy.name(), u64::from(c.lossy));
             }
         }
         let mut text = String::new();
