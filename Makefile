@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm oci lint load fuzz digest mutants test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: build extproc wasm oci lint load fuzz digest mutants estimate test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -56,8 +56,12 @@ demo: build wasm
 # filter) and the processor's own faults; each fuzz target for 20 s (make fuzz runs them longer).
 # scripts/suites.py runs the suites (--list test names them), each to its end, and closes with one
 # line, "total: N passed, M failed"; a suite that fails, stops early or runs no check counts as failed.
-test: build wasm lint
+test: estimate build wasm lint
 	python3 scripts/suites.py test
+
+# Which caches make test will fill, and roughly how long it will take: said before anything is built.
+estimate:
+	@python3 scripts/suites.py --estimate
 
 # The developers' fast tier (1:35 from warm caches on 2026-11-26): lints, unit and property tests, the suite
 # runner's own controls, one judge per family (llama.cpp 2026-10 on 2020-12, the hosted SDKs), and the
