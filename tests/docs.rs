@@ -226,25 +226,27 @@ fn pages_name_only_files_that_exist() {
     assert!(checked > 60, "only {checked} file names found in the pages");
 }
 
+/// The files below `dir` whose extension is `ext`.
+fn files_below(dir: &Path, ext: &str, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            files_below(&p, ext, out);
+        } else if p.extension().is_some_and(|x| x == ext) {
+            out.push(p);
+        }
+    }
+}
+
 /// Every shipped configuration that serves llama-server (`envoy/`, `deploy/`, the chart's values and its
 /// per-overlay values) names the release it serves (`llama_cpp_since`): left out, the default applies
 /// every older release's workarounds and counts them as lossy on healthy traffic, and nothing in the
 /// file says so. Route metadata (`filter_metadata: {toolfit: {profile: ...}}`) picks a profile only.
 #[test]
 fn shipped_configs_name_the_llama_cpp_release() {
-    fn yamls(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                yamls(&p, out);
-            } else if p.extension().is_some_and(|x| x == "yaml") {
-                out.push(p);
-            }
-        }
-    }
     let mut files = Vec::new();
     for d in ["envoy", "deploy", "charts/toolfit/ci"] {
-        yamls(&root().join(d), &mut files);
+        files_below(&root().join(d), "yaml", &mut files);
     }
     files.push(root().join("charts/toolfit/values.yaml"));
     let serves = |l: &str| {
@@ -272,19 +274,9 @@ fn readme_layout_names_every_source_file() {
     let readme = read("README.md");
     let layout = readme.split("## Layout").nth(1).and_then(|t| t.split("\n## ").next()).unwrap_or("");
     let named: Vec<&str> = layout.split('`').skip(1).step_by(2).collect();
-    fn rs(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                rs(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") {
-                out.push(p);
-            }
-        }
-    }
     let mut files = Vec::new();
-    rs(&root().join("src"), &mut files);
-    rs(&root().join("extproc/src"), &mut files);
+    files_below(&root().join("src"), "rs", &mut files);
+    files_below(&root().join("extproc/src"), "rs", &mut files);
     let mut unnamed = Vec::new();
     for f in &files {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();

@@ -178,7 +178,6 @@ impl<'a> Series<'a> {
     }
 }
 
-
 /// Keeps a route name usable inside a dotted metric name and a Prometheus label: anything but
 /// `[A-Za-z0-9_-]` becomes `_`, and it is cut to 64 characters (each distinct value is a stat Envoy
 /// keeps forever, so cardinality stays what the route table makes it).

@@ -185,7 +185,16 @@ impl List {
     /// The edits within one listed tool: its output schema (where it widens) and its name (where the
     /// client's profile refuses it and the listed form is free).
     #[allow(clippy::too_many_arguments)] // one element as the list's loop holds it: its text, object and name
-    fn element_edits(&mut self, env: &mut Env, leg: &Leg, element: &str, o: &raw::RawObject<'_>, name: &str, taken: &[&str], mapped: &mut Vec<String>) -> Vec<Edit> {
+    fn element_edits(
+        &mut self,
+        env: &mut Env,
+        leg: &Leg,
+        element: &str,
+        o: &raw::RawObject<'_>,
+        name: &str,
+        taken: &[&str],
+        mapped: &mut Vec<String>,
+    ) -> Vec<Edit> {
         let mut own: Vec<Edit> = Vec::new();
         if let Some(out) = o.get("outputSchema") {
             if let (Some(new), Some(at)) = (output(env, leg, out.get(), name, self), raw::offset(element, out.get())) {
