@@ -168,6 +168,19 @@ def self_test():
         ok = named <= set(have) and all(isinstance(v, int) and v > 0 for v in have.values())
         results.append(ok)
         print(("ok    " if ok else "FAIL  ") + f"every suite of every tier has a floor (missing: {sorted(named - set(have))})")
+    # the estimate reads which caches are there: an empty one names every cold step and a larger figure
+    with tempfile.TemporaryDirectory() as empty:
+        saved = os.environ.get("TOOLFIT_CACHE")
+        os.environ["TOOLFIT_CACHE"] = empty
+        cold = estimate()
+        if saved is None:
+            del os.environ["TOOLFIT_CACHE"]
+        else:
+            os.environ["TOOLFIT_CACHE"] = saved
+        minutes = int(re.search(r"about (\d+) minutes", cold).group(1))
+        ok = cold.startswith("cold caches") and all(what in cold for _, what, _ in COLD) and minutes >= WARM_MINUTES + sum(m for *_, m in COLD)
+        results.append(ok)
+        print(("ok    " if ok else "FAIL  ") + f"an empty cache makes the estimate name every cold step ({minutes} minutes)")
     print(f"suite runner: {sum(results)} passed, {len(results) - sum(results)} failed")
     return 0 if all(results) else 1
 

@@ -277,14 +277,15 @@ fn readme_layout_names_every_source_file() {
     let mut files = Vec::new();
     files_below(&root().join("src"), "rs", &mut files);
     files_below(&root().join("extproc/src"), "rs", &mut files);
-    let mut unnamed = Vec::new();
-    for f in &files {
+    let is_named = |f: &Path| {
         let name = f.file_name().unwrap().to_string_lossy().into_owned();
         let dir = f.parent().and_then(|d| d.file_name()).map(|d| format!("{}/", d.to_string_lossy())).unwrap_or_default();
-        if !named.iter().any(|n| n.ends_with(&name) || (dir == "passes/" && *n == dir)) {
-            unnamed.push(f.strip_prefix(root()).unwrap().display().to_string());
-        }
-    }
+        named.iter().any(|n| n.ends_with(&name) || (dir == "passes/" && *n == dir))
+    };
+    let unnamed: Vec<String> = files.iter().filter(|f| !is_named(f)).map(|f| f.strip_prefix(root()).unwrap().display().to_string()).collect();
     assert!(files.len() > 80, "only {} source files found", files.len());
+    // the control: a file the Layout does not name is reported, one it names (or a pass) is not
+    assert!(!is_named(Path::new("src/filter/no_such_module.rs")) && is_named(Path::new("src/filter/host.rs")));
+    assert!(is_named(Path::new("src/schema/passes/any_pass.rs")) && !is_named(Path::new("src/schema/other/any_pass.rs")));
     assert!(unnamed.is_empty(), "README's Layout does not name: {unnamed:?}");
 }

@@ -294,3 +294,18 @@ fn no_function_over_80_lines() {
     let long: Vec<String> = all.iter().filter(|f| f.3 > 80).map(|f| format!("{}:{} {} ({} lines)", f.0, f.1, f.2, f.3)).collect();
     assert!(long.is_empty(), "functions over 80 lines: {long:?}");
 }
+
+/// The control: the reader measures a 90-line function as such (and a one-line one and a trait's
+/// declaration not at all), so the check above can say no.
+#[test]
+fn the_length_check_can_say_no() {
+    let dir = std::env::temp_dir().join(format!("toolfit-layout-{}", std::process::id()));
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let body: String = (0..88).map(|i| format!("    let _x{i} = {i};\n")).collect();
+    let text = format!("pub fn long() {{\n{body}}}\n\nfn short() {{ }}\n\ntrait T {{\n    fn f(&self);\n}}\n");
+    std::fs::write(src.join("m.rs"), text).unwrap();
+    let found = functions(&dir, &src);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(found.iter().map(|f| (f.2.as_str(), f.3)).collect::<Vec<_>>(), vec![("long", 90)], "{found:?}");
+}
