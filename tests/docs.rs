@@ -104,7 +104,7 @@ fn configuration_page_matches_the_reader_and_the_formats() {
         assert!(page.contains(&format!("| `{key}` |")), "docs/configuration.md has no row for `{key}`");
     }
     let routes_row = page.lines().find(|l| l.starts_with("| `routes` |")).unwrap();
-    for key in toolfit::filter::config::Route::KEYS {
+    for key in toolfit::filter::config::Route::keys() {
         assert!(routes_row.contains(&format!("`{key}`")), "the `routes` row does not name `{key}`: {routes_row}");
     }
     let rows: Vec<&str> = page.lines().filter(|l| l.starts_with("| `")).collect();

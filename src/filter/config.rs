@@ -41,37 +41,81 @@ pub enum Framing {
     Exact,
 }
 
-/// One inference route: which requests are buffered and how their body is read.
+/// One route: which requests toolfit reads, and how. What both legs read sits here; what only one
+/// reads sits in its [`RouteLeg`], chosen by `format` when the configuration is read.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Route {
-    /// Exact request path (without the query string).
-    pub path: Option<String>,
-    /// Path prefix, when `path` is not given.
-    pub prefix: Option<String>,
+    /// Where it matches.
+    pub at: At,
     /// Body format: one of [`crate::api::format::ALL`] by name, or `auto` (recognised by its members).
     pub format: Format,
-    /// Profile for this route (default: the plugin's `profile`).
+    /// Profile for this route (default: the plugin's `profile`; on an MCP route, `mcp`).
     pub profile: Option<&'static Profile>,
-    /// Strict mode for this route (default: the plugin's `strict`).
-    pub strict: Option<bool>,
     /// `enforce` or `observe` on this route (default: the plugin's `mode`).
     pub mode: Option<Mode>,
     /// The oldest llama.cpp release behind this route (default: the plugin's `llama_cpp_since`).
     pub llama_cpp_since: Option<LlamaCpp>,
-    /// Profiles by the request's `model` for this route (default: the plugin's `models`).
-    pub models: Option<Models>,
     /// Overrides the plugin's (and the profile's) `promote_to_description` on this route.
     pub promote_to_description: Option<bool>,
     /// Overrides the plugin's (and the profile's) `open_objects` on this route.
     pub open_objects: Option<bool>,
+    /// What only its leg reads.
+    pub leg: RouteLeg,
+}
+
+/// Where a route matches a request's path (its query string left out).
+#[derive(Clone, Debug, PartialEq)]
+pub enum At {
+    /// This path exactly.
+    Path(String),
+    /// Paths under this prefix (those the format's descriptor says carry schemas, where it says).
+    Prefix(String),
+}
+
+/// What only one leg's routes read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum RouteLeg {
+    Inference(InferenceRoute),
+    /// `format: mcp`.
+    Mcp(McpRoute),
+}
+
+/// What only an inference route reads.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct InferenceRoute {
+    /// Strict mode for this route (default: the plugin's `strict`).
+    pub strict: Option<bool>,
+    /// Profiles by the request's `model` for this route (default: the plugin's `models`).
+    pub models: Option<Models>,
     /// Overrides the plugin's `on_invalid_tool_call` on this route.
     pub on_invalid_tool_call: Option<OnInvalid>,
-    /// `format: mcp`: profiles by the MCP client's `clientInfo.name` (default:
+}
+
+/// What only an MCP route reads.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct McpRoute {
+    /// Profiles by the MCP client's `clientInfo.name` (default:
     /// [`crate::filter::mcp::DEFAULT_CLIENTS`]).
     pub clients: Option<Models>,
-    /// `format: mcp`: what becomes of a listed tool whose schema cannot be made to fit the client's
-    /// profile without loss.
+    /// What becomes of a listed tool whose schema cannot be made to fit the client's profile without
+    /// loss.
     pub unfit: Option<Unfit>,
+}
+
+/// A route's settings over the plugin's, resolved once for either leg.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub mode: Mode,
+    pub llama_cpp: LlamaCpp,
+    pub promote_to_description: Option<bool>,
+    pub open_objects: Option<bool>,
+}
+
+impl Settings {
+    /// Whether the route only observes (computes, counts, logs, forwards the original).
+    pub fn observe(&self) -> bool {
+        self.mode == Mode::Observe
+    }
 }
 
 /// What an MCP route does with a listed tool whose rewrite for the client's profile loses meaning (a
@@ -143,40 +187,48 @@ fn glob(pattern: &str, name: &str) -> bool {
 }
 
 impl Route {
-    fn exact(path: &str, format: Format) -> Route {
-        Route {
-            path: Some(path.into()),
-            prefix: None,
-            format,
-            profile: None,
-            strict: None,
-            mode: None,
-            llama_cpp_since: None,
-            models: None,
-            promote_to_description: None,
-            open_objects: None,
-            on_invalid_tool_call: None,
-            clients: None,
-            unfit: None,
-        }
+    /// A route with nothing of its own set: every setting the plugin's.
+    fn bare(at: At, format: Format) -> Route {
+        let leg = if format == Format::Mcp { RouteLeg::Mcp(McpRoute::default()) } else { RouteLeg::Inference(InferenceRoute::default()) };
+        Route { at, format, profile: None, mode: None, llama_cpp_since: None, promote_to_description: None, open_objects: None, leg }
     }
 
     /// The route a format's descriptor lists: its own profile with the model map off, where the path
     /// is only ever that API.
-    fn of(d: &format::Descriptor, path: Option<&str>, prefix: Option<&str>) -> Route {
-        let own = d.routes.profile.map(|p| Route { profile: Some(p), models: Some(Models::of(d.routes.models)), ..Route::exact("", d.format) });
-        Route { path: path.map(Into::into), prefix: prefix.map(Into::into), ..own.unwrap_or_else(|| Route::exact("", d.format)) }
+    fn of(d: &format::Descriptor, at: At) -> Route {
+        let mut r = Route::bare(at, d.format);
+        if let (Some(p), RouteLeg::Inference(i)) = (d.routes.profile, &mut r.leg) {
+            r.profile = Some(p);
+            i.models = Some(Models::of(d.routes.models));
+        }
+        r
     }
 
     fn matches(&self, path: &str) -> bool {
-        let found = match (&self.path, &self.prefix) {
-            (Some(p), _) => p == path,
-            (None, Some(p)) => path.starts_with(p.as_str()),
-            (None, None) => false,
-        };
-        // under a prefix, only the paths the format's descriptor says carry schemas
-        let ends = self.format.descriptor().and_then(|d| d.routes.prefix_ends);
-        found && (self.path.is_some() || ends.is_none_or(|e| e.iter().any(|x| path.ends_with(x))))
+        match &self.at {
+            At::Path(p) => p == path,
+            // under a prefix, only the paths the format's descriptor says carry schemas
+            At::Prefix(p) => {
+                let ends = self.format.descriptor().and_then(|d| d.routes.prefix_ends);
+                path.starts_with(p.as_str()) && ends.is_none_or(|e| e.iter().any(|x| path.ends_with(x)))
+            }
+        }
+    }
+
+    /// What only an inference route reads (`None` on an MCP route).
+    pub fn inference(&self) -> Option<&InferenceRoute> {
+        match &self.leg {
+            RouteLeg::Inference(i) => Some(i),
+            RouteLeg::Mcp(_) => None,
+        }
+    }
+
+    /// What only an MCP route reads (`None` on an inference route).
+    pub fn mcp(&self) -> Option<&McpRoute> {
+        match &self.leg {
+            RouteLeg::Mcp(m) => Some(m),
+            RouteLeg::Inference(_) => None,
+        }
     }
 }
 
@@ -266,8 +318,8 @@ impl Default for Config {
 pub fn default_routes() -> Vec<Route> {
     let mut routes = Vec::new();
     for d in format::ALL {
-        routes.extend(d.routes.paths.iter().map(|p| Route::of(d, Some(p), None)));
-        routes.extend(d.routes.prefixes.iter().map(|p| Route::of(d, None, Some(p))));
+        routes.extend(d.routes.paths.iter().map(|p| Route::of(d, At::Path(p.to_string()))));
+        routes.extend(d.routes.prefixes.iter().map(|p| Route::of(d, At::Prefix(p.to_string()))));
     }
     routes
 }
@@ -297,34 +349,8 @@ impl Config {
         if self.test_trap_header.is_some() && !cfg!(feature = "test-trap") {
             return Err("configuration rejected: test_trap_header is for tests only; this is a release build (the key is accepted only by a module built with the test-trap feature)".into());
         }
-        for (i, r) in self.routes.iter().enumerate() {
-            if r.format != Format::Mcp {
-                for (key, set) in [("clients", r.clients.is_some()), ("unfit", r.unfit.is_some())] {
-                    if set {
-                        return Err(format!("configuration rejected: routes[{i}].{key}: only a route of format mcp reads it"));
-                    }
-                }
-            } else {
-                // what an inference route reads and an MCP route would silently ignore
-                let why = [
-                    ("strict", r.strict.is_some(), "say what a tool that cannot fit becomes with `unfit` (error, drop, pass)"),
-                    ("models", r.models.is_some(), "an MCP route picks the profile by client: use `clients`"),
-                    ("on_invalid_tool_call", r.on_invalid_tool_call.is_some(), "an MCP route carries no model's tool calls"),
-                ];
-                if let Some((key, _, hint)) = why.iter().find(|(_, set, _)| *set) {
-                    return Err(format!("configuration rejected: routes[{i}].{key}: a route of format mcp does not read it ({hint})"));
-                }
-            }
-            match (&r.path, &r.prefix) {
-                (Some(_), Some(_)) => return Err(format!("configuration rejected: routes[{i}] has both path and prefix")),
-                (None, None) => return Err(format!("configuration rejected: routes[{i}] needs path or prefix")),
-                (Some(p), None) | (None, Some(p)) if !p.starts_with('/') => {
-                    return Err(format!("configuration rejected: routes[{i}]: {p:?} does not start with /"))
-                }
-                _ => {}
-            }
-        }
-        let rejects = self.on_invalid_tool_call == OnInvalid::Reject || self.routes.iter().any(|r| r.on_invalid_tool_call == Some(OnInvalid::Reject));
+        let rejects = self.on_invalid_tool_call == OnInvalid::Reject
+            || self.routes.iter().filter_map(Route::inference).any(|r| r.on_invalid_tool_call == Some(OnInvalid::Reject));
         if rejects && self.framing != Framing::Exact {
             return Err("configuration rejected: on_invalid_tool_call: reject needs framing: exact (and the plugin's allow_on_headers_stop_iteration: true): the response headers wait for the check".into());
         }
@@ -343,24 +369,32 @@ impl Config {
         self.routes.iter().find(|r| r.matches(path))
     }
 
-    /// Engine options for a profile under this configuration: the profile's defaults, with what the
-    /// plugin configuration sets laid over them.
-    /// The options for `profile`: its defaults, under the plugin's settings.
-    pub fn options(&self, profile: &Profile) -> Options {
-        self.options_on(profile, None, None)
+    /// A route's settings over the plugin's (`None`: the plugin's alone).
+    pub fn settings(&self, route: Option<&Route>) -> Settings {
+        Settings {
+            mode: route.and_then(|r| r.mode).unwrap_or(self.mode),
+            llama_cpp: route.and_then(|r| r.llama_cpp_since).unwrap_or(self.llama_cpp_since),
+            promote_to_description: route.and_then(|r| r.promote_to_description).or(self.promote_to_description),
+            open_objects: route.and_then(|r| r.open_objects).or(self.open_objects),
+        }
     }
 
-    /// [`Config::options`] with a route's own `promote_to_description` and `open_objects` over the
-    /// plugin's.
-    pub fn options_on(&self, profile: &Profile, promote_to_description: Option<bool>, open_objects: Option<bool>) -> Options {
+    /// The engine options for `profile` under the plugin's settings alone.
+    pub fn options(&self, profile: &Profile) -> Options {
+        self.options_with(profile, &self.settings(None))
+    }
+
+    /// The engine options for `profile`: its defaults, with what the settings (a route's over the
+    /// plugin's) and the plugin's limits lay over them.
+    pub fn options_with(&self, profile: &Profile, settings: &Settings) -> Options {
         let mut o = profile.default_options();
-        if let Some(v) = promote_to_description.or(self.promote_to_description) {
+        if let Some(v) = settings.promote_to_description {
             o.promote_to_description = v;
         }
-        if let Some(v) = open_objects.or(self.open_objects) {
+        if let Some(v) = settings.open_objects {
             o.open_objects = v;
         }
-        o.llama_cpp = self.llama_cpp_since;
+        o.llama_cpp = settings.llama_cpp;
         let d = o.limits.clone();
         let l = &self.limits;
         o.limits = Limits {
@@ -496,44 +530,82 @@ fn on_invalid(v: &Value, at: &str) -> Result<OnInvalid, String> {
     one_of(v, at, &[("count", OnInvalid::Count), ("reject", OnInvalid::Reject)])
 }
 
-impl Route {
-    /// Every key a route may hold (docs/configuration.md names each).
-    pub const KEYS: &'static [&'static str] = &[
-        "path",
-        "prefix",
-        "format",
-        "profile",
+/// How a route key is read, and which leg reads it.
+enum Reads {
+    /// Where the route matches and its format, which say what the rest means: read first.
+    Match,
+    /// Both legs.
+    Both(fn(&mut Route, &Value, &str) -> Result<(), String>),
+    /// Inference routes; on an MCP route the key is refused with the hint.
+    Inference(fn(&mut InferenceRoute, &Value, &str) -> Result<(), String>, &'static str),
+    /// MCP routes; on an inference route the key is refused.
+    Mcp(fn(&mut McpRoute, &Value, &str) -> Result<(), String>),
+}
+
+/// Every key a route may hold, in one table: its name, which leg reads it and how (docs/configuration.md
+/// names each). A key the other leg reads is refused, as the route would silently ignore it.
+const ROUTE_KEYS: &[(&str, Reads)] = &[
+    ("path", Reads::Match),
+    ("prefix", Reads::Match),
+    ("format", Reads::Match),
+    ("profile", Reads::Both(|r, v, at| profile(v, at).map(|p| r.profile = Some(p)))),
+    ("mode", Reads::Both(|r, v, at| mode(v, at).map(|m| r.mode = Some(m)))),
+    ("llama_cpp_since", Reads::Both(|r, v, at| llama_cpp(v, at).map(|l| r.llama_cpp_since = Some(l)))),
+    ("promote_to_description", Reads::Both(|r, v, at| boolean(v, at).map(|b| r.promote_to_description = Some(b)))),
+    ("open_objects", Reads::Both(|r, v, at| boolean(v, at).map(|b| r.open_objects = Some(b)))),
+    (
         "strict",
-        "mode",
-        "llama_cpp_since",
-        "models",
-        "promote_to_description",
-        "open_objects",
+        Reads::Inference(|r, v, at| boolean(v, at).map(|b| r.strict = Some(b)), "say what a tool that cannot fit becomes with `unfit` (error, drop, pass)"),
+    ),
+    ("models", Reads::Inference(|r, v, at| models(v, at).map(|m| r.models = Some(m)), "an MCP route picks the profile by client: use `clients`")),
+    (
         "on_invalid_tool_call",
-        "clients",
+        Reads::Inference(|r, v, at| on_invalid(v, at).map(|o| r.on_invalid_tool_call = Some(o)), "an MCP route carries no model's tool calls"),
+    ),
+    ("clients", Reads::Mcp(|r, v, at| models(v, at).map(|m| r.clients = Some(m)))),
+    (
         "unfit",
-    ];
+        Reads::Mcp(|r, v, at| {
+            one_of(v, at, &[("rewrite", Unfit::Rewrite), ("pass", Unfit::Pass), ("drop", Unfit::Drop), ("error", Unfit::Error)]).map(|u| r.unfit = Some(u))
+        }),
+    ),
+];
+
+impl Route {
+    /// Every key a route may hold.
+    pub fn keys() -> impl Iterator<Item = &'static str> {
+        ROUTE_KEYS.iter().map(|(k, _)| *k)
+    }
 
     fn read(v: &Value, at: &str) -> Result<Route, String> {
-        let m = members(v, at, Route::KEYS)?;
+        let known: Vec<&str> = Route::keys().collect();
+        let m = members(v, at, &known)?;
         let text = |v, at: &str| string(v, at).map(str::to_string);
-        Ok(Route {
-            path: opt(m, at, "path", text)?,
-            prefix: opt(m, at, "prefix", text)?,
-            format: opt(m, at, "format", format)?.map_or_else(|| fail(at, "missing field `format`"), Ok)?,
-            profile: opt(m, at, "profile", profile)?,
-            strict: opt(m, at, "strict", boolean)?,
-            mode: opt(m, at, "mode", mode)?,
-            llama_cpp_since: opt(m, at, "llama_cpp_since", llama_cpp)?,
-            models: opt(m, at, "models", models)?,
-            promote_to_description: opt(m, at, "promote_to_description", boolean)?,
-            open_objects: opt(m, at, "open_objects", boolean)?,
-            on_invalid_tool_call: opt(m, at, "on_invalid_tool_call", on_invalid)?,
-            clients: opt(m, at, "clients", models)?,
-            unfit: opt(m, at, "unfit", |v, at| {
-                one_of(v, at, &[("rewrite", Unfit::Rewrite), ("pass", Unfit::Pass), ("drop", Unfit::Drop), ("error", Unfit::Error)])
-            })?,
-        })
+        let format = opt(m, at, "format", format)?.map_or_else(|| fail(at, "missing field `format`"), Ok)?;
+        let place = match (opt(m, at, "path", text)?, opt(m, at, "prefix", text)?) {
+            (Some(_), Some(_)) => return Err(format!("{at} has both path and prefix")),
+            (None, None) => return Err(format!("{at} needs path or prefix")),
+            (Some(p), None) | (None, Some(p)) if !p.starts_with('/') => return fail(at, format_args!("{p:?} does not start with /")),
+            (Some(p), None) => At::Path(p),
+            (None, Some(p)) => At::Prefix(p),
+        };
+        let mut r = Route::bare(place, format);
+        for (key, reads) in ROUTE_KEYS {
+            let Some(v) = m.get(*key).filter(|v| !v.is_null()) else { continue };
+            let here = self::place(at, key);
+            if let Reads::Both(set) = reads {
+                set(&mut r, v, &here)?;
+                continue;
+            }
+            match (reads, &mut r.leg) {
+                (Reads::Match | Reads::Both(_), _) => {}
+                (Reads::Inference(set, _), RouteLeg::Inference(i)) => set(i, v, &here)?,
+                (Reads::Inference(_, hint), RouteLeg::Mcp(_)) => return fail(&here, format_args!("a route of format mcp does not read it ({hint})")),
+                (Reads::Mcp(set), RouteLeg::Mcp(m)) => set(m, v, &here)?,
+                (Reads::Mcp(_), RouteLeg::Inference(_)) => return fail(&here, "only a route of format mcp reads it"),
+            }
+        }
+        Ok(r)
     }
 }
 
@@ -623,7 +695,16 @@ mod tests {
     fn default_routes_are_each_formats_own() {
         let routes = default_routes();
         type Row<'a> = (Option<&'a str>, Option<&'a str>, Format, Option<&'a str>, bool);
-        let got: Vec<Row> = routes.iter().map(|r| (r.path.as_deref(), r.prefix.as_deref(), r.format, r.profile.map(|p| p.name), r.models.is_some())).collect();
+        let got: Vec<Row> = routes
+            .iter()
+            .map(|r| {
+                let (path, prefix) = match &r.at {
+                    At::Path(p) => (Some(p.as_str()), None),
+                    At::Prefix(p) => (None, Some(p.as_str())),
+                };
+                (path, prefix, r.format, r.profile.map(|p| p.name), r.inference().is_some_and(|i| i.models.is_some()))
+            })
+            .collect();
         let exact = |p, f| (Some(p), None, f, None, false);
         let own = |p, f, profile| (Some(p), None, f, Some(profile), true);
         let gemini = |p| (None, Some(p), Format::Gemini, Some("gemini"), true);
@@ -656,7 +737,7 @@ mod tests {
         // Bedrock: Converse paths only, and the route's own model map sends Claude to bedrock-anthropic
         let bedrock = c.route_for("/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream");
         assert_eq!(bedrock.map(|r| r.format), Some(Format::BedrockConverse));
-        let models = bedrock.and_then(|r| r.models.clone()).unwrap_or_default();
+        let models = bedrock.and_then(Route::inference).and_then(|i| i.models.clone()).unwrap_or_default();
         assert_eq!(models.profile_for("us.anthropic.claude-sonnet-4-5-20250929-v1:0").map(|p| p.name), Some("bedrock-anthropic"));
         assert_eq!(models.profile_for("meta.llama3-70b-instruct-v1:0"), None);
         assert_eq!(c.route_for("/model/anthropic.claude-x-v1:0/invoke-with-response-stream").map(|r| r.format), Some(Format::BedrockInvoke));
@@ -723,7 +804,7 @@ mod tests {
         assert!(c.route_for("/v1/chat/completions/extra").is_none());
         let c = Config::parse(br#"{"routes": [{"prefix": "/llm/", "format": "auto", "profile": "mcp", "strict": true}]}"#).unwrap();
         let r = c.route_for("/llm/v1/chat/completions").unwrap();
-        assert_eq!((r.format, r.profile.map(|p| p.name), r.strict), (Format::Auto, Some("mcp"), Some(true)));
+        assert_eq!((r.format, r.profile.map(|p| p.name), r.inference().and_then(|i| i.strict)), (Format::Auto, Some("mcp"), Some(true)));
         assert!(c.route_for("/v1/chat/completions").is_none(), "routes replace the defaults");
     }
 
@@ -759,7 +840,7 @@ mod tests {
         assert_eq!(pick_in(&c.models, "mistral-7b-instruct-v2"), None, "the pattern is anchored at both ends");
         assert_eq!(pick_in(&c.models, "meta/x/y/llama"), Some("mcp"));
         assert_eq!(pick_in(&c.models, "meta/llama"), None);
-        let r = c.route_for("/x").and_then(|r| r.models.clone()).unwrap_or_default();
+        let r = c.route_for("/x").and_then(Route::inference).and_then(|i| i.models.clone()).unwrap_or_default();
         assert_eq!((pick_in(&r, "a"), pick_in(&r, "ab")), (Some("mcp"), None));
         for (cfg, needle) in [
             (r#"{"models": {"q*": "gemini-pro"}}"#, "unknown profile"),
@@ -797,12 +878,39 @@ mod tests {
         .unwrap();
         let on = |path: &str| {
             let r = c.route_for(path).unwrap();
-            c.options_on(c.profile, r.promote_to_description, r.open_objects)
+            c.options_with(c.profile, &c.settings(Some(r)))
         };
         assert!(!on("/a").promote_to_description && on("/a").open_objects);
         assert!(on("/b").promote_to_description && !on("/b").open_objects);
         assert!(on("/c").promote_to_description && on("/c").open_objects);
         assert_eq!(on("/c"), c.options(c.profile));
+    }
+
+    #[test]
+    fn both_legs_resolve_a_routes_settings_alike() {
+        let c = Config::parse(
+            br#"{"mode": "observe", "routes": [{"path": "/mcp", "format": "mcp", "llama_cpp_since": "2026-10", "mode": "enforce", "unfit": "drop"},
+                {"path": "/v1/chat/completions", "format": "openai-chat", "llama_cpp_since": "2025-08"}]}"#,
+        )
+        .unwrap();
+        let mcp = c.route_for("/mcp").unwrap();
+        let (s, o) = (c.settings(Some(mcp)), c.options_with(c.profile, &c.settings(Some(mcp))));
+        assert_eq!((s.observe(), s.llama_cpp, o.llama_cpp), (false, LlamaCpp::V2026_10, LlamaCpp::V2026_10));
+        assert_eq!((mcp.mcp().and_then(|m| m.unfit), mcp.inference()), (Some(Unfit::Drop), None));
+        let chat = c.route_for("/v1/chat/completions").unwrap();
+        assert_eq!((c.settings(Some(chat)).observe(), c.settings(Some(chat)).llama_cpp), (true, LlamaCpp::V2025_08));
+        assert!(chat.mcp().is_none() && chat.inference().is_some());
+        // each key of the other leg is refused, with what to use instead
+        for (route, needle) in [
+            (r#"{"path": "/m", "format": "mcp", "models": {"a": "mcp"}}"#, "routes[0].models: a route of format mcp does not read it (an MCP route picks"),
+            (r#"{"path": "/m", "format": "mcp", "on_invalid_tool_call": "count"}"#, "routes[0].on_invalid_tool_call: a route of format mcp"),
+            (r#"{"path": "/m", "format": "auto", "clients": {"a": "mcp"}}"#, "routes[0].clients: only a route of format mcp reads it"),
+        ] {
+            let e = Config::parse(format!(r#"{{"routes": [{route}]}}"#).as_bytes()).unwrap_err();
+            assert!(e.contains(needle), "{route}: {e}");
+        }
+        // control: null is unset, as everywhere in the configuration
+        assert!(Config::parse(br#"{"routes": [{"path": "/m", "format": "mcp", "strict": null}]}"#).is_ok());
     }
 
     #[test]

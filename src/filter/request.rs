@@ -3,7 +3,7 @@
 //! out what it returns; tests drive it directly.
 
 use super::body;
-use super::config::{Config, Mode, Models, OnInvalid, Route};
+use super::config::{Config, Models, OnInvalid, Route, Settings};
 use super::encoding::{narrow_accept, Coding};
 use super::headers::is_json;
 use super::host::{Headers, Next, RequestHost, RouteMeta};
@@ -14,7 +14,7 @@ use crate::api::cache::SiteCache;
 use crate::api::format::ErrorShape;
 use crate::api::NameMap;
 use crate::api::{self, Format, Skip};
-use crate::schema::{LlamaCpp, Profile, Report};
+use crate::schema::{Profile, Report};
 use std::borrow::Cow;
 
 /// The decision for one buffered request.
@@ -23,17 +23,13 @@ pub struct Plan {
     pub format: Format,
     pub profile: &'static Profile,
     pub strict: bool,
-    /// `mode: observe`: count and log what enforce would do, forward the original bytes.
-    pub observe: bool,
     /// Route label for metrics and logs (the Envoy route name, made safe).
     pub route: String,
-    /// The oldest llama.cpp release behind the route.
-    pub llama_cpp: LlamaCpp,
     /// The route's model map (empty: the profile above serves every model).
     pub models: Models,
-    /// The route's own `promote_to_description` and `open_objects`, over the plugin's.
-    pub promote_to_description: Option<bool>,
-    pub open_objects: Option<bool>,
+    /// The route's settings over the plugin's (`mode: observe`: count and log what enforce would do,
+    /// forward the original bytes).
+    pub settings: Settings,
     /// The model the request path names (Gemini), for the model map when the body names none.
     pub path_model: Option<String>,
     pub on_invalid: OnInvalid,
@@ -82,7 +78,7 @@ pub fn start(cfg: &Config, h: &Headers, route_name: Option<&str>, meta: &RouteMe
         return Start::PassThrough;
     }
     // observe changes no byte and no header: a reply in a coding toolfit does not read goes unchecked
-    if !plan.observe {
+    if !plan.settings.observe() {
         plan.accept_encoding = narrow_accept(h.accept_encoding);
     }
     Start::Buffer(plan)
@@ -97,6 +93,7 @@ fn signed(h: &Headers) -> bool {
 }
 
 fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta, warn: &mut dyn FnMut(String)) -> Plan {
+    let inference = route.inference();
     let mut profile = route.profile.unwrap_or(cfg.profile);
     if let Some(name) = &meta.profile {
         match Profile::by_name(name) {
@@ -107,16 +104,13 @@ fn plan(cfg: &Config, route: &Route, route_name: Option<&str>, meta: &RouteMeta,
     Plan {
         format: route.format,
         profile,
-        strict: meta.strict.or(route.strict).unwrap_or(cfg.strict),
-        observe: route.mode.unwrap_or(cfg.mode) == Mode::Observe,
+        strict: meta.strict.or(inference.and_then(|i| i.strict)).unwrap_or(cfg.strict),
+        settings: cfg.settings(Some(route)),
         route: label(route_name.unwrap_or("none")),
-        llama_cpp: route.llama_cpp_since.unwrap_or(cfg.llama_cpp_since),
-        models: route.models.clone().unwrap_or_else(|| cfg.models.clone()),
-        promote_to_description: route.promote_to_description,
-        open_objects: route.open_objects,
+        models: inference.and_then(|i| i.models.clone()).unwrap_or_else(|| cfg.models.clone()),
         path_model: None,
         accept_encoding: None,
-        on_invalid: route.on_invalid_tool_call.unwrap_or(cfg.on_invalid_tool_call),
+        on_invalid: inference.and_then(|i| i.on_invalid_tool_call).unwrap_or(cfg.on_invalid_tool_call),
     }
 }
 
@@ -141,7 +135,7 @@ pub fn hold_headers(cfg: &Config, plan: &Plan, host: &mut dyn RequestHost, m: &m
             plan.count(m, Stat::InternalErrors, 1);
         }
     }
-    if plan.observe {
+    if plan.settings.observe() {
         // the body goes upstream as it came: its headers too, at once
         return Some(Next::Continue);
     }
@@ -218,8 +212,7 @@ pub fn finish<'b>(
         }
         None => plan,
     };
-    let mut opts = cfg.options_on(plan.profile, plan.promote_to_description, plan.open_objects);
-    opts.llama_cpp = plan.llama_cpp;
+    let opts = cfg.options_with(plan.profile, &plan.settings);
     let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));
     let outcome = api::rewrite_body_cached(body, plan.format, plan.profile, &opts, cache.as_deref_mut());
     let took = elapsed_us().saturating_sub(t0);
@@ -240,9 +233,9 @@ pub fn finish<'b>(
     plan.count(m, Stat::SchemasUnparsed, o.unparsed.len() as u64);
     stats::count_report(m, &plan.route, plan.profile.name, &o.report);
     // observe: every counter and line below as enforce would have them, then the original bytes
-    plan.count(m, Stat::RequestsObserved, u64::from(plan.observe));
+    plan.count(m, Stat::RequestsObserved, u64::from(plan.settings.observe()));
     let observed = |mut line: Line| {
-        if plan.observe {
+        if plan.settings.observe() {
             line.text.push_str(" (observe: forwarded as it came)");
         }
         line
@@ -252,7 +245,7 @@ pub fn finish<'b>(
             plan.count(m, Stat::RejectedStrict, 1);
             let text = format!("route={} profile={} strict: refused tool {tool:?} at {path:?}: {why}", plan.route, plan.profile.name);
             let line = observed(Line { warn: true, text });
-            if plan.observe {
+            if plan.settings.observe() {
                 return (Verdict::Forward, Some(line), reply(cfg, plan, owned, &o));
             }
             return (Verdict::Reject(400, strict_error(plan.format, &tool, &path, &why)), Some(line), None);
@@ -265,7 +258,7 @@ pub fn finish<'b>(
         Some(new) => {
             plan.count(m, Stat::RequestsRewritten, 1);
             plan.count(m, Stat::BytesOut, new.len() as u64);
-            if plan.observe {
+            if plan.settings.observe() {
                 return (Verdict::Forward, line, reply);
             }
             (Verdict::Replace(new), line, reply)
@@ -297,7 +290,7 @@ fn reply(cfg: &Config, plan: &Plan, body: Cow<'_, [u8]>, o: &api::BodyOutcome) -
     // rewrite to blame; calls are still checked, and counted, never refused
     let unchanged = Report::default();
     let (names, report, on_invalid) =
-        if plan.observe { (NameMap::default(), &unchanged, OnInvalid::Count) } else { (o.names.clone(), &o.report, plan.on_invalid) };
+        if plan.settings.observe() { (NameMap::default(), &unchanged, OnInvalid::Count) } else { (o.names.clone(), &o.report, plan.on_invalid) };
     let mut r = Reply::of(o.tool_lists_of(body), plan.format, names, report, cfg.validate_tool_calls, on_invalid, cfg.max_body_bytes);
     r.route = plan.route.clone();
     r.profile = plan.profile.name;
@@ -637,7 +630,7 @@ mod tests {
         // a route may observe while the plugin enforces
         let cfg = Config::parse(br#"{"routes": [{"path": "/v1/chat/completions", "format": "openai-chat", "mode": "observe"}]}"#).unwrap();
         let p = planned(&cfg, &post("/v1/chat/completions"), &RouteMeta::default(), &mut Counts::default()).unwrap();
-        assert!(p.observe);
+        assert!(p.settings.observe());
         assert!(Config::parse(br#"{"mode": "audit"}"#).unwrap_err().contains("mode"));
     }
 

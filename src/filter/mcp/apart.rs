@@ -3,7 +3,7 @@
 use super::*;
 use crate::api::raw;
 use crate::api::Format;
-use crate::filter::config::Mode;
+use crate::filter::config::Route;
 use crate::filter::host::Env;
 use crate::filter::stats::{label, Stat};
 use crate::schema::{self, Profile};
@@ -42,10 +42,8 @@ impl Apart<'_> {
             client,
             by_header: chosen.is_some(),
             clients,
-            unfit: route.and_then(|r| r.unfit).unwrap_or_default(),
-            observe: route.and_then(|r| r.mode).unwrap_or(env.config.mode) == Mode::Observe,
-            promote_to_description: route.and_then(|r| r.promote_to_description),
-            open_objects: route.and_then(|r| r.open_objects),
+            unfit: route.and_then(Route::mcp).and_then(|m| m.unfit).unwrap_or_default(),
+            settings: env.config.settings(route),
             server: self.route.to_string(),
             initialize: false,
             tagged: false,

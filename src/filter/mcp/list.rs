@@ -26,11 +26,11 @@ pub(super) fn settle(env: &mut Env, leg: &Leg, listed: List, id: &str) -> Option
     }
     if let Some(err) = &listed.refused {
         leg.count_client(env.metrics, Stat::McpListsRefused, 1);
-        if !leg.observe {
+        if !leg.settings.observe() {
             return Some(refusal(id, err, leg));
         }
     }
-    if leg.observe {
+    if leg.settings.observe() {
         return None;
     }
     listed.text
@@ -111,7 +111,7 @@ pub(super) struct List {
 impl List {
     /// Rewrites the message `text`, if its `result.tools` is a list of tools.
     pub(super) fn rewrite(env: &mut Env, leg: &Leg, text: &str) -> Option<List> {
-        let opts = env.config.options_on(leg.profile, leg.promote_to_description, leg.open_objects);
+        let opts = env.config.options_with(leg.profile, &leg.settings);
         // the input schemas, by the engine, as an inference request's tools
         let outcome = api::rewrite_body_cached(text.as_bytes(), Format::Mcp, leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
         // no list of tools there (an empty one has nothing to rewrite either)
@@ -272,7 +272,7 @@ pub(super) fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
 
 /// An `outputSchema` (its text) rewritten, where every change keeps or widens what it accepts.
 pub(super) fn output(env: &mut Env, leg: &Leg, text: &str, tool: &str, list: &mut List) -> Option<String> {
-    let opts = env.config.options_on(leg.profile, leg.promote_to_description, leg.open_objects);
+    let opts = env.config.options_with(leg.profile, &leg.settings);
     let mut report = Report::default();
     let mut v = schema::parse(text, &opts, Context::Output, tool, &mut report).ok()?;
     report.extend(schema::normalize(&mut v, leg.profile, &opts, Context::Output, tool).report);

@@ -25,7 +25,7 @@ pub mod names;
 mod session;
 
 use super::body;
-use super::config::{Config, Mode, Models, Route, Unfit};
+use super::config::{Config, Models, Route, Settings, Unfit};
 use super::headers::is_json;
 use super::host::{Env, Headed, Headers, Next, RequestHost, ResponseHost, RouteMeta};
 use super::log::Line;
@@ -61,9 +61,8 @@ struct Leg {
     by_header: bool,
     clients: Models,
     unfit: Unfit,
-    observe: bool,
-    promote_to_description: Option<bool>,
-    open_objects: Option<bool>,
+    /// The route's settings over the plugin's.
+    settings: Settings,
     /// Where the server is (authority and path), for the error that names it.
     server: String,
     /// The request is an `initialize`: the answer's session id gets the tag.
@@ -199,7 +198,8 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
     let route_label = label(route_name.unwrap_or("none"));
     let clients = clients_of(route);
     let Who { profile, client, by_header, changed } = who(env, route, &clients, h, &route_label, meta, host);
-    let observe = route.mode.unwrap_or(cfg.mode) == Mode::Observe;
+    let settings = cfg.settings(Some(route));
+    let observe = settings.observe();
     let post = h.method.eq_ignore_ascii_case("POST") && !h.end_of_stream && h.content_type.is_none_or(is_json);
     let get = h.method.eq_ignore_ascii_case("GET");
     let leg = Leg {
@@ -208,10 +208,8 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         client,
         by_header,
         clients,
-        unfit: route.unfit.unwrap_or_default(),
-        observe,
-        promote_to_description: route.promote_to_description,
-        open_objects: route.open_objects,
+        unfit: route.mcp().and_then(|m| m.unfit).unwrap_or_default(),
+        settings,
         server: format!("{}{}", h.authority.unwrap_or(""), h.path.split('?').next().unwrap_or("")),
         initialize: false,
         tagged: changed && h.session.is_some_and(|s| untag(s).is_some()),
@@ -300,7 +298,7 @@ impl State {
             return Next::Continue;
         }
         self.leg.count(env.metrics, Stat::NamesRestored, edits.len() as u64);
-        if self.leg.observe {
+        if self.leg.settings.observe() {
             return Next::Continue;
         }
         let new = splice(text, edits);
@@ -341,7 +339,7 @@ impl State {
         // the session id of an answer, whichever request it answers, leaves with the tag: a client
         // keeps the latest it was given
         let retag = (self.leg.initialize || (self.leg.tagged && session.is_some())) && session.and_then(untag).is_none();
-        if retag && ok && !self.leg.observe {
+        if retag && ok && !self.leg.settings.observe() {
             let sid = tag(session, self.leg.profile, &self.leg.client);
             if !host.set_header(SESSION_HEADER, &sid) {
                 self.leg.count(env.metrics, Stat::InternalErrors, 1);
@@ -360,7 +358,7 @@ impl State {
         } else {
             return Next::Continue;
         };
-        if !self.leg.observe && !host.remove_header("content-length") {
+        if !self.leg.settings.observe() && !host.remove_header("content-length") {
             self.leg.count(env.metrics, Stat::InternalErrors, 1);
             return Next::Continue;
         }

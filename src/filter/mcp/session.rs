@@ -22,7 +22,7 @@ pub(super) fn client_of(clients: &Models, name: &str) -> (String, Option<&'stati
 
 /// The route's clients map.
 pub(super) fn clients_of(route: &Route) -> Models {
-    route.clients.clone().unwrap_or_else(default_clients)
+    route.mcp().and_then(|m| m.clients.clone()).unwrap_or_else(default_clients)
 }
 
 /// [`DEFAULT_CLIENTS`] as a map, made once (not on every request of a route that sets none).
