@@ -309,3 +309,84 @@ fn the_length_check_can_say_no() {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(found.iter().map(|f| (f.2.as_str(), f.3)).collect::<Vec<_>>(), vec![("long", 90)], "{found:?}");
 }
+
+/// Calls outside tests that pass a bare `true` or `false` to a function: `(callee, line)`. A call to
+/// another library's API whose parameter is a bool (`Some`, `Value::Bool`, Envoy's `ClearBody`, an
+/// atomic's `store`) is not ours to change; a line that says what its bool means in a comment is read.
+fn bare_bools(text: &str) -> Vec<(String, String)> {
+    const THEIRS: &[&str] = &["Some", "Ok", "Err", "Bool", "ClearBody", "new", "store", "set_nodelay", "then_some", "unwrap_or"];
+    let mut out = Vec::new();
+    for line in text.lines().take_while(|l| l.trim() != "#[cfg(test)]") {
+        if line.trim_start().starts_with("//") || line.contains("/*") || line.contains(" // ") {
+            continue;
+        }
+        let b = line.as_bytes();
+        for word in ["true", "false"] {
+            for (at, _) in line.match_indices(word) {
+                let before = line.get(..at).unwrap_or("").trim_end();
+                let after = line.get(at + word.len()..).unwrap_or("").trim_start();
+                if !(before.ends_with('(') || before.ends_with(',')) || !(after.starts_with(')') || after.starts_with(',')) {
+                    continue;
+                }
+                // the call's `(`: the nearest unclosed one before the word
+                let mut depth = 0i32;
+                let open = (0..at).rev().find(|&i| {
+                    match b.get(i) {
+                        Some(b')') => depth += 1,
+                        Some(b'(') if depth == 0 => return true,
+                        Some(b'(') => depth -= 1,
+                        _ => {}
+                    }
+                    false
+                });
+                let Some(open) = open else { continue };
+                let head = line.get(..open).unwrap_or("");
+                let callee: String = head.chars().rev().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<Vec<_>>().into_iter().rev().collect();
+                if callee.is_empty() || THEIRS.contains(&callee.as_str()) {
+                    continue;
+                }
+                out.push((callee, line.trim().to_string()));
+            }
+        }
+    }
+    out
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") && p.file_name().is_some_and(|n| n != "tests.rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// No call outside tests passes a bool its reader cannot read (`traverse(root, path, false, f)`): a
+/// two-way choice is an enum with named variants, or the argument is a named value. `src/bin` is
+/// left out: clap's builder takes its switches as bools (`.required(true)`).
+#[test]
+fn no_bare_bool_arguments() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    rust_files(&root.join("src"), &mut files);
+    rust_files(&root.join("extproc/src"), &mut files);
+    files.retain(|f| !f.starts_with(root.join("src/bin")));
+    assert!(files.len() > 100, "only {} files found", files.len());
+    let mut found = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap();
+        found.extend(bare_bools(&text).into_iter().map(|(c, l)| format!("{}: {c}: {l}", f.strip_prefix(root).unwrap().display())));
+    }
+    assert!(found.is_empty(), "bare bool arguments: {found:#?}");
+}
+
+/// The control: the reader finds the bare bools of the issue's examples, and not a tuple pattern, a
+/// `Some(true)`, a macro's or a commented one.
+#[test]
+fn the_bare_bool_check_can_say_no() {
+    let text = "fn f() {\n    traverse(root, path, false, f);\n    x.for_site(true, y);\n    if let (true, Some(a)) = (c, d) {}\n    let v = Some(true);\n    json!(true);\n    g(&[], true); // the body is complete\n}\n#[cfg(test)]\nmod tests {\n    h(true);\n}\n";
+    let callees: Vec<String> = bare_bools(text).into_iter().map(|(c, _)| c).collect();
+    assert_eq!(callees, vec!["traverse".to_string(), "for_site".to_string()]);
+}

@@ -201,6 +201,11 @@ impl Decoder {
         Some(Decoder { gzip, state, stage, input: Vec::new(), crc: 0, size: 0, made: 0, limit, failed: false })
     }
 
+    /// The body ended: what is still held, decoded (a truncated body is an error).
+    pub fn end(&mut self) -> Result<Vec<u8>, DecodeError> {
+        self.feed(&[], true) // end: nothing more comes
+    }
+
     /// Decodes the next chunk; `end`: the body is complete (a truncated body is an error then).
     pub fn feed(&mut self, chunk: &[u8], end: bool) -> Result<Vec<u8>, DecodeError> {
         if self.failed {
@@ -293,7 +298,7 @@ impl Decoder {
 /// A whole body, decoded (`limit`: the most decoded bytes accepted).
 pub fn decode_all(coding: Coding, body: &[u8], limit: usize) -> Result<Vec<u8>, DecodeError> {
     match Decoder::new(coding, limit) {
-        Some(mut d) => d.feed(body, true),
+        Some(mut d) => d.feed(body, true), // the body is complete
         None if body.len() > limit => Err(DecodeError::TooLarge),
         None => Ok(body.to_vec()),
     }

@@ -44,6 +44,20 @@ type Escape = Result<char, (bool, Cow<'static, [(char, char)]>)>;
 /// schema, pattern and all, is in the model's prompt (`\p{L}` is about 4 KB as ranges).
 pub const MAX_WRITTEN: usize = 2_048;
 
+/// Where an alternation stands: the whole pattern (anchors allowed) or a group.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Top,
+    Group,
+}
+
+/// Where an escape stands: in a character class (`\b` is a backspace there) or in the sequence.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EscapeIn {
+    Class,
+    Sequence,
+}
+
 /// `\p{name}` (or, `neg`, `\P{name}`) as char ranges: surrogates, which no JSON string holds, left out.
 fn property_ranges(name: &str, neg: bool) -> Option<Vec<(char, char)>> {
     let r = crate::schema::unicode::property(name)?;
@@ -98,12 +112,12 @@ impl Parser<'_> {
     }
 
     /// alternatives until `)` or the end
-    fn alternation(&mut self, top: bool) -> Result<Vec<(bool, Vec<Node>, bool)>, Unsupported> {
+    fn alternation(&mut self, level: Level) -> Result<Vec<(bool, Vec<Node>, bool)>, Unsupported> {
         let mut alts = Vec::new();
         loop {
             let mut start = false;
             if self.peek() == Some('^') {
-                if !top {
+                if level == Level::Group {
                     return Err(feature("anchor inside a group"));
                 }
                 start = true;
@@ -116,7 +130,7 @@ impl Parser<'_> {
                     break;
                 }
                 if c == '$' {
-                    if !top {
+                    if level == Level::Group {
                         return Err(feature("anchor inside a group"));
                     }
                     self.i += 1;
@@ -211,7 +225,8 @@ impl Parser<'_> {
     }
 
     /// After a backslash: one char, or a class for \d \w \s.
-    fn escape(&mut self, in_class: bool) -> Result<Escape, Unsupported> {
+    fn escape(&mut self, at: EscapeIn) -> Result<Escape, Unsupported> {
+        let in_class = at == EscapeIn::Class;
         let Some(c) = self.peek() else { return Err(invalid("trailing backslash")) };
         self.i += 1;
         Ok(Ok(match c {
@@ -295,7 +310,7 @@ impl Parser<'_> {
             }
             self.i += 1;
             let lo = if c == '\\' {
-                match self.escape(true)? {
+                match self.escape(EscapeIn::Class)? {
                     Ok(ch) => ch,
                     Err((false, set)) => {
                         items.extend_from_slice(&set);
@@ -311,7 +326,7 @@ impl Parser<'_> {
                 let Some(h) = self.peek() else { return Err(invalid("unterminated character class")) };
                 self.i += 1;
                 let hi = if h == '\\' {
-                    match self.escape(true)? {
+                    match self.escape(EscapeIn::Class)? {
                         Ok(ch) => ch,
                         Err(_) => return Err(invalid("class range with a shorthand")),
                     }
@@ -361,7 +376,7 @@ impl Parser<'_> {
                 if self.depth > MAX_NESTING {
                     return Err(feature("nesting too deep"));
                 }
-                let alts = self.alternation(false)?;
+                let alts = self.alternation(Level::Group)?;
                 self.depth -= 1;
                 if self.peek() != Some(')') {
                     return Err(invalid("unbalanced parentheses"));
@@ -371,7 +386,7 @@ impl Parser<'_> {
             }
             ')' => Err(invalid("unbalanced parentheses")),
             '*' | '+' | '?' => Err(invalid("nothing to repeat")),
-            '\\' => match self.escape(false)? {
+            '\\' => match self.escape(EscapeIn::Sequence)? {
                 Ok(ch) => Ok(Node::Lit(ch)),
                 Err((neg, set)) => Ok(Node::Class { neg, items: set.into_owned() }),
             },
@@ -507,7 +522,7 @@ pub fn rewrite(pattern: &str, max_repetition: u64) -> Result<Rewritten, Unsuppor
     let chars: Vec<char> = pattern.chars().collect();
     let budget = MAX_WRITTEN.max(2 * pattern.len());
     let mut p = Parser { s: &chars, i: 0, depth: 0, room: budget };
-    let alts = p.alternation(true)?;
+    let alts = p.alternation(Level::Top)?;
     if p.i < chars.len() {
         return Err(invalid("unbalanced parentheses"));
     }

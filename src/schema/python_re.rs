@@ -179,12 +179,10 @@ fn escape(s: &[char], i: usize, in_class: bool, groups: &[String]) -> Result<(Op
     let Some(&c) = s.get(i) else { return Err(Unsupported::Invalid("trailing backslash".into())) };
     let set = |r: &[(u32, u32)], neg: bool| Ok((Some((r.to_vec(), neg)), String::new(), 1));
     match c {
-        'd' => set(DIGIT, false),
-        'D' => set(DIGIT, true),
-        'w' => set(WORD, false),
-        'W' => set(WORD, true),
-        's' => set(SPACE, false),
-        'S' => set(SPACE, true),
+        // the upper-case letter is the class's complement
+        'd' | 'D' => set(DIGIT, c == 'D'),
+        'w' | 'W' => set(WORD, c == 'W'),
+        's' | 'S' => set(SPACE, c == 'S'),
         'p' | 'P' => {
             let rest: String = s.get(i + 1..).unwrap_or_default().iter().take(NAME_WINDOW).collect();
             let name = rest.strip_prefix('{').and_then(|r| r.split_once('}')).map(|(n, _)| n.to_string());

@@ -516,10 +516,18 @@ pub fn strip_injected_nulls(schema: &Value, instance: &mut Value) -> usize {
     strip(schema, schema, instance, &mut budget, 0)
 }
 
+/// Whether a schema's `required` holds for the value: its own, an `allOf` member's or a ref's does; a
+/// union branch's may not (which branch applies is the validator's business).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Required {
+    Holds,
+    MayNotHold,
+}
+
 /// The properties and required names an object schema states: its own, its `allOf` members' and its
 /// ref's, and the union branches' properties (which branch applies is the validator's business; a
 /// property any branch declares optional and null-refusing is taken as one the rewrite made nullable).
-fn view<'a>(root: &'a Value, s: &'a Value, props: &mut Vec<(&'a str, &'a Value)>, required: &mut Vec<&'a str>, own: bool, depth: usize) {
+fn view<'a>(root: &'a Value, s: &'a Value, props: &mut Vec<(&'a str, &'a Value)>, required: &mut Vec<&'a str>, req: Required, depth: usize) {
     let Some(o) = s.as_object() else { return };
     if depth > 16 {
         return;
@@ -527,18 +535,18 @@ fn view<'a>(root: &'a Value, s: &'a Value, props: &mut Vec<(&'a str, &'a Value)>
     if let Some(p) = o.get("properties").and_then(Value::as_object) {
         props.extend(p.iter().map(|(k, v)| (k.as_str(), v)));
     }
-    if own {
+    if req == Required::Holds {
         required.extend(o.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str));
     }
     if let Some(t) = o.get("$ref").and_then(Value::as_str).and_then(|r| resolve(root, r)) {
-        view(root, t, props, required, own, depth + 1);
+        view(root, t, props, required, req, depth + 1);
     }
     for b in o.get("allOf").and_then(Value::as_array).into_iter().flatten() {
-        view(root, b, props, required, own, depth + 1);
+        view(root, b, props, required, req, depth + 1);
     }
     for key in ["anyOf", "oneOf"] {
         for b in o.get(key).and_then(Value::as_array).into_iter().flatten() {
-            view(root, b, props, required, false, depth + 1);
+            view(root, b, props, required, Required::MayNotHold, depth + 1);
         }
     }
 }
@@ -550,7 +558,7 @@ fn strip(root: &Value, s: &Value, i: &mut Value, budget: &mut usize, depth: usiz
     *budget -= 1;
     let mut props = Vec::new();
     let mut required = Vec::new();
-    view(root, s, &mut props, &mut required, true, 0);
+    view(root, s, &mut props, &mut required, Required::Holds, 0);
     let item = s.as_object().and_then(|o| o.get("items")).filter(|v| v.is_object());
     let mut removed = 0;
     match i {

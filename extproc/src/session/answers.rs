@@ -10,6 +10,13 @@ use envoy_types::pb::envoy::service::ext_proc::v3::{
 use toolfit::filter::host::RequestHost;
 use toolfit::filter::host::REJECT_HEADERS;
 
+/// Where a stream ends: with its body's last piece, or in trailers after it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ends {
+    WithBody,
+    InTrailers,
+}
+
 /// Which half of the exchange an answer is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Leg {

@@ -182,7 +182,7 @@ impl Session {
             return Vec::new();
         }
         let body = if self.body.is_empty() { b.body } else { [std::mem::take(&mut self.body), b.body].concat() };
-        self.finish(body, true)
+        self.finish(body, Ends::WithBody)
     }
 
     /// A body toolfit does not change: in `BUFFERED` the answer without mutation, streamed its bytes.
@@ -205,7 +205,7 @@ impl Session {
         if self.exchange.reading() && self.streamed() {
             // the body ended in trailers: what was kept is the whole body
             let body = std::mem::take(&mut self.body);
-            out = self.finish(body, false);
+            out = self.finish(body, Ends::InTrailers);
         } else if let Some(h) = self.release_headers() {
             out.push(h);
         }
@@ -214,8 +214,8 @@ impl Session {
     }
 
     /// Rewrites the whole request body; the answers that carry the verdict (the held headers first).
-    /// `end`: the body's last piece is answered here (else trailers follow).
-    fn finish(&mut self, body: Vec<u8>, end: bool) -> Vec<ProcessingResponse> {
+    /// `ends`: whether the stream ends with the body or in trailers.
+    fn finish(&mut self, body: Vec<u8>, ends: Ends) -> Vec<ProcessingResponse> {
         if !self.exchange.reading() {
             return vec![body_answer(Leg::Request, None)];
         }
@@ -239,7 +239,7 @@ impl Session {
         if held {
             out.push(headers_answer(Leg::Request, Some(m.common())));
         }
-        out.push(streamed_answer(new, end));
+        out.push(streamed_answer(new, ends == Ends::WithBody));
         out
     }
 
@@ -330,7 +330,7 @@ impl Session {
         // full duplex: what was held goes out as the body's last piece, before the trailers
         let mut out: Vec<ProcessingResponse> = self.release_response(Some(chunk.headers)).into_iter().collect();
         if !held.is_empty() {
-            out.push(streamed_body(Leg::Response, held, false));
+            out.push(streamed_body(Leg::Response, held, false /* end_of_stream: the trailers follow */));
         }
         out.push(trailers_answer(Leg::Response));
         out

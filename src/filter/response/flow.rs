@@ -220,10 +220,10 @@ impl Flow {
     /// The body ended in trailers: what toolfit still holds goes out now, as the end of the body.
     pub fn trailers(&mut self, host: &mut dyn ResponseHost, sink: &mut Sink) -> Next {
         let (held, reply) = match self {
-            Flow::Stream(stream) => (stream.feed(&[], true), stream.reply().clone()),
+            Flow::Stream(stream) => (stream.end(), stream.reply().clone()),
             Flow::Json { hold: true, .. } => {
                 let Flow::Json { reply, copy, decoder, .. } = std::mem::replace(self, Flow::Off) else { return Next::Continue };
-                match decoder.map_or(Ok(Vec::new()), |mut d| d.feed(&[], true)) {
+                match decoder.map_or(Ok(Vec::new()), |mut d| d.end()) {
                     Ok(rest) => {
                         let body = [copy, rest].concat();
                         answer(host, sink, &reply, &body, 0);
@@ -238,7 +238,7 @@ impl Flow {
                 return Next::Continue;
             }
             Flow::Decoding(decoder) => {
-                let rest = decoder.feed(&[], true).unwrap_or_default();
+                let rest = decoder.end().unwrap_or_default();
                 if !rest.is_empty() {
                     let _ = host.set_chunk(0, &rest);
                 }

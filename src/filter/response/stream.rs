@@ -193,6 +193,11 @@ impl Stream {
         self.pending.len() + self.held.iter().map(|h| h.text.len()).sum::<usize>()
     }
 
+    /// The body ended: everything held goes out.
+    pub fn end(&mut self) -> Vec<u8> {
+        self.feed(&[], true) // end: nothing more comes
+    }
+
     /// Takes the next bytes of the body; returns the bytes to send on now (maybe none). At the end
     /// of the body everything held goes out. A compressed stream is read decoded; it goes on as it
     /// came when nothing in it may change, else decoded (`Begin::decodes`).

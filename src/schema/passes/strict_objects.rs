@@ -140,7 +140,7 @@ fn blocker(root: &Value, strict: &Strict, target: &Target, context: Context) -> 
         return Some((String::new(), "the root is not an object".into()));
     }
     let mut st = Scan { strict, target, defs: &defs, properties: 0, enums: 0, found: None };
-    st.node(root, &mut String::new(), 0, 0, context == Context::Tool);
+    st.node(root, &mut String::new(), 0, 0, if context == Context::Tool { At::ToolParameters } else { At::Inside });
     if st.found.is_none() {
         if let Some(max) = strict.max_properties.filter(|m| st.properties > *m) {
             st.found = Some((String::new(), format!("{} properties, more than the {max} strict mode compiles", st.properties)));
@@ -162,8 +162,16 @@ struct Scan<'a> {
     found: Option<(String, String)>,
 }
 
+/// Where a scanned schema stands: a tool's parameters (which may be an object of no properties: a tool
+/// without parameters) or anywhere else (an output's root included).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum At {
+    ToolParameters,
+    Inside,
+}
+
 impl Scan<'_> {
-    fn node(&mut self, v: &Value, path: &mut String, depth: usize, objects: usize, root: bool) {
+    fn node(&mut self, v: &Value, path: &mut String, depth: usize, objects: usize, at: At) {
         if self.found.is_some() || depth > HARD_DEPTH {
             return;
         }
@@ -176,7 +184,7 @@ impl Scan<'_> {
             return;
         };
         let objects = if objecty(m) { objects + 1 } else { objects };
-        if let Some(why) = self.why(m, objects, root) {
+        if let Some(why) = self.why(m, objects, at) {
             self.found = Some((path.clone(), why));
             return;
         }
@@ -191,12 +199,12 @@ impl Scan<'_> {
             }
             let len = path.len();
             seg.push_to(path);
-            self.node(c, path, depth + 1, objects, false);
+            self.node(c, path, depth + 1, objects, At::Inside);
             path.truncate(len);
         }
     }
 
-    fn why(&self, m: &Map<String, Value>, objects: usize, root: bool) -> Option<String> {
+    fn why(&self, m: &Map<String, Value>, objects: usize, at: At) -> Option<String> {
         if is_never(m) {
             return None;
         }
@@ -231,7 +239,7 @@ impl Scan<'_> {
                     }
                 }
             }
-            if !has_properties(m) && !root && m.at("additionalProperties") != Some(&Value::Bool(false)) {
+            if !has_properties(m) && at == At::Inside && m.at("additionalProperties") != Some(&Value::Bool(false)) {
                 return Some("an object of any keys (no properties)".into());
             }
             let declared = m.at("properties").and_then(Value::as_object);
