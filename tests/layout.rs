@@ -242,18 +242,8 @@ fn the_circle_check_can_say_no() {
 
 /// Functions (outside tests) and their lengths in lines, as (file, first line, name, lines).
 fn functions(root: &Path, src: &Path) -> Vec<(String, usize, String, usize)> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "rs") && p.file_name().is_some_and(|n| n != "tests.rs") {
-                out.push(p);
-            }
-        }
-    }
     let mut files = Vec::new();
-    walk(src, &mut files);
+    rust_files(src, &mut files);
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
@@ -352,6 +342,7 @@ fn bare_bools(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// The `.rs` files below `dir`, but the unit tests' `tests.rs`.
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
     for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let p = e.path();

@@ -215,29 +215,28 @@ fn apart(m: &Struct) -> Apart<'_> {
 /// `CheckResponse`: a `tools/list` result rewritten for the client; anything else passes.
 pub fn check_response(shared: &Shared, r: &McpResponse) -> McpResult {
     let (Some(given), "tools/list") = (r.mcp_response.as_deref(), r.method.as_str()) else { return pass() };
-    let Some((given, shape)) = read(given) else { return pass() };
-    // the result itself, or a whole JSON-RPC message holding it
-    let whole = given.get("result").is_some_and(Json::is_object);
-    let result = if whole { given.get("result").cloned().unwrap_or(Json::Null) } else { given.clone() };
-    if !result.get("tools").is_some_and(Json::is_array) {
-        return pass();
-    }
+    // the result itself, or a whole JSON-RPC message holding it, handed to the core as it is: raw JSON
+    // as its bytes, a Struct as its JSON text
+    let (text, shape) = match given.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => match std::str::from_utf8(given) {
+            Ok(t) => (std::borrow::Cow::Borrowed(t), Shape::Raw),
+            Err(_) => return pass(),
+        },
+        _ => match Struct::decode(given) {
+            Ok(s) => (std::borrow::Cow::Owned(to_json(&s).to_string()), Shape::Struct),
+            Err(_) => return pass(),
+        },
+    };
     let meta = metadata(&r.metadata_context);
     let a = apart(&meta);
-    match with_env(shared, |env| a.list(env, &result.to_string())) {
+    match with_env(shared, |env| a.list(env, &text)) {
         Listed::Keep => pass(),
         Listed::Replace(new) => {
-            let Ok(new) = serde_json::from_str::<Json>(&new) else { return pass() };
-            let out = if whole {
-                let mut m = given;
-                if let Some(o) = m.as_object_mut() {
-                    o.insert("result".into(), new);
-                }
-                m
-            } else {
-                new
+            let out = match shape {
+                Shape::Raw => Some(new.into_bytes()),
+                Shape::Struct => serde_json::from_str::<Json>(&new).ok().and_then(|j| write(&j, shape)),
             };
-            write(&out, shape).map_or_else(pass, |b| McpResult { result: Some(Outcome::Mutated(b)) })
+            out.map_or_else(pass, |b| McpResult { result: Some(Outcome::Mutated(b)) })
         }
         Listed::Refuse(err) => {
             let e: Json = serde_json::from_str(&err).unwrap_or(Json::Null);

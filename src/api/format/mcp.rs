@@ -1,6 +1,7 @@
 //! An MCP route (`format: mcp`): JSON-RPC between MCP clients and an MCP server, read by
 //! `crate::filter::mcp`. The schemas toolfit rewrites here are the `inputSchema`s of a `tools/list`
-//! result (`result.tools`), for the profile of the client that asked; `outputSchema`s are rewritten
+//! result (`result.tools` of a JSON-RPC answer, or `tools` of a result handed over alone, as
+//! agentgateway's MCP hook does), for the profile of the client that asked; `outputSchema`s are rewritten
 //! apart, only where that keeps or widens what they accept (the client validates the server's
 //! `structuredContent` against them), and names are mapped by the MCP leg's own reversible rule.
 
@@ -12,7 +13,7 @@ use crate::schema::Context;
 pub const FORMAT: Descriptor = Descriptor {
     format: Format::Mcp,
     name: "mcp",
-    tools: Tools { lists: &[&["result", "tools"]], split: None, nested: None, bare: false },
+    tools: Tools { lists: &[&["result", "tools"], &["tools"]], split: None, nested: None, bare: false },
     tool_sites: Some(tool_sites),
     output_sites: None,
     outputs: &[],

@@ -22,7 +22,8 @@ pub struct Apart<'a> {
 pub enum Listed {
     /// As it came.
     Keep,
-    /// This `result` (JSON text) in its place.
+    /// This payload (JSON text, in the shape it came: the result alone or the whole message) in its
+    /// place.
     Replace(String),
     /// A JSON-RPC `error` object (JSON text) in its place (`unfit: error`).
     Refuse(String),
@@ -54,17 +55,20 @@ impl Apart<'_> {
         leg
     }
 
-    /// A `tools/list` result (its JSON text), rewritten for the client as on an MCP route.
-    pub fn list(&self, env: &mut Env, result: &str) -> Listed {
+    /// A `tools/list` answer as the hook hands it over (its JSON text: the result alone, or the whole
+    /// JSON-RPC message), rewritten for the client as on an MCP route: `Replace` holds the same shape.
+    pub fn list(&self, env: &mut Env, payload: &str) -> Listed {
         let leg = self.leg(env);
-        let message = format!(r#"{{"jsonrpc":"2.0","id":0,"result":{result}}}"#);
-        let Some(listed) = List::rewrite(env, &leg, &message) else { return Listed::Keep };
-        let Some(out) = settle(env, &leg, listed, "0") else { return Listed::Keep };
-        let Some(top) = raw::object(&out) else { return Listed::Keep };
-        match (top.get("result"), top.get("error")) {
-            (Some(r), _) => Listed::Replace(r.get().to_string()),
-            (None, Some(e)) => Listed::Refuse(e.get().to_string()),
-            _ => Listed::Keep,
+        let Some(listed) = List::rewrite(env, &leg, payload) else { return Listed::Keep };
+        let refused = listed.refused.is_some();
+        let Some(out) = settle(env, &leg, listed, "null") else { return Listed::Keep };
+        if !refused {
+            return Listed::Replace(out);
+        }
+        // the refusal is a JSON-RPC answer: the hook takes its error object
+        match raw::object(&out).and_then(|top| top.get("error")) {
+            Some(e) => Listed::Refuse(e.get().to_string()),
+            None => Listed::Keep,
         }
     }
 

@@ -105,7 +105,7 @@ pub(super) struct List {
     report: Report,
     /// Lossy or unreadable tools, for the line.
     unfit: Vec<(String, String, String)>,
-    refused: Option<Unfitting>,
+    pub(super) refused: Option<Unfitting>,
 }
 
 impl List {
@@ -261,10 +261,14 @@ pub(super) fn elements(text: &str) -> Option<Vec<&str>> {
 }
 
 /// The element texts of `result.tools`, and the array's byte range in `text`.
+/// The listed tools of a JSON-RPC answer (`result.tools`) or of a result alone (`tools`), and where
+/// the list stands in `text`.
 pub(super) fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
     let top = raw::object(text)?;
-    let result = raw::object(top.get("result")?.get())?;
-    let tools: Raw<'_> = result.get("tools")?;
+    let tools: Raw<'_> = match top.get("result") {
+        Some(result) => raw::object(result.get())?.get("tools")?,
+        None => top.get("tools")?,
+    };
     let at = raw::offset(text, tools.get())?;
     let list = raw::array(tools.get())?;
     Some((list.0.iter().map(|r| r.get()).collect(), (at, at + tools.get().len())))
