@@ -390,6 +390,15 @@ mod tests {
         assert_eq!(read(&out).map(|(_, shape)| shape), Some(Shape::Raw));
         let text = String::from_utf8_lossy(&out);
         assert!(text.contains("get_weather__032e") && text.contains("9007199254740993"), "{text}");
+        // a whole answer, raw: it comes back as it came but for the rewritten spans (its spacing, its id)
+        let spaced = format!("{{ \"jsonrpc\": \"2.0\", \"id\": \"x\",\n  \"result\": {list} }}\n");
+        let whole = McpResponse { mcp_response: Some(spaced.as_bytes().to_vec()), ..r.clone() };
+        let Some(Outcome::Mutated(out)) = check_response(&s, &whole).result else { panic!("not mutated") };
+        let text = String::from_utf8_lossy(&out);
+        assert!(
+            text.starts_with("{ \"jsonrpc\": \"2.0\", \"id\": \"x\",\n  \"result\": {\"tools\":[{\"name\":\"get_weather__032e") && text.ends_with("}]} }\n"),
+            "{text}"
+        );
         let call = McpRequest {
             service_names: vec!["a".into()],
             method: "tools/call".into(),
