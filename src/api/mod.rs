@@ -114,6 +114,23 @@ pub struct Unparsed {
     pub reason: String,
 }
 
+/// One schema rewritten apart from any body (an MCP `outputSchema`, which the MCP leg sends on only
+/// where every change widens it), through the rewrite cache like a body's: its new text where it
+/// changed, and the report. `Err`: not a schema toolfit reads, and why.
+pub fn rewrite_schema(
+    src: &str,
+    (tool, context): (&str, crate::schema::Context),
+    profile: &'static Profile,
+    opts: &Options,
+    cache: Option<&mut cache::SiteCache>,
+) -> Result<(Option<String>, Report), String> {
+    let done = strict::rewrite_site(src, (tool, context), profile, opts, cache, &mut strict::Scopes::default());
+    match done.unparsed {
+        Some(u) => Err(u.reason),
+        None => Ok((done.output, done.report)),
+    }
+}
+
 pub struct BodyOutcome {
     /// The rewritten body; `None` when nothing changed (forward the original bytes).
     pub body: Option<Vec<u8>>,

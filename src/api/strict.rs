@@ -67,11 +67,11 @@ impl<'o> StrictPolicy<'o> {
         let all_loose = self.all_loose && site.context == Context::Tool;
         let strict_on = asked && !all_loose;
         let first = profile.for_site(Strictness::of(strict_on), Field::of(site.json_field), site.context);
-        let mut done = rewrite_site(src, site, first, opts, cache.as_deref_mut(), &mut self.scopes);
+        let mut done = rewrite_site(src, (&site.tool, site.context), first, opts, cache.as_deref_mut(), &mut self.scopes);
         let mut strict = strict_on;
         let loose = profile.for_site(Strictness::Loose, Field::of(site.json_field), site.context);
         if strict && done.report.counters.contains_key(&Kind::StrictDeclined) {
-            done = declined(done.report, rewrite_site(src, site, loose, opts, cache.as_deref_mut(), &mut self.scopes));
+            done = declined(done.report, rewrite_site(src, (&site.tool, site.context), loose, opts, cache.as_deref_mut(), &mut self.scopes));
             strict = false;
         }
         // the API's limits over the whole request: past them a schema goes non-strict
@@ -79,7 +79,7 @@ impl<'o> StrictPolicy<'o> {
             if let Some(why) = self.spent.add(&limits, done.output.as_deref().unwrap_or(src)) {
                 let mut report = Report::default();
                 report.push(crate::schema::Record { tool: site.tool.clone(), path: String::new(), kind: Kind::StrictDeclined, detail: why });
-                done = declined(report, rewrite_site(src, site, loose, opts, cache, &mut self.scopes));
+                done = declined(report, rewrite_site(src, (&site.tool, site.context), loose, opts, cache, &mut self.scopes));
                 strict = false;
             }
         }
@@ -115,15 +115,15 @@ impl<'o> StrictPolicy<'o> {
 
 /// One schema's rewrite by one profile.
 pub(super) struct Done {
-    output: Option<String>,
-    report: Report,
-    unparsed: Option<Unparsed>,
+    pub(super) output: Option<String>,
+    pub(super) report: Report,
+    pub(super) unparsed: Option<Unparsed>,
 }
 
 /// Rewrites one schema with `profile` (from the cache when it was seen before).
 pub(super) fn rewrite_site(
     src: &str,
-    site: &Site,
+    (tool, context): (&str, Context),
     profile: &'static Profile,
     opts: &Options,
     mut cache: Option<&mut cache::SiteCache>,
@@ -131,25 +131,25 @@ pub(super) fn rewrite_site(
 ) -> Done {
     let scope = if cache.is_some() { scopes.of(profile, opts) } else { 0 };
     if let Some(c) = cache.as_deref_mut() {
-        if let Some(hit) = c.get(scope, &site.tool, site.context, src) {
+        if let Some(hit) = c.get(scope, tool, context, src) {
             c.hits += 1;
             return Done { output: hit.output, report: hit.report, unparsed: None };
         }
     }
     let mut report = Report::default();
-    let mut v: Value = match schema::parse(src, opts, site.context, &site.tool, &mut report) {
+    let mut v: Value = match schema::parse(src, opts, context, tool, &mut report) {
         Ok(v) => v,
-        Err(reason) => return Done { output: None, report: Report::default(), unparsed: Some(Unparsed { tool: site.tool.clone(), reason }) },
+        Err(reason) => return Done { output: None, report: Report::default(), unparsed: Some(Unparsed { tool: tool.to_string(), reason }) },
     };
     let cut = !report.is_empty();
-    let out = schema::normalize(&mut v, profile, opts, site.context, &site.tool);
+    let out = schema::normalize(&mut v, profile, opts, context, tool);
     let output = if out.changed || cut { to_text(&v, src.len()) } else { None };
     report.extend(out.report);
     let declined = report.counters.contains_key(&Kind::StrictDeclined);
     let output = if declined { None } else { output };
     if let Some(c) = cache {
         c.misses += 1;
-        c.put(scope, &site.tool, site.context, src, cache::Hit { output: output.clone(), report: report.clone(), counts: cache::Counts::default() });
+        c.put(scope, tool, context, src, cache::Hit { output: output.clone(), report: report.clone(), counts: cache::Counts::default() });
     }
     Done { output, report, unparsed: None }
 }

@@ -10,7 +10,7 @@ use crate::filter::config::Unfit;
 use crate::filter::host::Env;
 use crate::filter::log::Line;
 use crate::filter::stats::{self, Stat};
-use crate::schema::{self, Context, Kind, Record, Report};
+use crate::schema::{Context, Kind, Record, Report};
 
 /// Counts and logs what a list's rewrite did; the message the client gets (`None`: as it came).
 pub(super) fn settle(env: &mut Env, leg: &Leg, listed: List, id: &str) -> Option<String> {
@@ -277,9 +277,7 @@ pub(super) fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
 /// An `outputSchema` (its text) rewritten, where every change keeps or widens what it accepts.
 pub(super) fn output(env: &mut Env, leg: &Leg, text: &str, tool: &str, list: &mut List) -> Option<String> {
     let opts = env.config.options_with(leg.profile, &leg.settings);
-    let mut report = Report::default();
-    let mut v = schema::parse(text, &opts, Context::Output, tool, &mut report).ok()?;
-    report.extend(schema::normalize(&mut v, leg.profile, &opts, Context::Output, tool).report);
+    let (new, report) = api::rewrite_schema(text, (tool, Context::Output), leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
     if report.is_empty() {
         return None;
     }
@@ -288,5 +286,5 @@ pub(super) fn output(env: &mut Env, leg: &Leg, text: &str, tool: &str, list: &mu
         return None;
     }
     list.report.extend(report);
-    Some(v.to_string())
+    new
 }
