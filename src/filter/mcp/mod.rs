@@ -29,7 +29,7 @@ use super::config::{Config, Models, Route, Settings, Unfit};
 use super::headers::is_json;
 use super::host::{Env, Headed, Headers, Next, RequestHost, ResponseHost, RouteMeta};
 use super::log::Line;
-use super::response::stream::{event_end, event_json};
+use super::response::stream::{event_json, Framer};
 use super::response::Events;
 use super::stats::{self, label, Metrics, Scope, Series, Stat};
 use crate::api::raw::{self, Raw};
@@ -130,7 +130,7 @@ enum Flow {
     /// SSE: complete events go on as they come (rewritten where one is a `tools/list` result); the
     /// bytes of an incomplete one are kept.
     Sse {
-        pending: Vec<u8>,
+        framer: Framer,
         given_up: bool,
     },
 }
@@ -321,7 +321,7 @@ impl State {
         match &self.flow {
             Flow::Off => 0,
             Flow::Json(b) => b.len(),
-            Flow::Sse { pending, .. } => pending.len(),
+            Flow::Sse { framer, .. } => framer.pending(),
         }
     }
 
@@ -352,7 +352,7 @@ impl State {
         }
         let ct = content_type.unwrap_or("").to_ascii_lowercase();
         let flow = if ct.starts_with("text/event-stream") {
-            Flow::Sse { pending: Vec::new(), given_up: false }
+            Flow::Sse { framer: Framer::new(Events::Sse), given_up: false }
         } else if is_json(&ct) {
             Flow::Json(Vec::new())
         } else {
@@ -413,7 +413,7 @@ impl State {
         let out = match std::mem::replace(&mut self.flow, Flow::Off) {
             Flow::Off => return Next::Continue,
             Flow::Json(all) => self.rewrite_document(env, &all).unwrap_or(all),
-            Flow::Sse { pending, .. } => pending,
+            Flow::Sse { mut framer, .. } => framer.take(),
         };
         if !out.is_empty() && !host.set_chunk(0, &out) {
             self.leg.count(env.metrics, Stat::InternalErrors, 1);
@@ -430,7 +430,7 @@ impl State {
     fn release(&mut self, env: &mut Env, host: &mut dyn ResponseHost, size: usize) {
         let held = match std::mem::replace(&mut self.flow, Flow::Off) {
             Flow::Json(b) => b,
-            Flow::Sse { pending, .. } => pending,
+            Flow::Sse { mut framer, .. } => framer.take(),
             Flow::Off => return,
         };
         let mut out = held;
@@ -442,33 +442,24 @@ impl State {
 
     /// The SSE bytes that go on for `chunk`: every complete event (a `tools/list` result rewritten).
     fn feed_sse(&mut self, env: &mut Env, chunk: &[u8], end: bool, max: usize) -> Vec<u8> {
-        let Flow::Sse { pending, given_up } = &mut self.flow else { return chunk.to_vec() };
+        let Flow::Sse { framer, given_up } = &mut self.flow else { return chunk.to_vec() };
         if *given_up {
             return chunk.to_vec();
         }
-        let from = pending.len().saturating_sub(3);
-        pending.extend_from_slice(chunk);
-        let mut buf = std::mem::take(pending);
-        let mut out = Vec::with_capacity(buf.len());
-        let mut at = 0;
-        let mut look = from;
-        while let Some(e) = event_end(&buf, look, Events::Sse) {
-            let event = buf.get(at..e).unwrap_or_default();
-            match self.rewrite_event(env, event) {
-                Some(new) => out.extend_from_slice(&new),
-                None => out.extend_from_slice(event),
-            }
-            at = e;
-            look = e;
-        }
-        let rest = buf.split_off(at.min(buf.len()));
-        let Flow::Sse { pending, given_up } = &mut self.flow else { return out };
-        if end || rest.len() > max {
+        let mut framer = std::mem::take(framer);
+        let mut out = Vec::with_capacity(chunk.len());
+        framer.split(chunk, |event| match self.rewrite_event(env, event) {
+            Some(new) => out.extend_from_slice(&new),
+            None => out.extend_from_slice(event),
+        });
+        let over = framer.pending() > max;
+        if end || over {
             // the body ends (or an event outgrew the limit): what is left goes as it came
-            *given_up = rest.len() > max;
-            out.extend_from_slice(&rest);
-        } else {
-            *pending = rest;
+            out.append(&mut framer.take());
+        }
+        if let Flow::Sse { framer: kept, given_up } = &mut self.flow {
+            *kept = framer;
+            *given_up = over;
         }
         out
     }

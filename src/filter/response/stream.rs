@@ -8,9 +8,10 @@ use crate::api::format::{CallKey, CallPath, Frag, StreamCalls};
 use crate::filter::encoding::{Coding, Decoder};
 
 /// The kind of streamed body.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Events {
     /// `text/event-stream`: events end with a blank line.
+    #[default]
     Sse,
     /// `application/x-ndjson` (Ollama): one JSON document per line.
     Lines,
@@ -89,8 +90,8 @@ impl Held {
 pub struct Stream {
     reply: Reply,
     events: Events,
-    /// Bytes of an event not yet complete.
-    pending: Vec<u8>,
+    /// The events as they complete, and the bytes of one that has not.
+    framer: Framer,
     held: Vec<Held>,
     open: Vec<Open>,
     done: Vec<(CallKey, Fixed)>,
@@ -99,6 +100,58 @@ pub struct Stream {
     /// The upstream's coding, read as it comes (`None`: identity, or given up on).
     decoder: Option<Decoder>,
     pub tally: Tally,
+}
+
+/// A streamed body cut into its events as the chunks come, for both legs' streams: the events wholly
+/// inside a chunk are read where they are; only an event the chunk's end cuts is copied, until the
+/// chunk that completes it.
+#[derive(Default)]
+pub(crate) struct Framer {
+    events: Events,
+    /// Bytes of an event not yet complete.
+    pending: Vec<u8>,
+}
+
+impl Framer {
+    pub(crate) fn new(events: Events) -> Framer {
+        Framer { events, pending: Vec::new() }
+    }
+
+    /// Hands each event `chunk` completes to `each`, in order (the first with the bytes that were
+    /// pending before it); what is left pends.
+    pub(crate) fn split(&mut self, chunk: &[u8], mut each: impl FnMut(&[u8])) {
+        let mut rest = chunk;
+        if !self.pending.is_empty() {
+            // what is pending was searched to its end already; the blank line may begin in its last
+            // bytes, which the search looks back on
+            let seen = self.pending.len();
+            self.pending.extend_from_slice(chunk);
+            match event_end(&self.pending, seen, self.events) {
+                Some(n) => {
+                    let event = std::mem::take(&mut self.pending);
+                    each(event.get(..n).unwrap_or_default());
+                    rest = chunk.get(n.saturating_sub(seen)..).unwrap_or_default();
+                }
+                None => rest = &[],
+            }
+        }
+        while let Some(n) = event_end(rest, 0, self.events) {
+            let (event, tail) = rest.split_at(n);
+            each(event);
+            rest = tail;
+        }
+        self.pending.extend_from_slice(rest);
+    }
+
+    /// How many bytes pend.
+    pub(crate) fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The pending bytes, taken.
+    pub(crate) fn take(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.pending)
+    }
 }
 
 /// Where one event ends in `b` (just past its blank line), if it is complete. `from`: where to start
@@ -150,7 +203,17 @@ pub(crate) fn event_json(text: &str, events: Events) -> Option<(usize, &str)> {
 impl Stream {
     pub fn new(reply: Reply, events: Events, coding: Coding) -> Stream {
         let decoder = Decoder::new(coding, decode_limit(&reply));
-        Stream { reply, events, pending: Vec::new(), held: Vec::new(), open: Vec::new(), done: Vec::new(), given_up: false, decoder, tally: Tally::default() }
+        Stream {
+            reply,
+            events,
+            framer: Framer::new(events),
+            held: Vec::new(),
+            open: Vec::new(),
+            done: Vec::new(),
+            given_up: false,
+            decoder,
+            tally: Tally::default(),
+        }
     }
 
     pub fn reply(&self) -> &Reply {
@@ -164,7 +227,7 @@ impl Stream {
 
     /// Whether events are held (or an event is incomplete) that the body's end has not let out.
     pub fn holding(&self) -> bool {
-        !self.held.is_empty() || (!self.pending.is_empty() && self.reply.repairs())
+        !self.held.is_empty() || (self.framer.pending() > 0 && self.reply.repairs())
     }
 
     /// Where the calls are if the event is the format's closing summary, which says every call
@@ -190,7 +253,7 @@ impl Stream {
     }
 
     fn held_bytes(&self) -> usize {
-        self.pending.len() + self.held.iter().map(|h| h.text.len()).sum::<usize>()
+        self.framer.pending() + self.held.iter().map(|h| h.text.len()).sum::<usize>()
     }
 
     /// The body ended: everything held goes out.
@@ -235,7 +298,7 @@ impl Stream {
         for h in std::mem::take(&mut self.held) {
             h.spill(out);
         }
-        out.append(&mut self.pending);
+        out.append(&mut self.framer.take());
     }
 
     fn feed_plain(&mut self, chunk: &[u8], end: bool) -> Vec<u8> {
@@ -244,37 +307,13 @@ impl Stream {
             out.extend_from_slice(chunk);
             return out;
         }
-        // The events wholly inside `chunk` are read where they are; only an event cut by the chunk's
-        // end is copied, into `pending`, until the chunk that completes it.
-        let mut rest = chunk;
-        if !self.pending.is_empty() {
-            // what is pending was searched to its end already; the blank line may begin in its last
-            // bytes, which the search looks back on
-            let seen = self.pending.len();
-            let from = seen;
-            self.pending.extend_from_slice(chunk);
-            match event_end(&self.pending, from, self.events) {
-                Some(n) => {
-                    let event = std::mem::take(&mut self.pending);
-                    let (first, _) = event.split_at(n);
-                    self.event(first, &mut out);
-                    rest = chunk.get(n.saturating_sub(seen)..).unwrap_or_default();
-                }
-                None => rest = &[],
-            }
+        let mut framer = std::mem::take(&mut self.framer);
+        framer.split(chunk, |event| self.event(event, &mut out));
+        if end && framer.pending() > 0 {
+            // the body's end completes the last event
+            self.event(&framer.take(), &mut out);
         }
-        while let Some(n) = event_end(rest, 0, self.events) {
-            let (event, tail) = rest.split_at(n);
-            self.event(event, &mut out);
-            rest = tail;
-        }
-        if !rest.is_empty() {
-            self.pending.extend_from_slice(rest);
-        }
-        if end && !self.pending.is_empty() {
-            let event = std::mem::take(&mut self.pending);
-            self.event(&event, &mut out);
-        }
+        self.framer = framer;
         if end {
             self.close(None);
             self.release(&mut out);
