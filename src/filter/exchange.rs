@@ -281,46 +281,7 @@ mod tests {
     use crate::filter::stats::metric_name;
     use crate::filter::stats::testing::Counts;
 
-    /// A host that does what it is told and writes it down.
-    #[derive(Default)]
-    struct Host {
-        calls: Vec<String>,
-        body: Vec<u8>,
-        chunk: Vec<u8>,
-    }
-    impl RequestHost for Host {
-        fn set_header(&mut self, name: &str, value: &str) -> bool {
-            self.calls.push(format!("set {name}: {value}"));
-            true
-        }
-        fn remove_header(&mut self, name: &str) -> bool {
-            self.calls.push(format!("remove {name}"));
-            true
-        }
-        fn set_body(&mut self, _: usize, bytes: &[u8]) -> bool {
-            self.body = bytes.to_vec();
-            true
-        }
-        fn reject(&mut self, status: u16, _: &[u8]) -> bool {
-            self.calls.push(format!("reject {status}"));
-            true
-        }
-    }
-    impl ResponseHost for Host {
-        fn chunk(&mut self, _: usize) -> Option<Vec<u8>> {
-            Some(self.chunk.clone())
-        }
-        fn set_chunk(&mut self, _: usize, bytes: &[u8]) -> bool {
-            self.chunk = bytes.to_vec();
-            true
-        }
-        fn set_header(&mut self, name: &str, value: &str) -> bool {
-            RequestHost::set_header(self, name, value)
-        }
-        fn remove_header(&mut self, name: &str) -> bool {
-            RequestHost::remove_header(self, name)
-        }
-    }
+    use crate::filter::host::testing::Recorder as Host;
 
     fn now() -> u64 {
         7_000_000
@@ -344,7 +305,8 @@ mod tests {
         let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}"#;
         assert_eq!(x.request_end(&mut env, Some(&body[..]), body.len(), &mut host), Next::Continue);
         assert!(!x.reading() && x.awaits_response());
-        assert!(String::from_utf8_lossy(&host.body).contains(r#""name":"gh_search""#), "{}", String::from_utf8_lossy(&host.body));
+        let sent = String::from_utf8_lossy(host.body.as_deref().unwrap_or_default()).into_owned();
+        assert!(sent.contains(r#""name":"gh_search""#), "{sent}");
         // the response: read, the name given back, counted at the end
         // its length will change: the headers go on at once without it
         host.calls.clear();

@@ -247,6 +247,60 @@ pub trait ResponseHost {
     fn remove_header(&mut self, name: &str) -> bool;
 }
 
+/// What unit tests drive the core with.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::{RequestHost, ResponseHost};
+
+    /// A host that does what it is told and writes it down: every call in order (`set name: value`,
+    /// `remove name`, `reject status`), the headers set and removed, the body set, the chunk.
+    #[derive(Default)]
+    pub struct Recorder {
+        pub calls: Vec<String>,
+        pub set: Vec<(String, String)>,
+        pub removed: Vec<String>,
+        pub body: Option<Vec<u8>>,
+        pub chunk: Vec<u8>,
+    }
+
+    impl RequestHost for Recorder {
+        fn set_header(&mut self, name: &str, value: &str) -> bool {
+            self.calls.push(format!("set {name}: {value}"));
+            self.set.push((name.into(), value.into()));
+            true
+        }
+        fn remove_header(&mut self, name: &str) -> bool {
+            self.calls.push(format!("remove {name}"));
+            self.removed.push(name.into());
+            true
+        }
+        fn set_body(&mut self, _: usize, bytes: &[u8]) -> bool {
+            self.body = Some(bytes.to_vec());
+            true
+        }
+        fn reject(&mut self, status: u16, _: &[u8]) -> bool {
+            self.calls.push(format!("reject {status}"));
+            true
+        }
+    }
+
+    impl ResponseHost for Recorder {
+        fn chunk(&mut self, _: usize) -> Option<Vec<u8>> {
+            Some(self.chunk.clone())
+        }
+        fn set_chunk(&mut self, _: usize, bytes: &[u8]) -> bool {
+            self.chunk = bytes.to_vec();
+            true
+        }
+        fn set_header(&mut self, name: &str, value: &str) -> bool {
+            RequestHost::set_header(self, name, value)
+        }
+        fn remove_header(&mut self, name: &str) -> bool {
+            RequestHost::remove_header(self, name)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

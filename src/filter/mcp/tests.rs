@@ -38,46 +38,7 @@ fn session_tags_round_trip_and_bad_ones_are_ignored() {
     }
 }
 
-/// A host that does what it is told and writes it down.
-#[derive(Default)]
-struct Host {
-    set: Vec<(String, String)>,
-    removed: Vec<String>,
-    body: Option<Vec<u8>>,
-    chunk: Vec<u8>,
-}
-impl RequestHost for Host {
-    fn set_header(&mut self, name: &str, value: &str) -> bool {
-        self.set.push((name.into(), value.into()));
-        true
-    }
-    fn remove_header(&mut self, name: &str) -> bool {
-        self.removed.push(name.into());
-        true
-    }
-    fn set_body(&mut self, _: usize, bytes: &[u8]) -> bool {
-        self.body = Some(bytes.to_vec());
-        true
-    }
-    fn reject(&mut self, _: u16, _: &[u8]) -> bool {
-        false
-    }
-}
-impl ResponseHost for Host {
-    fn chunk(&mut self, _: usize) -> Option<Vec<u8>> {
-        Some(self.chunk.clone())
-    }
-    fn set_chunk(&mut self, _: usize, bytes: &[u8]) -> bool {
-        self.chunk = bytes.to_vec();
-        true
-    }
-    fn set_header(&mut self, name: &str, value: &str) -> bool {
-        RequestHost::set_header(self, name, value)
-    }
-    fn remove_header(&mut self, name: &str) -> bool {
-        RequestHost::remove_header(self, name)
-    }
-}
+use crate::filter::host::testing::Recorder as Host;
 
 fn now() -> u64 {
     1
