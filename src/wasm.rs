@@ -73,7 +73,7 @@ impl Metrics for HostMetrics {
     }
     fn add(&mut self, s: &Series, n: u64) {
         let ids = &self.ids;
-        let name = self.budget.admit(*s, |s| ids.contains_key(&s.dotted())).dotted();
+        let name = self.budget.admit(*s, Series::dotted, |k| ids.contains_key(k));
         if let Some(id) = self.id(MetricType::Counter, &name) {
             let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
         }

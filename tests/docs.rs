@@ -100,7 +100,7 @@ fn backends_table_problems(rows: &[&str]) -> Vec<String> {
 #[test]
 fn configuration_page_matches_the_reader_and_the_formats() {
     let page = read("docs/configuration.md");
-    for key in toolfit::filter::config::Config::KEYS {
+    for key in toolfit::filter::config::Config::keys() {
         assert!(page.contains(&format!("| `{key}` |")), "docs/configuration.md has no row for `{key}`");
     }
     let routes_row = page.lines().find(|l| l.starts_with("| `routes` |")).unwrap();

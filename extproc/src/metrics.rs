@@ -116,7 +116,7 @@ impl Metrics for &Registry {
     fn add(&mut self, s: &Series, n: u64) {
         let Ok(mut inner) = self.inner.lock() else { return };
         let Inner { counters, budget, .. } = &mut *inner;
-        let s = budget.admit(*s, |s| counters.contains_key(&s.prometheus())).prometheus();
+        let s = budget.admit(*s, Series::prometheus, |k| counters.contains_key(k));
         let v = counters.entry(s).or_insert(0);
         *v = v.saturating_add(n);
     }

@@ -535,11 +535,11 @@ enum Reads {
     /// Where the route matches and its format, which say what the rest means: read first.
     Match,
     /// Both legs.
-    Both(fn(&mut Route, &Value, &str) -> Result<(), String>),
+    Both(Setter<Route>),
     /// Inference routes; on an MCP route the key is refused with the hint.
-    Inference(fn(&mut InferenceRoute, &Value, &str) -> Result<(), String>, &'static str),
+    Inference(Setter<InferenceRoute>, &'static str),
     /// MCP routes; on an inference route the key is refused.
-    Mcp(fn(&mut McpRoute, &Value, &str) -> Result<(), String>),
+    Mcp(Setter<McpRoute>),
 }
 
 /// Every key a route may hold, in one table: its name, which leg reads it and how (docs/configuration.md
@@ -609,68 +609,63 @@ impl Route {
     }
 }
 
-impl LimitsConfig {
-    fn read(v: &Value, at: &str) -> Result<LimitsConfig, String> {
-        let m = members(v, at, &["max_depth", "max_nodes", "inline_budget", "max_branches", "max_repetition", "max_open_properties"])?;
-        Ok(LimitsConfig {
-            max_depth: opt(m, at, "max_depth", whole)?,
-            max_nodes: opt(m, at, "max_nodes", whole)?,
-            inline_budget: opt(m, at, "inline_budget", whole)?,
-            max_branches: opt(m, at, "max_branches", whole)?,
-            max_repetition: opt(m, at, "max_repetition", whole)?,
-            max_open_properties: opt(m, at, "max_open_properties", whole)?,
-        })
+/// Sets one key's value in what it configures (`at`: the key's place, for errors).
+type Setter<T> = fn(&mut T, &Value, &str) -> Result<(), String>;
+
+/// Every key of `limits`, with its reader.
+const LIMIT_KEYS: &[(&str, Setter<LimitsConfig>)] = &[
+    ("max_depth", |l, v, at| whole(v, at).map(|n| l.max_depth = Some(n))),
+    ("max_nodes", |l, v, at| whole(v, at).map(|n| l.max_nodes = Some(n))),
+    ("inline_budget", |l, v, at| whole(v, at).map(|n| l.inline_budget = Some(n))),
+    ("max_branches", |l, v, at| whole(v, at).map(|n| l.max_branches = Some(n))),
+    ("max_repetition", |l, v, at| whole(v, at).map(|n| l.max_repetition = Some(n))),
+    ("max_open_properties", |l, v, at| whole(v, at).map(|n| l.max_open_properties = Some(n))),
+];
+
+/// Every top-level key, with its reader (docs/configuration.md names each).
+const CONFIG_KEYS: &[(&str, Setter<Config>)] = &[
+    ("profile", |c, v, at| profile(v, at).map(|p| c.profile = p)),
+    ("models", |c, v, at| models(v, at).map(|m| c.models = m)),
+    ("routes", |c, v, at| match v {
+        Value::Array(a) => a.iter().enumerate().map(|(i, r)| Route::read(r, &format!("{at}[{i}]"))).collect::<Result<_, _>>().map(|r| c.routes = r),
+        v => fail(at, format_args!("expected an array, got {}", kind(v))),
+    }),
+    ("max_body_bytes", |c, v, at| whole(v, at).map(|n| c.max_body_bytes = n)),
+    ("strict", |c, v, at| boolean(v, at).map(|b| c.strict = b)),
+    ("mode", |c, v, at| mode(v, at).map(|m| c.mode = m)),
+    ("framing", |c, v, at| one_of(v, at, &[("chunked", Framing::Chunked), ("exact", Framing::Exact)]).map(|f| c.framing = f)),
+    ("promote_to_description", |c, v, at| boolean(v, at).map(|b| c.promote_to_description = Some(b))),
+    ("open_objects", |c, v, at| boolean(v, at).map(|b| c.open_objects = Some(b))),
+    ("llama_cpp_since", |c, v, at| llama_cpp(v, at).map(|l| c.llama_cpp_since = l)),
+    ("limits", |c, v, at| read_keys(v, at, LIMIT_KEYS, LimitsConfig::default()).map(|l| c.limits = l)),
+    ("cache_bytes", |c, v, at| whole(v, at).map(|n| c.cache_bytes = n)),
+    ("log_lines_per_second", |c, v, at| whole(v, at).map(|n| c.log_lines_per_second = n)),
+    ("validate_tool_calls", |c, v, at| boolean(v, at).map(|b| c.validate_tool_calls = b)),
+    ("on_invalid_tool_call", |c, v, at| on_invalid(v, at).map(|o| c.on_invalid_tool_call = o)),
+    ("test_trap_header", |c, v, at| string(v, at).map(|h| c.test_trap_header = Some(h.to_string()))),
+];
+
+/// A section read by its key table, over `start`: a key left out (or null) keeps what `start` has.
+fn read_keys<T>(v: &Value, at: &str, keys: &[(&str, Setter<T>)], mut start: T) -> Result<T, String> {
+    let known: Vec<&str> = keys.iter().map(|(k, _)| *k).collect();
+    let m = members(v, at, &known)?;
+    for (key, set) in keys {
+        if let Some(v) = m.get(*key).filter(|v| !v.is_null()) {
+            set(&mut start, v, &place(at, key))?;
+        }
     }
+    Ok(start)
 }
 
 impl Config {
-    /// Every top-level key (docs/configuration.md names each).
-    pub const KEYS: &'static [&'static str] = &[
-        "profile",
-        "models",
-        "routes",
-        "max_body_bytes",
-        "strict",
-        "mode",
-        "framing",
-        "promote_to_description",
-        "open_objects",
-        "llama_cpp_since",
-        "limits",
-        "cache_bytes",
-        "log_lines_per_second",
-        "validate_tool_calls",
-        "on_invalid_tool_call",
-        "test_trap_header",
-    ];
+    /// Every top-level key.
+    pub fn keys() -> impl Iterator<Item = &'static str> {
+        CONFIG_KEYS.iter().map(|(k, _)| *k)
+    }
 
     /// The configuration a parsed document says: what it leaves out (or sets to null) keeps its default.
     fn read(v: &Value) -> Result<Config, String> {
-        let m = members(v, "", Config::KEYS)?;
-        let d = Config::default();
-        let routes = |v: &Value, at: &str| match v {
-            Value::Array(a) => a.iter().enumerate().map(|(i, r)| Route::read(r, &format!("{at}[{i}]"))).collect(),
-            v => fail(at, format_args!("expected an array, got {}", kind(v))),
-        };
-        let framing = |v: &Value, at: &str| one_of(v, at, &[("chunked", Framing::Chunked), ("exact", Framing::Exact)]);
-        Ok(Config {
-            profile: opt(m, "", "profile", profile)?.unwrap_or(d.profile),
-            models: opt(m, "", "models", models)?.unwrap_or(d.models),
-            routes: opt(m, "", "routes", routes)?.unwrap_or(d.routes),
-            max_body_bytes: opt(m, "", "max_body_bytes", whole)?.unwrap_or(d.max_body_bytes),
-            strict: opt(m, "", "strict", boolean)?.unwrap_or(d.strict),
-            mode: opt(m, "", "mode", mode)?.unwrap_or(d.mode),
-            framing: opt(m, "", "framing", framing)?.unwrap_or(d.framing),
-            promote_to_description: opt(m, "", "promote_to_description", boolean)?,
-            open_objects: opt(m, "", "open_objects", boolean)?,
-            llama_cpp_since: opt(m, "", "llama_cpp_since", llama_cpp)?.unwrap_or(d.llama_cpp_since),
-            limits: opt(m, "", "limits", LimitsConfig::read)?.unwrap_or(d.limits),
-            cache_bytes: opt(m, "", "cache_bytes", whole)?.unwrap_or(d.cache_bytes),
-            log_lines_per_second: opt(m, "", "log_lines_per_second", whole)?.unwrap_or(d.log_lines_per_second),
-            validate_tool_calls: opt(m, "", "validate_tool_calls", boolean)?.unwrap_or(d.validate_tool_calls),
-            on_invalid_tool_call: opt(m, "", "on_invalid_tool_call", on_invalid)?.unwrap_or(d.on_invalid_tool_call),
-            test_trap_header: opt(m, "", "test_trap_header", |v, at| string(v, at).map(str::to_string))?,
-        })
+        read_keys(v, "", CONFIG_KEYS, Config::default())
     }
 }
 

@@ -267,17 +267,19 @@ impl SeriesBudget {
         self.defined.insert((route.to_string(), profile))
     }
 
-    /// The series to count `s` under: a tool's series the host does not have yet (`known`: whether
-    /// it does) is a new one while the budget lasts, then the tool `other`'s.
-    pub fn admit<'a>(&mut self, s: Series<'a>, known: impl FnOnce(&Series) -> bool) -> Series<'a> {
-        if !matches!(s.scope, Scope::Tool(_)) || known(&s) {
-            return s;
+    /// The host's key (`key`: its name or labels for a series) to count `s` under, made once: a
+    /// tool's series the host does not have yet (`known`: whether it has the key) is a new one while
+    /// the budget lasts, then the tool `other`'s.
+    pub fn admit<'a, K>(&mut self, s: Series<'a>, key: impl Fn(&Series<'a>) -> K, known: impl FnOnce(&K) -> bool) -> K {
+        let k = key(&s);
+        if !matches!(s.scope, Scope::Tool(_)) || known(&k) {
+            return k;
         }
         if self.tool_series >= Self::TOOL_SERIES {
-            return Series { scope: Scope::Tool("other"), ..s };
+            return key(&Series { scope: Scope::Tool("other"), ..s });
         }
         self.tool_series += 1;
-        s
+        k
     }
 }
 
@@ -328,13 +330,13 @@ mod tests {
         let tool = |t: &'static str| Series { route: "r", profile: "p", scope: Scope::Tool(t), counter: "calls_seen" };
         for n in names.iter().take(SeriesBudget::TOOL_SERIES) {
             let s = Series { scope: Scope::Tool(n), ..tool("x") };
-            assert_eq!(b.admit(s, |_| false), s);
+            assert_eq!(b.admit(s, Series::dotted, |_| false), s.dotted());
         }
         let past = Series { scope: Scope::Tool(&names[SeriesBudget::TOOL_SERIES]), ..tool("x") };
-        assert_eq!(b.admit(past, |_| false).dotted(), "toolfit.route.r.profile.p.tool.other.calls_seen");
-        assert_eq!(b.admit(tool("t5"), |_| true), tool("t5"), "a series the host has keeps its name");
+        assert_eq!(b.admit(past, Series::dotted, |_| false), "toolfit.route.r.profile.p.tool.other.calls_seen");
+        assert_eq!(b.admit(tool("t5"), Series::dotted, |_| true), tool("t5").dotted(), "a series the host has keeps its name");
         let route = Series::of("r", "p", "requests_seen");
-        assert_eq!(b.admit(route, |_| false), route);
+        assert_eq!(b.admit(route, Series::dotted, |_| false), route.dotted());
         let mut full = SeriesBudget::default();
         for i in 0..=SeriesBudget::ROUTE_PROFILES {
             assert!(full.define(&format!("r{i}"), "p"));
