@@ -94,11 +94,12 @@ def main():
         check(f"ci/{name}.yaml: its {len(objs)} objects valid against their schemas", ok, "\n".join(l for l in out.splitlines() if not l.startswith("ok")))
     # the typed configuration block names exactly the filter's configuration keys (src/filter/config.rs)
     src = open(os.path.join(ROOT, "src", "filter", "config.rs")).read()
-    m = re.search(r"/// Every top-level key[^\n]*\n\s*pub const KEYS: [^=]*= &\[(.*?)\];", src, re.S)
-    keys = re.findall(r'"(\w+)"', m.group(1)) if m else []
+    # the key table: one row `("key", reader)` per key
+    m = re.search(r"\nconst CONFIG_KEYS: [^=]*= &\[(.*?)\n\];", src, re.S)
+    keys = re.findall(r'^\s*\("(\w+)",', m.group(1), re.M) if m else []
     schema = json.load(open(os.path.join(CHART, "values.schema.json")))
     typed = sorted(schema["properties"]["config"]["properties"])
-    check(f"values.schema.json types toolfit's {len(keys)} configuration keys, no more, no fewer (Config::KEYS)", keys and typed == sorted(keys), (typed, keys))
+    check(f"values.schema.json types toolfit's {len(keys)} configuration keys, no more, no fewer (CONFIG_KEYS)", keys and typed == sorted(keys), (typed, keys))
     toolfit = os.path.join(ROOT, "target", "release", "toolfit")
     for v in values:
         cfg = (yaml.safe_load(open(v)) or {}).get("config")
