@@ -147,6 +147,11 @@ pub struct ToolList {
     pub path: &'static [&'static str],
 }
 
+/// The lists of tools `format`'s descriptor says `text` holds, where each stands.
+pub fn tool_lists_in(text: &str, format: Format) -> Vec<ToolList> {
+    raw::object(text).map(|o| tool_lists(text, &o, format)).unwrap_or_default()
+}
+
 /// The lists of tools of `format` at the top level `o` of `text`.
 pub(super) fn tool_lists(text: &str, o: &raw::RawObject, format: Format) -> Vec<ToolList> {
     let mut out = Vec::new();

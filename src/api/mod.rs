@@ -20,7 +20,7 @@ mod strict;
 
 pub use edit::{splice, Edit};
 pub use format::model_in_path;
-pub use locate::{locate, locate_tools, ToolList};
+pub use locate::{locate, locate_tools, tool_lists_in, ToolList};
 pub use namemap::NameMap;
 pub use site::{Member, Missing, Site, StrictAt, Unset};
 

@@ -3,7 +3,7 @@
 //! carry their way back, and what the route's `unfit` says for a tool whose rewrite loses meaning.
 
 use super::*;
-use crate::api::raw::{self, Raw};
+use crate::api::raw;
 use crate::api::{self, Format};
 use crate::api::{splice, Edit};
 use crate::filter::config::Unfit;
@@ -260,18 +260,12 @@ pub(super) fn elements(text: &str) -> Option<Vec<&str>> {
     elements_at(text).map(|(e, _)| e)
 }
 
-/// The element texts of `result.tools`, and the array's byte range in `text`.
-/// The listed tools of a JSON-RPC answer (`result.tools`) or of a result alone (`tools`), and where
-/// the list stands in `text`.
+/// The listed tools' texts, where the `mcp` descriptor says they are (a JSON-RPC answer's
+/// `result.tools`, a result's `tools`), and the list's byte range in `text`.
 pub(super) fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
-    let top = raw::object(text)?;
-    let tools: Raw<'_> = match top.get("result") {
-        Some(result) => raw::object(result.get())?.get("tools")?,
-        None => top.get("tools")?,
-    };
-    let at = raw::offset(text, tools.get())?;
-    let list = raw::array(tools.get())?;
-    Some((list.0.iter().map(|r| r.get()).collect(), (at, at + tools.get().len())))
+    let l = api::tool_lists_in(text, Format::Mcp).into_iter().next()?;
+    let list = raw::array(text.get(l.at..l.end)?)?;
+    Some((list.0.iter().map(|r| r.get()).collect(), (l.at, l.end)))
 }
 
 /// An `outputSchema` (its text) rewritten, where every change keeps or widens what it accepts.
