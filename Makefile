@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm oci lint load fuzz digest mutants estimate test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: build extproc wasm oci lint load soak fuzz digest mutants estimate test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -173,6 +173,12 @@ bench-envoy: build wasm
 load: build wasm
 	python3 bench/load.py --delivery wasm
 	python3 bench/load.py --delivery ext_proc
+
+# An hour per delivery of steady mixed load with faults injected on a schedule (upstream resets and
+# 5xx, oversized and malformed bodies, a log flood, 14 MB bursts, the processor restarted); every body
+# checked, memory sampled. Not in make test. SOAK_SECONDS=600 make soak for a shorter run.
+soak: build wasm
+	python3 bench/soak.py --seconds $${SOAK_SECONDS:-3600}
 
 # Mutation testing (cargo-mutants from crates.io, installed if missing) of the modules whose mistakes
 # users feel first: the response path's validator and repairs, patterns, name mapping, body decoding,

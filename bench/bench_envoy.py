@@ -40,6 +40,14 @@ def free_port():
         return s.getsockname()[1]
 
 
+def vm_memory(prom):
+    """The largest VM's linear memory in a Prometheus text: the gauge is per VM, `toolfit.vm.<n>.vm_memory_bytes`
+    (`toolfit_vm_memory_bytes{vm="<n>"}` with the shipped stats tags, `toolfit_vm_<n>_vm_memory_bytes` without)."""
+    found = [int(v) for v in re.findall(r"^toolfit_vm_memory_bytes(?:\{[^}]*\})? (\d+)", prom, re.M)]
+    found += [int(v) for v in re.findall(r"^toolfit_vm_\d+_vm_memory_bytes(?:\{[^}]*\})? (\d+)", prom, re.M)]
+    return max(found, default=0)
+
+
 def catalog(name, n=None):
     tools = json.load(open(os.path.join(ROOT, "tests", "corpus", "servers", name)))["tools"]
     return [{"type": "function", "function": {"name": t["name"], "description": t.get("description", ""), "parameters": t["inputSchema"]}} for t in tools[:n]]
@@ -347,8 +355,8 @@ def main():
             print(f"toolfit-extproc ({t.split()[1]}): {1000 * secs_cpu / max(n, 1):.3f} ms CPU per request over {n} requests, resident memory {rss_mib(p.pid):.1f} MiB")
         time.sleep(5.5)
         prom = urllib.request.urlopen(f"http://127.0.0.1:{ports[3]}/stats/prometheus").read().decode()
-        mem = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
-        print(f"\nVM linear memory after the run (high-water mark, both toolfit VMs' caches filled): {int(mem.group(1)) / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
+        mem = vm_memory(prom)
+        print(f"\nVM linear memory after the run (high-water mark, both toolfit VMs' caches filled): {mem / 2**20:.1f} MiB" if mem else "\nVM memory gauge not reported")
         rss = next((int(x.split()[1]) for x in open(f"/proc/{envoy.pid}/status") if x.startswith("VmRSS:")), 0)
         print(f"Envoy resident memory after the run (all four listeners, one worker): {rss / 1024:.1f} MiB")
     finally:
@@ -449,9 +457,9 @@ def one_request_memory(venv, b, d):
         for _ in range(100):
             try:
                 prom = urllib.request.urlopen(f"http://127.0.0.1:{admin}/stats/prometheus", timeout=1).read().decode()
-                m = re.search(r"^toolfit_vm_memory_bytes\{\} (\d+)", prom, re.M)
-                if m and int(m.group(1)) > 0:
-                    return int(m.group(1))
+                m = vm_memory(prom)
+                if m:
+                    return m
             except OSError:
                 pass
             time.sleep(0.1)

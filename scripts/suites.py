@@ -55,6 +55,7 @@ def tiers():
             ("clients", ["python3", "tests/envoy/clients.py"]),
             ("bedrock", ["python3", "tests/envoy/bedrock.py"]),
             ("faults", ["python3", "tests/envoy/faults.py"]),
+            ("hostile", ["python3", "tests/envoy/hostile.py"]),
             ("extproc", ["python3", "tests/envoy/extproc.py"]),
             ("llama-server", [py, "tests/envoy/llama_server.py"]),
             ("agents", [py, "tests/envoy/mcp_agents.py"]),

@@ -19,6 +19,7 @@ use crate::filter::exchange::{BodyAllowed, Exchange};
 use crate::filter::headers;
 use crate::filter::host::{self, Env, Headed, MetaValue, Next, RequestHost, RequestRead, ResponseHost, ResponseRead, RouteMeta, REJECT_HEADERS};
 use crate::filter::log::LogLimiter;
+use crate::filter::memory::Memory;
 use crate::filter::stats::{route_series, Metrics, Series, SeriesBudget, SeriesKind};
 use proxy_wasm::hostcalls;
 use proxy_wasm::traits::{Context, HttpContext, RootContext};
@@ -26,6 +27,7 @@ use proxy_wasm::types::{Action, BufferType, ContextType, LogLevel, MapType, Metr
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
 use std::time::UNIX_EPOCH;
 
 proxy_wasm::main! {{
@@ -34,8 +36,27 @@ proxy_wasm::main! {{
     proxy_wasm::set_root_context(|_| -> Box<dyn RootContext> { Box::new(Root::default()) });
 }}
 
-/// Per-VM gauge outside any route (no labels).
-const MEMORY: &str = "toolfit.vm_memory_bytes";
+/// The per-VM gauges, outside any route: `toolfit.vm.<n>.<name>` (the bootstrap's `stats_tags` make
+/// `<n>` the label `vm`), so each worker's VM shows, not whichever wrote last.
+const VM_GAUGES: [&str; 2] = ["vm_memory_bytes", "held_bytes"];
+
+/// This VM's number among the VMs of this `vm_id` (one per worker, and the main thread's), claimed
+/// once from a counter in the VMs' shared data.
+fn vm_index() -> u32 {
+    static INDEX: OnceLock<u32> = OnceLock::new();
+    *INDEX.get_or_init(|| {
+        const KEY: &str = "toolfit.vm_count";
+        // a few tries: another VM may take the counter between our read and our write
+        for _ in 0..64 {
+            let Ok((value, cas)) = hostcalls::get_shared_data(KEY) else { break };
+            let n = value.and_then(|v| std::str::from_utf8(&v).ok().and_then(|t| t.parse::<u32>().ok())).unwrap_or(0);
+            if hostcalls::set_shared_data(KEY, Some(n.saturating_add(1).to_string().as_bytes()), cas).is_ok() {
+                return n;
+            }
+        }
+        u32::MAX
+    })
+}
 
 /// Metric ids by name: `define_metric` once per name per VM.
 #[derive(Default)]
@@ -134,10 +155,15 @@ impl RootContext for Root {
 
     fn on_tick(&mut self) {
         let mut shared = self.shared.borrow_mut();
-        // linear memory only grows: this gauge is the VM's high-water mark
-        let bytes = core::arch::wasm32::memory_size(0) as u64 * 65536;
-        if let Some(id) = shared.metrics.id(MetricType::Gauge, MEMORY) {
-            let _ = hostcalls::record_metric(id, bytes);
+        // linear memory only grows: the first gauge is the VM's high-water mark; the second what its
+        // requests in flight hold now (bounded by max_held_bytes)
+        let linear = core::arch::wasm32::memory_size(0) as u64 * 65536;
+        let held = u64::try_from(vm_memory().held()).unwrap_or(u64::MAX);
+        let vm = vm_index();
+        for (name, value) in VM_GAUGES.into_iter().zip([linear, held]) {
+            if let Some(id) = shared.metrics.id(MetricType::Gauge, &format!("toolfit.vm.{vm}.{name}")) {
+                let _ = hostcalls::record_metric(id, value);
+            }
         }
     }
 
@@ -334,7 +360,14 @@ fn header_opt(name: &Option<String>) -> Option<String> {
 fn with_env<R>(config: &Config, shared: &RefCell<Shared>, f: impl FnOnce(&mut Env) -> R) -> R {
     let mut shared = shared.borrow_mut();
     let Shared { metrics, logs, cache } = &mut *shared;
-    host::with_env(config, metrics, logs, cache.as_mut(), now_us, f)
+    host::with_env(config, metrics, logs, cache.as_mut(), vm_memory(), now_us, f)
+}
+
+/// What this VM's requests in flight hold, whichever plugin they came through (plugins with the same
+/// `vm_id` share one VM, so one linear memory).
+fn vm_memory() -> &'static Arc<Memory> {
+    static MEMORY: OnceLock<Arc<Memory>> = OnceLock::new();
+    MEMORY.get_or_init(Memory::new)
 }
 
 impl Http {
@@ -343,11 +376,9 @@ impl Http {
             return Action::Continue;
         }
         let size = self.buffered;
-        let body = match hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size) {
-            Ok(b) => Some(b.unwrap_or_default()),
-            Err(_) => None,
-        };
+        // read into the VM only if the core takes it (the memory of the requests in flight has room)
+        let read = || hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size).ok().map(Option::unwrap_or_default);
         let Http { config, shared, exchange, .. } = self;
-        action(with_env(config, shared, |env| exchange.request_end(env, body, size, &mut WasmRequest)))
+        action(with_env(config, shared, |env| exchange.request_end(env, read, size, &mut WasmRequest)))
     }
 }

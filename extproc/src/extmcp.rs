@@ -28,7 +28,9 @@ use crate::session::{with_env, Shared};
 use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
 use prost::Message;
 use serde_json::{Map, Number, Value as Json};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use tokio::sync::Semaphore;
 use toolfit::filter::mcp::{Apart, Listed};
 
 /// The service's name on the wire.
@@ -273,11 +275,16 @@ pub fn check_request(shared: &Shared, r: &McpRequest) -> McpResult {
 #[derive(Clone)]
 pub struct ExtMcpServer {
     shared: Arc<Shared>,
+    /// The processor's stream permits (`--max-streams`): a call holds one from before its message is
+    /// read until its answer, so ext_proc streams and hook calls together stay within them.
+    streams: Arc<Semaphore>,
+    /// Calls refused for want of a permit (counted with the streams refused).
+    refused: Arc<AtomicU64>,
 }
 
 impl ExtMcpServer {
-    pub fn new(shared: Arc<Shared>) -> ExtMcpServer {
-        ExtMcpServer { shared }
+    pub fn new(shared: Arc<Shared>, streams: Arc<Semaphore>, refused: Arc<AtomicU64>) -> ExtMcpServer {
+        ExtMcpServer { shared, streams, refused }
     }
 }
 
@@ -292,14 +299,24 @@ struct Unary<M> {
     f: fn(&Shared, &M) -> McpResult,
 }
 
-impl<M: Send + Sync + 'static> tonic::server::UnaryService<M> for Unary<M> {
+impl<M: Message + Send + Sync + 'static> tonic::server::UnaryService<M> for Unary<M> {
     type Response = McpResult;
     type Future = tonic::codegen::BoxFuture<tonic::Response<McpResult>, tonic::Status>;
     fn call(&mut self, request: tonic::Request<M>) -> Self::Future {
         let (shared, f) = (self.shared.clone(), self.f);
         Box::pin(async move {
             let m = request.into_inner();
-            let out = tokio::task::spawn_blocking(move || f(&shared, &m)).await.unwrap_or_else(|_| pass());
+            let large = m.encoded_len() >= crate::RETURN_MEMORY_FROM;
+            let out = tokio::task::spawn_blocking(move || {
+                let out = f(&shared, &m);
+                drop(m);
+                if large {
+                    crate::return_memory();
+                }
+                out
+            })
+            .await
+            .unwrap_or_else(|_| pass());
             Ok(tonic::Response::new(out))
         })
     }
@@ -320,14 +337,22 @@ where
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let shared = self.shared.clone();
+        // a permit before the message is read: past --max-streams the call is refused unread (the hook
+        // fails open: the message goes on as it came)
+        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return Box::pin(async { Ok(tonic::Status::resource_exhausted("toolfit-extproc: too many streams").into_http()) });
+        };
         // a list is a catalog's worth of JSON: room as for ext_proc's bodies
         let max = shared.config.max_body_bytes.saturating_mul(2).saturating_add(1 << 20);
         match req.uri().path().strip_prefix("/agentgateway.dev.ext_mcp.ExtMcp/") {
             Some("CheckRequest") => Box::pin(async move {
+                let _permit = permit;
                 let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default()).apply_max_message_size_config(Some(max), Some(max));
                 Ok(grpc.unary(Unary::<McpRequest> { shared, f: check_request }, req).await)
             }),
             Some("CheckResponse") => Box::pin(async move {
+                let _permit = permit;
                 let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default()).apply_max_message_size_config(Some(max), Some(max));
                 Ok(grpc.unary(Unary::<McpResponse> { shared, f: check_response }, req).await)
             }),
@@ -508,7 +533,8 @@ mod tests {
         let s = Arc::new(shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
-        let server = tonic::transport::Server::builder().add_service(ExtMcpServer::new(s));
+        let (permits, refused) = (Arc::new(Semaphore::new(1)), Arc::new(AtomicU64::new(0)));
+        let server = tonic::transport::Server::builder().add_service(ExtMcpServer::new(s, permits.clone(), refused.clone()));
         tokio::spawn(server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
             .unwrap_or_else(|e| panic!("{e}"))
@@ -525,12 +551,33 @@ mod tests {
         };
         let path = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/CheckResponse");
         let got: tonic::Response<McpResult> =
-            grpc.unary(tonic::Request::new(r), path, tonic_prost::ProstCodec::default()).await.unwrap_or_else(|e| panic!("{e}"));
+            grpc.unary(tonic::Request::new(r), path.clone(), tonic_prost::ProstCodec::default()).await.unwrap_or_else(|e| panic!("{e}"));
         let Some(Outcome::Mutated(out)) = got.into_inner().result else { panic!("not mutated") };
         assert_eq!(back(&out)["tools"][0]["name"], "get_weather__032e");
         grpc.ready().await.unwrap_or_else(|e| panic!("{e}"));
         let bad = http::uri::PathAndQuery::from_static("/agentgateway.dev.ext_mcp.ExtMcp/Nope");
         let r: Result<tonic::Response<McpResult>, tonic::Status> = grpc.unary(tonic::Request::new(Pass {}), bad, tonic_prost::ProstCodec::default()).await;
         assert_eq!(r.err().map(|e| e.code()), Some(tonic::Code::Unimplemented));
+        // every permit taken (by ext_proc streams, say): the call is refused unread, counted
+        let held = permits.clone().try_acquire_owned().unwrap_or_else(|e| panic!("{e}"));
+        grpc.ready().await.unwrap_or_else(|e| panic!("{e}"));
+        let r = McpResponse { service_names: vec![], method: "tools/list".into(), metadata_context: vec![], mcp_response: Some(st(LIST)) };
+        let got: Result<tonic::Response<McpResult>, tonic::Status> = grpc.unary(tonic::Request::new(r), path, tonic_prost::ProstCodec::default()).await;
+        assert_eq!((got.err().map(|e| e.code()), refused.load(Ordering::Relaxed)), (Some(tonic::Code::ResourceExhausted), 1));
+        drop(held);
+    }
+
+    /// A list whose rewrite would take the process past max_held_bytes goes on as it came, counted.
+    #[test]
+    fn a_list_past_the_memory_budget_passes_unread() {
+        let s = shared(r#"{"max_held_bytes": 100, "routes": [{"path": "/mcp", "format": "mcp"}]}"#);
+        let r =
+            McpResponse { service_names: vec![], method: "tools/list".into(), metadata_context: flat(&[("profile", "openai")]), mcp_response: Some(st(LIST)) };
+        assert!(LIST.len() * toolfit::filter::memory::REWRITE_FACTOR > 100);
+        assert!(matches!(check_response(&s, &r).result, Some(Outcome::Pass(_))), "passed unchanged");
+        assert!(s.metrics.render().contains("skipped_over_budget{route=\"extmcp\",profile=\"openai\"} 1"), "{}", s.metrics.render());
+        assert_eq!(s.memory.held(), 0);
+        let roomy = shared(r#"{"routes": [{"path": "/mcp", "format": "mcp"}]}"#);
+        assert!(matches!(check_response(&roomy, &r).result, Some(Outcome::Mutated(_))), "the control: with room it is rewritten");
     }
 }

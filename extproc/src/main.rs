@@ -11,6 +11,7 @@
 
 use envoy_types::pb::envoy::service::ext_proc::v3::external_processor_server::{ExternalProcessor, ExternalProcessorServer};
 use envoy_types::pb::envoy::service::ext_proc::v3::{ProcessingRequest, ProcessingResponse};
+use prost::Message;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -50,17 +51,27 @@ struct Args {
     /// Longest a message may take here; past it the stream is closed (unchanged). Envoy's own
     /// `message_timeout` should sit above it.
     message_timeout: Duration,
+    /// Longest a new stream may wait for its first message (Envoy sends the request headers at once).
+    first_message_timeout: Duration,
+    /// Longest a stream may wait for its next message (a model may think minutes before its first
+    /// token): past it the stream is closed and its permit freed, so idle streams cannot hold them all.
+    idle_timeout: Duration,
+    /// Streams one HTTP/2 connection may have open (its SETTINGS): one client cannot take every permit
+    /// over one connection; Envoy opens another connection when it needs more.
+    streams_per_connection: u32,
     /// TLS on the gRPC listener, mutual with a client CA.
     tls: Option<TlsFiles>,
 }
 
-const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--tls-cert FILE --tls-key FILE [--client-ca FILE]] [--max-streams N] [--message-timeout-ms N]";
+const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--tls-cert FILE --tls-key FILE [--client-ca FILE [--client-san NAME]...]] [--max-streams N] [--max-streams-per-connection N] [--message-timeout-ms N] [--first-message-timeout-ms N] [--idle-timeout-ms N]";
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut config, mut listen, mut metrics_listen) = (None, None, None);
     let (mut max_streams, mut timeout_ms) = (1024usize, 1000u64);
+    let (mut first_ms, mut idle_ms, mut per_connection) = (10_000u64, 300_000u64, 256u32);
     let (mut cert, mut key, mut client_ca) = (None, None, None);
+    let mut client_sans: Vec<String> = Vec::new();
     while let Some(arg) = it.next() {
         if arg == "--help" || arg == "-h" {
             return Err(USAGE.to_string());
@@ -86,9 +97,14 @@ fn parse_args() -> Result<Args, String> {
             "--metrics-listen" => metrics_listen = Some(addr(&value)?),
             "--max-streams" => max_streams = value.parse().map_err(|e| format!("--max-streams {value}: {e}"))?,
             "--message-timeout-ms" => timeout_ms = value.parse().map_err(|e| format!("--message-timeout-ms {value}: {e}"))?,
+            "--first-message-timeout-ms" => first_ms = value.parse().map_err(|e| format!("--first-message-timeout-ms {value}: {e}"))?,
+            "--idle-timeout-ms" => idle_ms = value.parse().map_err(|e| format!("--idle-timeout-ms {value}: {e}"))?,
+            "--max-streams-per-connection" => per_connection = value.parse().map_err(|e| format!("--max-streams-per-connection {value}: {e}"))?,
             "--tls-cert" => cert = Some(std::path::PathBuf::from(value)),
             "--tls-key" => key = Some(std::path::PathBuf::from(value)),
             "--client-ca" => client_ca = Some(std::path::PathBuf::from(value)),
+            // repeatable: the client certificate must be valid for one of these names
+            "--client-san" => client_sans.push(value),
             _ => return Err(format!("unknown flag {flag}\n{USAGE}")),
         }
     }
@@ -97,7 +113,12 @@ fn parse_args() -> Result<Args, String> {
     }
     let tls = match (cert, key, client_ca) {
         (None, None, None) => None,
-        (Some(cert), Some(key), client_ca) => Some(TlsFiles { cert, key, client_ca }),
+        (Some(cert), Some(key), client_ca) => {
+            if client_ca.is_none() && !client_sans.is_empty() {
+                return Err(format!("--client-san needs --client-ca (it narrows which client certificates mutual TLS takes)\n{USAGE}"));
+            }
+            Some(TlsFiles { cert, key, client_ca, client_sans })
+        }
         (None, _, Some(_)) | (Some(_), None, _) | (None, Some(_), None) => {
             return Err(format!("--tls-cert and --tls-key go together (and --client-ca needs both)\n{USAGE}"));
         }
@@ -113,6 +134,9 @@ fn parse_args() -> Result<Args, String> {
         metrics_listen: need(metrics_listen, "--metrics-listen")?,
         max_streams: max_streams.max(1),
         message_timeout: Duration::from_millis(timeout_ms.max(1)),
+        first_message_timeout: Duration::from_millis(first_ms.max(1)),
+        idle_timeout: Duration::from_millis(idle_ms.max(1)),
+        streams_per_connection: per_connection.max(1),
         tls,
     })
 }
@@ -143,6 +167,14 @@ struct Processor {
     active: Arc<AtomicUsize>,
     /// Streams refused at `--max-streams` (the gateway fails open for them).
     refused: Arc<AtomicU64>,
+    /// How long a stream may wait for its first message, and for each next one.
+    first_message_timeout: Duration,
+    idle_timeout: Duration,
+    /// Streams closed for waiting past those.
+    idle_closed: Arc<AtomicU64>,
+    /// Answers to a message Envoy no longer waited for (its `message_timeout` passed: the request went
+    /// on as it came, though its rewrite was counted).
+    late: Arc<AtomicU64>,
 }
 
 type Answers = Pin<Box<dyn Stream<Item = Result<ProcessingResponse, Status>> + Send>>;
@@ -160,19 +192,36 @@ impl ExternalProcessor for Processor {
         let (tx, rx) = mpsc::channel::<Result<ProcessingResponse, Status>>(4);
         let shared = self.shared.clone();
         let timeout = self.timeout;
+        let (first_wait, idle_wait, idle_closed, late) = (self.first_message_timeout, self.idle_timeout, self.idle_closed.clone(), self.late.clone());
         let active = self.active.clone();
         active.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let _permit = permit;
             let mut session = Some(Session::new(shared));
+            let mut wait = first_wait;
             while let Some(mut s) = session.take() {
-                let msg = match inbound.message().await {
-                    Ok(Some(m)) => m,
-                    Ok(None) | Err(_) => {
+                // a stream that sends nothing frees its permit (counted, not logged: any client could
+                // open such streams, and a line each would be a way to fill the log)
+                let msg = match tokio::time::timeout(wait, inbound.message()).await {
+                    Ok(Ok(Some(m))) => m,
+                    Ok(Ok(None)) => {
+                        session = Some(s);
+                        break;
+                    }
+                    Ok(Err(e)) => {
+                        // a frame that does not decode, or one past the message size limit: the stream
+                        // ends with an error status, not OK (Envoy then fails open for the request)
+                        let _ = tx.send(Err(Status::invalid_argument(format!("toolfit-extproc: a message could not be read: {}", e.message())))).await;
+                        session = Some(s);
+                        break;
+                    }
+                    Err(_) => {
+                        idle_closed.fetch_add(1, Ordering::Relaxed);
                         session = Some(s);
                         break;
                     }
                 };
+                wait = idle_wait;
                 // a message that may carry a rewrite (a body piece of some size) runs off the async
                 // workers, bounded by --message-timeout-ms: past it the stream is closed (Envoy fails
                 // open for the request) and the late answer dropped. Headers, trailers and small body
@@ -185,8 +234,12 @@ impl ExternalProcessor for Processor {
                     }
                     continue;
                 }
+                let large = msg.encoded_len() >= toolfit_extproc::RETURN_MEMORY_FROM;
                 let work = tokio::task::spawn_blocking(move || {
                     let answers = s.on(msg);
+                    if large {
+                        toolfit_extproc::return_memory();
+                    }
                     (s, answers)
                 });
                 let (s, answers) = match tokio::time::timeout(timeout, work).await {
@@ -202,6 +255,8 @@ impl ExternalProcessor for Processor {
                 };
                 session = Some(s);
                 if send_all(&tx, answers).await.is_err() {
+                    // Envoy closed the stream while the message was processed
+                    late.fetch_add(1, Ordering::Relaxed);
                     break;
                 }
             }
@@ -313,12 +368,33 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
     let ready = Arc::new(AtomicBool::new(false));
     let active = Arc::new(AtomicUsize::new(0));
     let refused = Arc::new(AtomicU64::new(0));
+    let idle_closed = Arc::new(AtomicU64::new(0));
+    let late = Arc::new(AtomicU64::new(0));
     let metrics = tokio::net::TcpListener::bind(args.metrics_listen).await?;
-    let gauges = Gauges { ready: ready.clone(), active: active.clone(), refused: refused.clone(), tls: tls.clone(), handshakes: handshakes.clone() };
+    let gauges = Gauges {
+        ready: ready.clone(),
+        active: active.clone(),
+        refused: refused.clone(),
+        idle_closed: idle_closed.clone(),
+        late: late.clone(),
+        tls: tls.clone(),
+        handshakes: handshakes.clone(),
+    };
     tokio::spawn(metrics_server(metrics, shared.clone(), gauges));
     // agentgateway's MCP hook on the same listener (its backend calls it by service name)
-    let extmcp = ExtMcpServer::new(shared.clone());
-    let processor = Processor { shared, streams: Arc::new(Semaphore::new(args.max_streams)), timeout: args.message_timeout, active: active.clone(), refused };
+    let streams = Arc::new(Semaphore::new(args.max_streams));
+    let extmcp = ExtMcpServer::new(shared.clone(), streams.clone(), refused.clone());
+    let processor = Processor {
+        shared,
+        streams,
+        timeout: args.message_timeout,
+        active: active.clone(),
+        refused,
+        first_message_timeout: args.first_message_timeout,
+        idle_timeout: args.idle_timeout,
+        idle_closed: idle_closed.clone(),
+        late: late.clone(),
+    };
     // bound before readiness is said, so a probe that passes means Envoy can connect
     let incoming = match (&args.listen, tls) {
         (Listen::Tcp(a), Some(tls)) => Incoming::Tls(toolfit_extproc::tls::incoming(tokio::net::TcpListener::bind(a).await?, tls, handshakes)),
@@ -341,6 +417,7 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         .initial_stream_window_size(Some(4 << 20))
         .initial_connection_window_size(Some(16 << 20))
         .max_frame_size(Some(1 << 20))
+        .max_concurrent_streams(Some(args.streams_per_connection))
         .add_service(ExternalProcessorServer::new(processor).max_decoding_message_size(max_message).max_encoding_message_size(max_message))
         .add_service(extmcp);
     match incoming {
@@ -364,14 +441,29 @@ enum Incoming {
 
 /// Binds a Unix domain socket at `path`, replacing a socket left there by a processor that stopped (a
 /// restarted container keeps its emptyDir); anything else at the path is an error, never removed.
+/// The socket is mode 0660 whatever the umask (with umask 000 any local user could connect): Envoy
+/// must run as the processor's user or in its group.
 fn bind_unix(path: &std::path::Path) -> Result<tokio::net::UnixListener, Box<dyn std::error::Error>> {
-    use std::os::unix::fs::FileTypeExt;
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_socket() => std::fs::remove_file(path)?,
         Ok(_) => return Err(format!("--listen unix:{}: something other than a socket is there", path.display()).into()),
         Err(_) => {}
     }
-    Ok(tokio::net::UnixListener::bind(path)?)
+    // the socket is made with the umask's mode: no window where others may connect (nothing else
+    // creates files while the listener is bound, at start)
+    // SAFETY: umask only swaps the process's file mode mask and returns the old one
+    #[allow(unsafe_code)]
+    let old = unsafe { libc::umask(0o117) };
+    let bound = tokio::net::UnixListener::bind(path);
+    // SAFETY: as above, putting the old mask back
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::umask(old);
+    }
+    let listener = bound?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    Ok(listener)
 }
 
 async fn shutdown_signal() {
@@ -400,6 +492,8 @@ struct Gauges {
     ready: Arc<AtomicBool>,
     active: Arc<AtomicUsize>,
     refused: Arc<AtomicU64>,
+    idle_closed: Arc<AtomicU64>,
+    late: Arc<AtomicU64>,
     tls: Option<Arc<Reloading>>,
     handshakes: Arc<Handshakes>,
 }
@@ -427,9 +521,13 @@ async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, 
                         let mut text = shared.metrics.render();
                         text.push_str(&format!(
                             "# TYPE toolfit_extproc_streams_active gauge\ntoolfit_extproc_streams_active {}\n\
-                             # TYPE toolfit_extproc_streams_refused counter\ntoolfit_extproc_streams_refused {}\n",
+                             # TYPE toolfit_extproc_streams_refused counter\ntoolfit_extproc_streams_refused {}\n\
+                             # TYPE toolfit_extproc_streams_idle_closed counter\ntoolfit_extproc_streams_idle_closed {}\n\
+                             # TYPE toolfit_extproc_answers_late counter\ntoolfit_extproc_answers_late {}\n",
                             g.active.load(Ordering::Relaxed),
-                            g.refused.load(Ordering::Relaxed)
+                            g.refused.load(Ordering::Relaxed),
+                            g.idle_closed.load(Ordering::Relaxed),
+                            g.late.load(Ordering::Relaxed)
                         ));
                         if let Some(tls) = &g.tls {
                             text.push_str(&format!(
@@ -445,6 +543,8 @@ async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, 
                         if let Some(rss) = resident_bytes() {
                             text.push_str(&format!("# TYPE toolfit_vm_memory_bytes gauge\ntoolfit_vm_memory_bytes {rss}\n"));
                         }
+                        // what the requests in flight hold (max_held_bytes bounds it), as the Wasm filter's
+                        text.push_str(&format!("# TYPE toolfit_held_bytes gauge\ntoolfit_held_bytes {}\n", shared.memory.held()));
                         (200, text)
                     }
                     "/healthz" => (200, "ok\n".to_string()),

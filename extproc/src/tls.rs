@@ -15,8 +15,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_rustls::rustls;
+use tokio_rustls::rustls::client::danger::HandshakeSignatureValid;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use tokio_rustls::rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use tokio_rustls::rustls::DigitallySignedStruct;
 
 /// How often, at most, the files are read again to see whether they changed.
 pub const CHECK_EVERY: Duration = Duration::from_secs(1);
@@ -28,6 +31,9 @@ pub struct TlsFiles {
     pub key: PathBuf,
     /// With it, a client must present a certificate this CA bundle signed.
     pub client_ca: Option<PathBuf>,
+    /// With mutual TLS, the names (DNS or IP) a client certificate must be valid for, any one of them:
+    /// the gateway's identity. Empty: any certificate the CA signed.
+    pub client_sans: Vec<String>,
 }
 
 /// The files' bytes as last read, to tell a rotation from no change.
@@ -151,7 +157,16 @@ fn build(files: &TlsFiles, read: &Read) -> Result<rustls::ServerConfig, String> 
             let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider)
                 .build()
                 .map_err(|e| format!("{}: {e}", path.display()))?;
-            builder.with_client_cert_verifier(verifier)
+            if files.client_sans.is_empty() {
+                builder.with_client_cert_verifier(verifier)
+            } else {
+                let names = files
+                    .client_sans
+                    .iter()
+                    .map(|n| ServerName::try_from(n.clone()).map_err(|e| format!("--client-san {n}: {e}")))
+                    .collect::<Result<_, _>>()?;
+                builder.with_client_cert_verifier(Arc::new(Named { inner: verifier, names }))
+            }
         }
         _ => builder.with_no_client_auth(),
     };
@@ -196,6 +211,44 @@ impl tokio::io::AsyncWrite for TlsConn {
     }
     fn is_write_vectored(&self) -> bool {
         self.0.is_write_vectored()
+    }
+}
+
+/// A client verifier that also requires the certificate to be valid for one of `names` (its SANs): a
+/// certificate the CA signed for another workload is refused at the handshake.
+#[derive(Debug)]
+struct Named {
+    inner: Arc<dyn ClientCertVerifier>,
+    names: Vec<ServerName<'static>>,
+}
+
+impl ClientCertVerifier for Named {
+    fn offer_client_auth(&self) -> bool {
+        self.inner.offer_client_auth()
+    }
+    fn client_auth_mandatory(&self) -> bool {
+        self.inner.client_auth_mandatory()
+    }
+    fn root_hint_subjects(&self) -> &[rustls::DistinguishedName] {
+        self.inner.root_hint_subjects()
+    }
+    fn verify_client_cert(&self, end: &CertificateDer<'_>, chain: &[CertificateDer<'_>], now: UnixTime) -> Result<ClientCertVerified, rustls::Error> {
+        let verified = self.inner.verify_client_cert(end, chain, now)?;
+        let cert = webpki::EndEntityCert::try_from(end).map_err(|_| rustls::Error::InvalidCertificate(rustls::CertificateError::BadEncoding))?;
+        if self.names.iter().any(|n| cert.verify_is_valid_for_subject_name(n).is_ok()) {
+            Ok(verified)
+        } else {
+            Err(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+        }
+    }
+    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(m, c, d)
+    }
+    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(m, c, d)
+    }
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.inner.supported_verify_schemes()
     }
 }
 
@@ -278,7 +331,7 @@ mod tests {
     use std::process::Command;
 
     fn files(dir: &Path, ca: bool) -> TlsFiles {
-        TlsFiles { cert: dir.join("tls.crt"), key: dir.join("tls.key"), client_ca: ca.then(|| dir.join("ca.crt")) }
+        TlsFiles { cert: dir.join("tls.crt"), key: dir.join("tls.key"), client_ca: ca.then(|| dir.join("ca.crt")), client_sans: Vec::new() }
     }
 
     fn dir(name: &str) -> PathBuf {

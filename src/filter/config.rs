@@ -206,7 +206,8 @@ impl Route {
 
     fn matches(&self, path: &str) -> bool {
         match &self.at {
-            At::Path(p) => p == path,
+            // `/mcp/` is `/mcp`: servers and proxies take a trailing slash as the same resource
+            At::Path(p) => p == path || path.strip_suffix('/') == Some(p.as_str()),
             // under a prefix, only the paths the format's descriptor says carry schemas
             At::Prefix(p) => {
                 let ends = self.format.descriptor().and_then(|d| d.routes.prefix_ends);
@@ -255,6 +256,11 @@ pub struct Config {
     /// Envoy's buffer limit (`per_connection_buffer_limit_bytes` or the route's
     /// `request_body_buffer_limit`), or Envoy answers 413 before toolfit can step aside.
     pub max_body_bytes: usize,
+    /// Most bytes toolfit holds for all requests in flight together, in one Wasm VM (each Envoy worker
+    /// has its own) or in one toolfit-extproc process: a body that would take the total past it goes
+    /// on as it came, unread (`skipped_over_budget`), and a response that would goes on unrepaired.
+    /// A body costs up to four times its size while it is rewritten (see `filter::memory`).
+    pub max_held_bytes: usize,
     /// Refuse (400) a request whose rewrite would lose meaning, instead of forwarding the rewrite.
     pub strict: bool,
     /// `enforce` (default), or `observe`: compute, count and log, forward the original bytes.
@@ -296,6 +302,7 @@ impl Default for Config {
             models: Models::default(),
             routes: default_routes(),
             max_body_bytes: 16 * 1024 * 1024,
+            max_held_bytes: 256 * 1024 * 1024,
             strict: false,
             mode: Mode::Enforce,
             framing: Framing::Chunked,
@@ -345,6 +352,9 @@ impl Config {
     fn validate(&self) -> Result<(), String> {
         if self.max_body_bytes == 0 {
             return Err("configuration rejected: max_body_bytes must be positive".into());
+        }
+        if self.max_held_bytes == 0 {
+            return Err("configuration rejected: max_held_bytes must be positive".into());
         }
         if self.test_trap_header.is_some() && !cfg!(feature = "test-trap") {
             return Err("configuration rejected: test_trap_header is for tests only; this is a release build (the key is accepted only by a module built with the test-trap feature)".into());
@@ -631,6 +641,7 @@ const CONFIG_KEYS: &[(&str, Setter<Config>)] = &[
         v => fail(at, format_args!("expected an array, got {}", kind(v))),
     }),
     ("max_body_bytes", |c, v, at| whole(v, at).map(|n| c.max_body_bytes = n)),
+    ("max_held_bytes", |c, v, at| whole(v, at).map(|n| c.max_held_bytes = n)),
     ("strict", |c, v, at| boolean(v, at).map(|b| c.strict = b)),
     ("mode", |c, v, at| mode(v, at).map(|m| c.mode = m)),
     ("framing", |c, v, at| one_of(v, at, &[("chunked", Framing::Chunked), ("exact", Framing::Exact)]).map(|f| c.framing = f)),
@@ -771,6 +782,7 @@ mod tests {
             (r#"{"framing": "streamy"}"#, "streamy"),
             (r#"{"max_body_bytes": -1}"#, "max_body_bytes"),
             (r#"{"max_body_bytes": 0}"#, "max_body_bytes"),
+            (r#"{"max_held_bytes": 0}"#, "max_held_bytes"),
             (r#"{"routes": [{"path": "/x", "format": "soap"}]}"#, "soap"),
             (r#"{"routes": [{"path": "/x", "format": "openai-chat", "unfit": "drop"}]}"#, "routes[0].unfit"),
             (r#"{"routes": [{"path": "/mcp", "format": "mcp", "strict": true}]}"#, "routes[0].strict"),

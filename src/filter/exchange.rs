@@ -8,9 +8,10 @@
 use super::host::{Env, Headed, Headers, Level, RequestHost, ResponseHeaders, ResponseHost, RouteMeta};
 use super::log::Line;
 use super::mcp;
+use super::memory::{Held, REWRITE_FACTOR};
 use super::request::{self, Plan, Start};
 use super::response::{Flow, Reply, Sink};
-use super::stats::{label, Stat};
+use super::stats::{self, label, Stat};
 use super::Next;
 use crate::api::Format;
 use std::borrow::Cow;
@@ -38,6 +39,8 @@ enum Request {
 /// read, what the response needs from it, and how the response is read.
 pub struct Inference {
     request: Request,
+    /// What this exchange holds of the memory of the requests in flight.
+    held: Held,
     /// What the response path needs from the request, until the response's headers.
     reply: Option<Reply>,
     /// How the response body is read.
@@ -77,7 +80,7 @@ impl Exchange {
         // every counter of the route and profile, defined once: zeros rather than missing series
         env.metrics.prepare(&plan.route, plan.profile.name);
         let Some(next) = request::hold_headers(env.config, &plan, host, env.metrics) else { return Headed::Ignore };
-        *self = Exchange::Inference(Box::new(Inference { request: Request::Reading(plan), reply: None, response: Flow::Off }));
+        *self = Exchange::Inference(Box::new(Inference { request: Request::Reading(plan), held: Held::default(), reply: None, response: Flow::Off }));
         match next {
             Next::Continue => Headed::Continue,
             Next::Pause => Headed::Pause,
@@ -110,19 +113,80 @@ impl Exchange {
         }
     }
 
-    /// The whole request body (`None`: the host could not read it, which is counted and leaves the
-    /// request as it came) of `size` bytes as the host holds it: rewritten, logged, and carried out
-    /// through `host`. `Pause`: toolfit answered the request itself.
-    pub fn request_end<'b>(&mut self, env: &mut Env, body: Option<impl Into<Cow<'b, [u8]>>>, size: usize, host: &mut dyn RequestHost) -> Next {
-        match self {
-            Exchange::Pass => Next::Continue,
-            Exchange::Inference(i) => i.request_end(env, body.map(Into::into), size, host),
-            Exchange::Mcp(m) if m.reading() => {
-                let body: Option<Cow<'b, [u8]>> = body.map(Into::into);
-                m.request_end(env, body.as_deref(), size, host)
-            }
-            Exchange::Mcp(_) => Next::Continue,
+    /// The request body has ended: `size` bytes, which `read` hands over (`None`: the host could not
+    /// read them, which is counted and leaves the request as it came). They are read only if the
+    /// memory of the requests in flight has room for their rewrite (else they go on unread, counted);
+    /// then rewritten, logged, and carried out through `host`. `Pause`: toolfit answered the request
+    /// itself.
+    pub fn request_end<'b, B: Into<Cow<'b, [u8]>>>(
+        &mut self,
+        env: &mut Env,
+        read: impl FnOnce() -> Option<B>,
+        size: usize,
+        host: &mut dyn RequestHost,
+    ) -> Next {
+        if !self.reading() {
+            return Next::Continue;
         }
+        if !self.hold(env, size.saturating_mul(REWRITE_FACTOR)) {
+            self.over_budget(env, size);
+            return Next::Continue;
+        }
+        let body: Option<Cow<'b, [u8]>> = read().map(Into::into);
+        let next = match self {
+            Exchange::Pass => Next::Continue,
+            Exchange::Inference(i) => i.request_end(env, body, size, host),
+            Exchange::Mcp(m) => m.request_end(env, body.as_deref(), size, host),
+        };
+        self.settle(env);
+        next
+    }
+
+    /// Asks the memory of the requests in flight for `bytes` in all for this exchange.
+    fn hold(&mut self, env: &mut Env, bytes: usize) -> bool {
+        let max = env.config.max_held_bytes;
+        match self {
+            Exchange::Pass => true,
+            Exchange::Inference(i) => i.held.resize(env.memory, bytes, max),
+            Exchange::Mcp(m) => m.held.resize(env.memory, bytes, max),
+        }
+    }
+
+    /// Holds what the exchange keeps now, no more (after each step: what a step needed for its work
+    /// is given back once it is done).
+    fn settle(&mut self, env: &mut Env) {
+        let keeps = self.kept() + self.reply_bytes();
+        let _ = self.hold(env, keeps);
+    }
+
+    /// What the request left for its response (the tool lists to check calls against).
+    fn reply_bytes(&self) -> usize {
+        match self {
+            Exchange::Inference(i) => i.reply.as_ref().or(i.response.reply()).map_or(0, Reply::held_bytes),
+            Exchange::Pass | Exchange::Mcp(_) => 0,
+        }
+    }
+
+    /// The request body of `size` bytes goes on unread: the requests in flight hold all the memory
+    /// toolfit may use.
+    fn over_budget(&mut self, env: &mut Env, size: usize) {
+        let held = env.memory.held();
+        let route = match self {
+            Exchange::Pass => return,
+            Exchange::Inference(i) => match std::mem::replace(&mut i.request, Request::Idle) {
+                Request::Reading(plan) => {
+                    plan.count(env.metrics, Stat::SkippedOverBudget, 1);
+                    plan.route
+                }
+                Request::Idle => return,
+            },
+            Exchange::Mcp(m) => m.over_budget(env),
+        };
+        let text = format!(
+            "route={route} a request body of {size} bytes went on unread: requests in flight hold {held} of max_held_bytes {} (skipped_over_budget)",
+            env.config.max_held_bytes
+        );
+        env.say(&label(&route), Line { warn: true, text });
     }
 
     /// The response's headers. `None`: the response is not read (nothing to repair or check); else
@@ -160,12 +224,36 @@ impl Exchange {
         }
     }
 
-    /// A piece of the response body of `size` bytes, read and changed through `host`.
+    /// A piece of the response body of `size` bytes, read and changed through `host`. Reading it may
+    /// take twice its size beside what is kept; if the memory of the requests in flight has no room,
+    /// the response holds no more than it has (what it held goes on unrepaired once it would).
     pub fn response_body(&mut self, env: &mut Env, host: &mut dyn ResponseHost, size: usize, end_of_stream: bool) -> Next {
-        match self {
+        let need = self.kept().saturating_add(self.reply_bytes()).saturating_add(size.saturating_mul(2));
+        if self.reading_response() && !self.hold(env, need) {
+            self.squeeze(env);
+        }
+        let next = match self {
             Exchange::Pass => Next::Continue,
             Exchange::Inference(i) => env.sink(|sink| i.response.body(host, sink, size, end_of_stream)),
             Exchange::Mcp(m) => m.response_body(env, host, size, end_of_stream),
+        };
+        self.settle(env);
+        next
+    }
+
+    /// The memory of the requests in flight is short: the response holds no more than it has now.
+    fn squeeze(&mut self, env: &mut Env) {
+        match self {
+            Exchange::Pass => {}
+            Exchange::Inference(i) => {
+                let kept = i.response.kept();
+                if i.response.cap(kept) {
+                    if let Some(r) = i.response.reply() {
+                        stats::count(env.metrics, &r.route, r.profile, Stat::SkippedOverBudget, 1);
+                    }
+                }
+            }
+            Exchange::Mcp(m) => m.squeeze(),
         }
     }
 
@@ -278,6 +366,7 @@ mod tests {
     use super::*;
     use crate::filter::config::Config;
     use crate::filter::log::LogLimiter;
+    use crate::filter::memory::Memory;
     use crate::filter::stats::metric_name;
     use crate::filter::stats::testing::Counts;
 
@@ -294,7 +383,7 @@ mod tests {
         let config = Config::parse(br#"{"profile": "openai-strict"}"#).unwrap_or_default();
         let (mut metrics, mut logs, mut lines) = (Counts::default(), LogLimiter::default(), Vec::new());
         let mut log = |level: Level, text: &str| lines.push((level, text.to_string()));
-        let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+        let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
         let mut host = Host::default();
         let mut x = Exchange::default();
         let h =
@@ -303,7 +392,7 @@ mod tests {
         assert_eq!(host.calls, ["set accept-encoding: identity", "remove content-length"]);
         assert!(x.reading() && x.keep_reading(&mut env, 10));
         let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}"#;
-        assert_eq!(x.request_end(&mut env, Some(&body[..]), body.len(), &mut host), Next::Continue);
+        assert_eq!(x.request_end(&mut env, || Some(&body[..]), body.len(), &mut host), Next::Continue);
         assert!(!x.reading() && x.awaits_response());
         let sent = String::from_utf8_lossy(host.body.as_deref().unwrap_or_default()).into_owned();
         assert!(sent.contains(r#""name":"gh_search""#), "{sent}");
@@ -345,14 +434,14 @@ mod tests {
         let mut host = Host::default();
         let post = Headers { method: "POST", path: "/v1/chat/completions", ..Headers::default() };
         {
-            let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+            let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
             let mut x = Exchange::default();
             let get = Headers { method: "GET", path: "/v1/chat/completions", ..Headers::default() };
             assert_eq!(x.request_headers(&mut env, &get, Some("chat"), &RouteMeta::default(), &mut host), Headed::Ignore);
             assert!(!x.reading() && host.calls.is_empty());
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
             assert!(!x.keep_reading(&mut env, 1001) && !x.reading(), "past max_body_bytes: read no further");
-            assert_eq!(x.request_end(&mut env, Some(&b"{}"[..]), 2, &mut host), Next::Continue, "nothing to finish");
+            assert_eq!(x.request_end(&mut env, || Some(&b"{}"[..]), 2, &mut host), Next::Continue, "nothing to finish");
             assert_eq!(
                 x.response_headers(
                     &mut env,
@@ -363,7 +452,7 @@ mod tests {
             );
             // a body the host could not read: counted, left alone
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
-            assert_eq!(x.request_end(&mut env, None::<Vec<u8>>, 2, &mut host), Next::Continue);
+            assert_eq!(x.request_end(&mut env, || None::<Vec<u8>>, 2, &mut host), Next::Continue);
         }
         let got = |m: &Counts, c: &str| m.0.get(&metric_name("chat", "openai-strict", c)).copied().unwrap_or(0);
         assert_eq!((got(&metrics, "skipped_too_large"), got(&metrics, "internal_errors")), (1, 1));
@@ -371,11 +460,11 @@ mod tests {
         for (allowed, lost) in [(BodyAllowed::Yes, 0), (BodyAllowed::No, 1)] {
             let before = got(&metrics, "internal_errors");
             {
-                let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+                let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
                 let mut x = Exchange::default();
                 assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
                 let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object"}}}]}"#;
-                let _ = x.request_end(&mut env, Some(&body[..]), body.len(), &mut host);
+                let _ = x.request_end(&mut env, || Some(&body[..]), body.len(), &mut host);
                 assert!(x
                     .response_headers(
                         &mut env,
@@ -393,5 +482,61 @@ mod tests {
             }
             assert_eq!(got(&metrics, "internal_errors") - before, lost, "body allowed: {allowed:?}");
         }
+    }
+
+    /// Requests in flight share `max_held_bytes`: a body whose rewrite would take the total past it
+    /// goes on unread (never read into memory), counted and said; what an exchange holds comes back
+    /// when it ends; a held response that would take the total past it goes on unrepaired.
+    #[test]
+    fn the_memory_of_requests_in_flight_is_bounded() {
+        let config = Config::parse(br#"{"profile": "openai-strict", "max_held_bytes": 10000}"#).unwrap_or_default();
+        let (mut metrics, mut logs, mut lines) = (Counts::default(), LogLimiter::default(), Vec::new());
+        let mut log = |_: Level, text: &str| lines.push(text.to_string());
+        let memory = Memory::new();
+        let mut env = Env { config: &config, metrics: &mut metrics, logs: &mut logs, cache: None, memory: &memory, now_us: now, log: &mut log };
+        let post = Headers { method: "POST", path: "/v1/chat/completions", content_type: Some("application/json"), ..Headers::default() };
+        let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}"#;
+        let (mut first, mut second) = (Exchange::default(), Exchange::default());
+        let mut host = Host::default();
+        for x in [&mut first, &mut second] {
+            assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
+        }
+        let _ = first.request_end(&mut env, || Some(&body[..]), body.len(), &mut host);
+        assert!(host.body.take().is_some() && first.awaits_response(), "the first is rewritten");
+        let kept = memory.held();
+        assert!(kept > 0 && kept < body.len() * REWRITE_FACTOR, "it keeps its tool lists only: {kept}");
+        // the second's rewrite does not fit beside what the first keeps and what others hold: not even read
+        let mut others = Held::default();
+        assert!(others.resize(&memory, 10000 - kept - body.len() * REWRITE_FACTOR + 1, 10000));
+        let mut read = false;
+        let next = second.request_end(
+            &mut env,
+            || {
+                read = true;
+                Some(&body[..])
+            },
+            body.len(),
+            &mut host,
+        );
+        assert_eq!((next, read, host.body.is_some(), second.awaits_response()), (Next::Continue, false, false, false));
+        assert_eq!(memory.held(), kept + others.bytes());
+        // the first's response: a JSON body held whole until it would pass the budget (1300 bytes
+        // left: a 600-byte chunk fits, with room to read it; 700 more do not)
+        assert!(others.resize(&memory, 10000 - kept - 1300, 10000));
+        let h = ResponseHeaders { status: 200, end_of_stream: false, content_type: Some("application/json"), ..Default::default() };
+        assert_eq!(first.response_headers(&mut env, &h, &mut host), Some(Next::Continue));
+        host.chunk = vec![b' '; 600];
+        let _ = first.response_body(&mut env, &mut host, 600, false);
+        assert!(host.chunk.is_empty() && first.kept() == 600, "held");
+        host.chunk = [&br#"{"choices":[]}"#[..], &[b' '; 686]].concat();
+        let _ = first.response_body(&mut env, &mut host, 700, false);
+        assert_eq!((host.chunk.len(), first.kept()), (1300, 0), "what was held goes back out, and no more is held");
+        drop(others);
+        drop(first);
+        drop(second);
+        assert_eq!(memory.held(), 0, "given back when the exchanges end");
+        let got = |c: &str| metrics.0.get(&metric_name("chat", "openai-strict", c)).copied().unwrap_or(0);
+        assert_eq!((got("skipped_over_budget"), got("responses_unrepaired"), got("requests_rewritten")), (2, 1, 1));
+        assert!(lines.iter().any(|l| l.contains("route=chat") && l.contains("went on unread") && l.contains("max_held_bytes 10000")), "{lines:?}");
     }
 }

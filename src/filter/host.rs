@@ -6,8 +6,10 @@
 
 use super::config::Config;
 use super::log::{Line, LogLimiter};
+use super::memory::Memory;
 use super::stats::Metrics;
 use crate::api::cache::SiteCache;
+use std::sync::Arc;
 
 /// The request header a client sets to choose its profile on an MCP route (it wins over the session's).
 pub const PROFILE_HEADER: &str = "x-toolfit-profile";
@@ -107,17 +109,18 @@ pub fn write_log(level: Level, text: &str) {
 }
 
 /// Runs `f` with an [`Env`] over what the host keeps for its requests (the configuration in force,
-/// counters, the log rate limit, the rewrite cache) and its clock; lines go to [`write_log`].
+/// counters, the log rate limit, the rewrite cache, the memory they hold) and its clock; lines go to [`write_log`].
 pub fn with_env<R>(
     config: &Config,
     metrics: &mut dyn Metrics,
     logs: &mut LogLimiter,
     cache: Option<&mut SiteCache>,
+    memory: &Arc<Memory>,
     now_us: fn() -> u64,
     f: impl FnOnce(&mut Env) -> R,
 ) -> R {
     let mut log = write_log;
-    let mut env = Env { config, metrics, logs, cache, now_us, log: &mut log };
+    let mut env = Env { config, metrics, logs, cache, memory, now_us, log: &mut log };
     f(&mut env)
 }
 
@@ -146,6 +149,9 @@ pub struct Env<'a> {
     pub logs: &'a mut LogLimiter,
     /// The rewrite cache, where the host keeps one.
     pub cache: Option<&'a mut SiteCache>,
+    /// What every request in flight holds together (the VM's, or the process's): see
+    /// [`super::memory`].
+    pub memory: &'a Arc<Memory>,
     /// Now, in microseconds.
     pub now_us: fn() -> u64,
     /// Writes a line the rate limit let through (the host adds its prefix and level).

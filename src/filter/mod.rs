@@ -10,6 +10,7 @@ pub mod headers;
 pub mod host;
 pub mod log;
 pub mod mcp;
+pub mod memory;
 pub mod request;
 pub mod response;
 pub mod stats;

@@ -7,7 +7,7 @@ use super::config::{Config, Models, OnInvalid, Route, Settings};
 use super::encoding::{narrow_accept, Coding};
 use super::headers::is_json;
 use super::host::{Headers, Next, RequestHost, RouteMeta};
-use super::log::Line;
+use super::log::{clip, Line};
 use super::response::Reply;
 use super::stats::{self, label, Metrics, Series, Stat};
 use crate::api::cache::SiteCache;
@@ -243,7 +243,7 @@ pub fn finish<'b>(
     if plan.strict {
         if let Some((tool, path, why)) = refusal(&o.report, &o.unparsed) {
             plan.count(m, Stat::RejectedStrict, 1);
-            let text = format!("route={} profile={} strict: refused tool {tool:?} at {path:?}: {why}", plan.route, plan.profile.name);
+            let text = format!("route={} profile={} strict: refused tool \"{}\" at \"{}\": {why}", plan.route, plan.profile.name, clip(&tool), clip(&path));
             let line = observed(Line { warn: true, text });
             if plan.settings.observe() {
                 return (Verdict::Forward, Some(line), reply(cfg, plan, owned, &o));
@@ -325,10 +325,10 @@ fn summary(plan: &Plan, r: &Report, tools: usize, changed: usize, unparsed: &[ap
         .iter()
         .filter(|x| x.kind.lossy())
         .take(5)
-        .map(|x| format!("{}:{}:{}", x.tool, if x.path.is_empty() { "/" } else { &x.path }, x.kind.name()))
+        .map(|x| format!("{}:{}:{}", clip(&x.tool), if x.path.is_empty() { "/".into() } else { clip(&x.path) }, x.kind.name()))
         .collect();
     for u in unparsed.iter().take(3) {
-        text.push_str(&format!(" unparsed={:?}", u.tool));
+        text.push_str(&format!(" unparsed=\"{}\"", clip(&u.tool)));
     }
     let warn = !lossy.is_empty() || !unparsed.is_empty();
     if !lossy.is_empty() {

@@ -36,6 +36,9 @@ stats! {
     RequestsObserved = "requests_observed";
     /// Bodies larger than `max_body_bytes`: forwarded unchanged.
     SkippedTooLarge = "skipped_too_large";
+    /// Bodies toolfit let go because the requests in flight already held `max_held_bytes` (in this VM,
+    /// or this toolfit-extproc): a request forwarded unread, a response forwarded unrepaired.
+    SkippedOverBudget = "skipped_over_budget";
     /// Bodies that are not JSON (or not UTF-8): forwarded unchanged.
     SkippedNotJson = "skipped_not_json";
     /// JSON bodies of no known request shape for the route's format: forwarded unchanged.

@@ -74,11 +74,16 @@ pub struct Options {
     /// earlier ones break on is worked around. Read only through [`Target::release`] (or
     /// [`Cx::release`]), which answers only for a versioned target.
     pub llama_cpp: LlamaCpp,
+    /// Send property names the API refuses under names it takes ([`Target::property_names`]): the
+    /// response path gives each argument key its original back. The MCP leg keeps no state between a
+    /// list and a call, so it could not: it lists the server's keys as they are (off), and the
+    /// inference leg renames them where the model's API refuses them.
+    pub rename_properties: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { limits: Limits::default(), promote_to_description: true, open_objects: false, llama_cpp: LlamaCpp::default() }
+        Options { limits: Limits::default(), promote_to_description: true, open_objects: false, llama_cpp: LlamaCpp::default(), rename_properties: true }
     }
 }
 

@@ -240,12 +240,12 @@ impl<'a> Run<'a> {
         }
         if let Some(e) = o.get("enum").and_then(Value::as_array) {
             if !e.iter().any(|v| num_eq(v, i)) {
-                return self.fail(ip, sp, "enum", format!("{} is not one of the {} allowed values", short(i), e.len()));
+                return self.fail(ip, sp, "enum", format!("{} is not one of the {} allowed values", what(i), e.len()));
             }
         }
         if let Some(c) = o.get("const") {
             if !num_eq(c, i) {
-                return self.fail(ip, sp, "const", format!("{} is not {}", short(i), short(c)));
+                return self.fail(ip, sp, "const", format!("{} is not {}", what(i), short(c)));
             }
         }
         let v = match i {
@@ -422,7 +422,12 @@ impl<'a> Run<'a> {
         if o.get("uniqueItems") == Some(&Value::Bool(true)) {
             for (x, v) in a.iter().enumerate() {
                 if a.iter().skip(x + 1).any(|w| num_eq(v, w)) {
-                    return self.fail(ip, sp, "uniqueItems", format!("{} appears twice", short(v)));
+                    return self.fail(
+                        ip,
+                        sp,
+                        "uniqueItems",
+                        format!("items {x} and {} are equal", x + 1 + a.iter().skip(x + 1).position(|w| num_eq(v, w)).unwrap_or(0)),
+                    );
                 }
                 // pairs are n²: past the budget the rest are not compared (unknown)
                 self.steps += a.len();
@@ -459,7 +464,12 @@ impl<'a> Run<'a> {
         }
         if let Some(p) = o.get("pattern").and_then(Value::as_str) {
             if self.matches(p, t) == Some(false) {
-                return self.fail(ip, sp, "pattern", format!("{} does not match {}", short(&Value::String(t.into())), short(&Value::String(p.into()))));
+                return self.fail(
+                    ip,
+                    sp,
+                    "pattern",
+                    format!("a string of {} characters does not match {}", t.chars().count(), short(&Value::String(p.into()))),
+                );
             }
         }
         None
@@ -498,7 +508,20 @@ fn kind_of(i: &Value) -> &'static str {
     }
 }
 
-/// A value for a log line: at most 40 characters.
+/// The argument a reason is about, without its value: arguments are the user's data, and reasons go
+/// into log lines (a string says its length, a container its size).
+fn what(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("a string of {} characters", s.chars().count()),
+        Value::Array(a) => format!("an array of {} items", a.len()),
+        Value::Object(o) => format!("an object of {} members", o.len()),
+        Value::Number(_) => "the number".into(),
+        Value::Bool(_) => "the boolean".into(),
+        Value::Null => "null".into(),
+    }
+}
+
+/// A value of the schema for a log line: at most 40 characters.
 fn short(v: &Value) -> String {
     let s = v.to_string();
     match s.char_indices().nth(40) {
@@ -865,7 +888,10 @@ mod tests {
         assert_eq!(err(json!({"type": "integer"}), json!("x")).reason, "expected \"integer\", got string");
         assert_eq!(err(json!({"type": "string"}), json!([])).reason, "expected \"string\", got array");
         let v = err(json!({"pattern": "^b"}), json!("a".repeat(50)));
-        assert_eq!(v.reason, format!("\"{}... does not match \"^b\"", "a".repeat(39)));
+        assert_eq!(v.reason, "a string of 50 characters does not match \"^b\"", "the argument's value is left out");
+        assert_eq!(err(json!({"enum": [1, 2]}), json!("secret")).reason, "a string of 6 characters is not one of the 2 allowed values");
+        assert_eq!(err(json!({"const": "x"}), json!({"a": "secret"})).reason, "an object of 1 members is not \"x\"");
+        assert_eq!(err(json!({"uniqueItems": true}), json!(["s", "t", "s"])).reason, "items 0 and 2 are equal");
     }
 
     /// Object schemas `levels` deep (through `$ref`s, `allOf` or `anyOf`) before the one declaring `k`.

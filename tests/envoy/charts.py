@@ -115,7 +115,9 @@ def main():
         overlay, _ = deploy.render(name)
         check(f"control: ci/{name}.yaml with config.profile=vllm no longer equals deploy/{name} (the comparison can say no)",
               objs is not None and overlay is not None and differences(ours(objs), ours(overlay)), "equal")
-    for sets, says in ((["bogus=1"], "bogus"), (["attach=ambient"], "attach"), (["extproc.replicas=two"], "replicas"), (["config.max_body_bytes=-1"], "max_body_bytes")):
+    for sets, says in ((["bogus=1"], "bogus"), (["attach=ambient"], "attach"), (["extproc.replicas=two"], "replicas"), (["config.max_body_bytes=-1"], "max_body_bytes"),
+                       # a module fetched over the network must be pinned (issue 57)
+                       (["wasm.url=oci://registry.example/toolfit:0.1.0"], "sha256")):
         objs, err = template(helm, None, sets)
         check(f"values.schema.json refuses --set {sets[0]}, naming it", objs is None and says in err, err[-300:])
 

@@ -846,6 +846,11 @@ def main():
     if "egress" in rendered:
         egress(rendered["egress"], upstream_port, rec)
     if "mcp" in rendered:
+        # the MCP server keeps sessions in memory: two replicas answered a session one did not start
+        # with 400 (issue 57); toolfit's tag is replica-safe, the server is not
+        servers = [o for o in rendered["mcp"] if o["kind"] == "Deployment" and o["metadata"]["name"] == "mcp-server"]
+        check("deploy/mcp: the MCP server (sessions in its memory) runs one replica, as its comment says",
+              len(servers) == 1 and servers[0]["spec"].get("replicas") == 1, [o["spec"].get("replicas") for o in servers])
         routes = [{"name": "inbound|http|8080", "domains": ["*"], "routes": [{"name": "default", "match": {"prefix": "/"}, "route": {"cluster": "inbound|8080||", "timeout": "0s"}}]}]
         mcp_overlay("mcp sidecar", rendered["mcp"], "SIDECAR_INBOUND", routes, {}, "default")
     if "mcp-ingress" in rendered:

@@ -169,6 +169,59 @@ def too_slow(rec, up_port):
         p.stop()
 
 
+def idle_stream_opener(port, n):
+    """One HTTP/2 connection to the processor with `n` ext_proc streams opened and never written to
+    (a client that takes permits and sends nothing); returns the socket (its streams live while it
+    is open)."""
+    import socket, struct
+
+    def frame(kind, flags, stream, payload=b""):
+        return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+    def literal(name, value):  # HPACK: literal without indexing, new name, no Huffman
+        return b"\x00" + bytes([len(name)]) + name + bytes([len(value)]) + value
+    block = b"".join(literal(k, v) for k, v in [(b":method", b"POST"), (b":scheme", b"http"), (b":authority", b"toolfit"),
+                                                (b":path", b"/envoy.service.ext_proc.v3.ExternalProcessor/Process"),
+                                                (b"content-type", b"application/grpc"), (b"te", b"trailers")])
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0) + frame(4, 1, 0))
+    for i in range(n):
+        s.sendall(frame(1, 4, 1 + 2 * i, block))  # HEADERS, END_HEADERS, no END_STREAM
+    return s
+
+
+def idle_streams(rec, up_port):
+    """Streams that send nothing: each frees its permit after --first-message-timeout-ms (counted), and
+    one connection holds at most --max-streams-per-connection of them (issue 57: four idle streams held
+    --max-streams 4 for good, and every later request went on unrewritten)."""
+    p = Processor({"profile": "llama-cpp", "framing": "exact"},
+                  ["--max-streams", "4", "--max-streams-per-connection", "2", "--first-message-timeout-ms", "1500"])
+    e = Envoy(up_port, p.port)
+    body = chat_body(NEEDS_FIX)
+    want = cli(body, "openai-chat")
+    conns = []
+    try:
+        # three streams on each of two connections: the third of each is refused by the connection's cap
+        conns = [idle_stream_opener(p.port, 3) for _ in range(2)]
+        time.sleep(0.5)
+        _, text = p.get("/metrics")
+        active = int(re.search(r"^toolfit_extproc_streams_active (\d+)", text, re.M).group(1))
+        check("six idle streams over two connections: two per connection taken (--max-streams-per-connection 2)", active == 4, text[-400:])
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("while idle streams hold every permit a request still goes on (unchanged, refused, fail open)", status == 200 and last(rec).get("body") == body, str(status))
+        time.sleep(2.0)
+        _, text = p.get("/metrics")
+        closed = int(re.search(r"^toolfit_extproc_streams_idle_closed (\d+)", text, re.M).group(1))
+        status, _, _ = e.request("POST", "/v1/chat/completions", body)
+        check("past --first-message-timeout-ms the idle streams are closed and counted; the next request is rewritten",
+              closed == 4 and status == 200 and last(rec).get("body") == want, f"closed {closed} status {status}")
+    finally:
+        for c in conns:
+            c.close()
+        e.stop()
+        p.stop()
+
+
 def unix_socket(rec, up_port):
     """--listen unix:PATH: Envoy reaches the processor over a Unix domain socket (a `pipe` cluster), as a
     processor beside Envoy in one pod does; a stale socket left at the path is replaced, anything else
@@ -179,8 +232,16 @@ def unix_socket(rec, up_port):
     stale = so.socket(so.AF_UNIX, so.SOCK_STREAM)
     stale.bind(path)  # what a processor that died leaves behind
     stale.close()
-    p = Processor({"profile": "llama-cpp", "framing": "exact"}, unix=path)
+    # started with umask 000, as a container may be: the socket is still 0660 (issue 57: any local user
+    # could connect)
+    mask = os.umask(0)
+    try:
+        p = Processor({"profile": "llama-cpp", "framing": "exact"}, unix=path)
+    finally:
+        os.umask(mask)
     check("--listen unix:PATH: the processor starts on a path a stale socket held", p.ready, p.logs()[-500:])
+    mode = oct(os.stat(path).st_mode & 0o777) if os.path.exists(path) else None
+    check("the socket is mode 0660 whatever the umask: only the processor's user and group connect", mode == "0o660", mode)
     body = chat_body(NEEDS_FIX)
     e = Envoy(up_port, path)
     try:
@@ -332,6 +393,17 @@ def tls_listener(rec, up_port):
         check("control: a client trusting another CA refuses the processor's certificate", got[0] == "refused" and "CERTIFICATE_VERIFY_FAILED" in got[1], str(got)[:300])
     finally:
         p.stop()
+    # --client-san: of two clients the gateway's CA signed, only the one named the gateway's identity is
+    # served (issue 57: mTLS took any certificate from the CA)
+    named = pki.leaf("gateway-named", gateway_ca, dns=["gateway.toolfit.svc"], client=True)
+    sibling = pki.leaf("sibling", gateway_ca, dns=["batch-job.toolfit.svc"], client=True)
+    p = Processor(cfg, flags=["--tls-cert", crt, "--tls-key", key, "--client-ca", gateway_ca[0], "--client-san", "gateway.toolfit.svc"])
+    try:
+        got = {w: handshake(p.port, server_ca[0], sni, pair) if p.ready else ("not started", p.logs()[-300:]) for w, pair in (("named", named), ("sibling", sibling))}
+        check("--client-san: the certificate named as the gateway is served", got["named"][0] == "served", str(got["named"])[:300])
+        check("--client-san: another certificate from the same CA is refused at the handshake", got["sibling"][0] == "refused", str(got["sibling"])[:300])
+    finally:
+        p.stop()
     # refused starts, naming what is wrong
     for flags, says, why in [
         (["--tls-cert", crt], "--tls-key go together", "--tls-cert without --tls-key"),
@@ -361,6 +433,7 @@ def main():
         delivery(mode, rec, up_port)
     under_load()
     too_slow(rec, up_port)
+    idle_streams(rec, up_port)
     unix_socket(rec, up_port)
     tls_listener(rec, up_port)
     bad_config()

@@ -225,6 +225,13 @@ def catalog_leg(kind, py, servers):
         seen = {r.get("session") for r in cat.records()}
         check("catalog: the client's session id carries the tag; the server never sees it",
               bool(sid) and sid.endswith(".tf.openai.codex-mcp-client") and not any(s and ".tf." in s for s in seen), (sid, seen))
+        # a trailing slash is the same endpoint (issue 57: `/mcp/` took a route where toolfit was off,
+        # and the server got the listed name), and the profile header is toolfit's alone
+        call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "get_weather__032e", "arguments": {}}}
+        rpc(g.port, "/mcp/", call, {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18", "x-toolfit-profile": "openai"})
+        last_call = [r for r in cat.records() if r.get("method") == "tools/call"][-1:]
+        check("catalog: a call through /mcp/ (trailing slash) reaches the server under the original name, without x-toolfit-profile",
+              last_call and last_call[0].get("path") == "/mcp/" and last_call[0].get("name") == "get.weather" and last_call[0].get("profile_header") is None, last_call)
         # hostile answers to tools/list: forwarded as they came, byte for byte, or with nothing lost
         head = {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
         for cursor in ("wrong-id", "list-shaped"):

@@ -77,7 +77,7 @@ class Envoy(Process):
         if not allow_stop:
             text = text.replace("allow_on_headers_stop_iteration: true", "allow_on_headers_stop_iteration: false")
         if policy:
-            text = text.replace("fail_open: true", policy)
+            text = re.sub(r"failure_policy: FAIL_RELOAD\n\s*reload_config: \{[^\n]*\}", policy, text)
         if root_id:
             text = text.replace("root_id: toolfit", f"root_id: {root_id}")
         if test_routes or routes:

@@ -27,6 +27,7 @@ use toolfit::filter::config::Config;
 use toolfit::filter::exchange::{BodyAllowed, Exchange};
 use toolfit::filter::host::{self, Env, Headed, Next, RequestRead, ResponseRead, RouteMeta};
 use toolfit::filter::log::LogLimiter;
+use toolfit::filter::memory::Memory;
 
 use crate::metrics::Registry;
 use answers::*;
@@ -40,12 +41,20 @@ pub struct Shared {
     pub logs: Mutex<LogLimiter>,
     /// The rewrite cache (one per process), sized by the configuration.
     pub cache: Mutex<Option<SiteCache>>,
+    /// What every request in flight holds (`max_held_bytes` bounds it for the whole process).
+    pub memory: Arc<Memory>,
 }
 
 impl Shared {
     pub fn new(config: Config) -> Shared {
         let cache = config.new_cache();
-        Shared { config: Arc::new(config), metrics: Registry::default(), logs: Mutex::new(LogLimiter::default()), cache: Mutex::new(cache) }
+        Shared {
+            config: Arc::new(config),
+            metrics: Registry::default(),
+            logs: Mutex::new(LogLimiter::default()),
+            cache: Mutex::new(cache),
+            memory: Memory::new(),
+        }
     }
 }
 
@@ -227,7 +236,7 @@ impl Session {
         let mut m = waiting.unwrap_or_default();
         let size = body.len();
         let Session { shared, exchange, .. } = self;
-        let _ = with_env(shared, |env| exchange.request_end(env, Some(body.as_slice()), size, &mut m));
+        let _ = with_env(shared, |env| exchange.request_end(env, || Some(body.as_slice()), size, &mut m));
         if let Some((status, err)) = m.reject.take() {
             return vec![reject(status, err)];
         }
@@ -346,5 +355,5 @@ pub fn with_env<R>(shared: &Shared, f: impl FnOnce(&mut Env) -> R) -> R {
     let logs = logs.as_deref_mut().unwrap_or(&mut fallback);
     let mut cache = shared.cache.lock().ok();
     let cache = cache.as_mut().and_then(|c| c.as_mut());
-    host::with_env(&shared.config, &mut metrics, logs, cache, now_us, f)
+    host::with_env(&shared.config, &mut metrics, logs, cache, &shared.memory, now_us, f)
 }

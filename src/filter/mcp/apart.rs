@@ -5,6 +5,7 @@ use crate::api::raw;
 use crate::api::Format;
 use crate::filter::config::Route;
 use crate::filter::host::Env;
+use crate::filter::memory::{Held, REWRITE_FACTOR};
 use crate::filter::stats::{label, Stat};
 use crate::schema::{self, Profile};
 
@@ -49,7 +50,7 @@ impl Apart<'_> {
             initialize: false,
             tagged: false,
             lists: true,
-            ids: Vec::new(),
+            ids: Default::default(),
         };
         env.metrics.prepare(&leg.route, leg.profile.name);
         leg
@@ -59,6 +60,20 @@ impl Apart<'_> {
     /// JSON-RPC message), rewritten for the client as on an MCP route: `Replace` holds the same shape.
     pub fn list(&self, env: &mut Env, payload: &str) -> Listed {
         let leg = self.leg(env);
+        // the rewrite needs room in the memory of the requests in flight, as a body's does
+        let mut held = Held::default();
+        if !held.resize(env.memory, payload.len().saturating_mul(REWRITE_FACTOR), env.config.max_held_bytes) {
+            leg.count(env.metrics, Stat::SkippedOverBudget, 1);
+            let text = format!(
+                "route={} a tools/list result of {} bytes went on unread: requests in flight hold {} of max_held_bytes {} (skipped_over_budget)",
+                leg.route,
+                payload.len(),
+                env.memory.held(),
+                env.config.max_held_bytes
+            );
+            env.say(&leg.route, Line { warn: true, text });
+            return Listed::Keep;
+        }
         let Some(listed) = List::rewrite(env, &leg, payload) else { return Listed::Keep };
         let refused = listed.refused.is_some();
         let Some(out) = settle(env, &leg, listed, "null") else { return Listed::Keep };

@@ -8,7 +8,7 @@ use crate::api::{self, Format};
 use crate::api::{splice, Edit};
 use crate::filter::config::Unfit;
 use crate::filter::host::Env;
-use crate::filter::log::Line;
+use crate::filter::log::{clip, Line};
 use crate::filter::stats::{self, Stat};
 use crate::schema::{Context, Kind, Record, Report};
 
@@ -105,15 +105,32 @@ pub(super) struct List {
     report: Report,
     /// Lossy or unreadable tools, for the line.
     unfit: Vec<(String, String, String)>,
+    /// The server's names left out because they read like another tool's listed name.
+    ambiguous: Vec<String>,
     pub(super) refused: Option<Unfitting>,
 }
 
 impl List {
+    /// What the engine's rewrite of a list says, before its elements are seen to (its report taken).
+    fn of(outcome: &mut api::BodyOutcome) -> List {
+        List {
+            text: None,
+            tools: outcome.tools,
+            dropped: 0,
+            unparsed: outcome.unparsed.len(),
+            outputs_kept: 0,
+            unfit: unfitting(outcome),
+            report: std::mem::take(&mut outcome.report),
+            ambiguous: Vec::new(),
+            refused: None,
+        }
+    }
+
     /// Rewrites the message `text`, if its `result.tools` is a list of tools.
     pub(super) fn rewrite(env: &mut Env, leg: &Leg, text: &str) -> Option<List> {
-        let opts = env.config.options_with(leg.profile, &leg.settings);
+        let opts = leg.options(env.config);
         // the input schemas, by the engine, as an inference request's tools
-        let outcome = api::rewrite_body_cached(text.as_bytes(), Format::Mcp, leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
+        let mut outcome = api::rewrite_body_cached(text.as_bytes(), Format::Mcp, leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
         // no list of tools there (an empty one has nothing to rewrite either)
         let n = outcome.tools;
         if n == 0 {
@@ -123,9 +140,7 @@ impl List {
             Some(b) => std::borrow::Cow::Owned(String::from_utf8(b.clone()).ok()?),
             None => std::borrow::Cow::Borrowed(text),
         };
-        let unfit = unfitting(&outcome);
-        let mut list =
-            List { text: None, tools: n, dropped: 0, unparsed: outcome.unparsed.len(), outputs_kept: 0, report: outcome.report, unfit, refused: None };
+        let mut list = List::of(&mut outcome);
         if leg.unfit == Unfit::Error {
             if let Some((tool, path, why)) = list.unfit.first() {
                 list.refused = Some(Unfitting { tool: tool.clone(), path: path.clone(), why: why.clone() });
@@ -137,20 +152,24 @@ impl List {
         let (elems, range) = elements_at(&rewritten)?;
         let objs: Vec<raw::RawObject<'_>> = elems.iter().map(|e| raw::object(e)).collect::<Option<_>>()?;
         let names: Vec<String> = objs.iter().map(|o| o.str("name").unwrap_or_default()).collect();
-        let whole = matches!(leg.unfit, Unfit::Pass | Unfit::Drop) && !list.unfit.is_empty();
+        // a server's name spelled like a listed one that cannot be listed apart is left out: a call
+        // by it would read back as the other tool
+        let rule = leg.profile.target.names;
+        let apart = |n: &str| rule.is_some_and(|r| names::ambiguous(n, &r));
+        let whole = (matches!(leg.unfit, Unfit::Pass | Unfit::Drop) && !list.unfit.is_empty()) || names.iter().any(|n| apart(n));
         let old = if whole { elements(text)? } else { Vec::new() };
         if whole && old.len() != elems.len() {
             return None;
         }
-        let taken: Vec<&str> = names.iter().map(String::as_str).collect();
         let mut mapped: Vec<String> = Vec::new();
         let mut edits: Vec<Edit> = Vec::new();
         let mut kept: Vec<String> = Vec::new();
         let mut changed = outcome.body.is_some();
         for (i, ((element, o), name)) in elems.iter().zip(objs.iter()).zip(names.iter()).enumerate() {
             let lossy = whole && list.unfit.iter().any(|(t, _, _)| t == name);
-            if lossy && leg.unfit == Unfit::Drop {
+            if apart(name) || (lossy && leg.unfit == Unfit::Drop) {
                 list.dropped += 1;
+                list.ambiguous.extend(apart(name).then(|| name.clone()));
                 changed = true;
                 continue;
             }
@@ -161,7 +180,7 @@ impl List {
                 kept.push(before.to_string());
                 continue;
             }
-            let own = list.element_edits(env, leg, element, o, name, &taken, &mut mapped);
+            let own = list.element_edits(env, leg, element, o, name, &mut mapped);
             changed |= !own.is_empty();
             if whole {
                 kept.push(if own.is_empty() { element.to_string() } else { splice(element, own) });
@@ -183,18 +202,8 @@ impl List {
     }
 
     /// The edits within one listed tool: its output schema (where it widens) and its name (where the
-    /// client's profile refuses it and the listed form is free).
-    #[allow(clippy::too_many_arguments)] // one element as the list's loop holds it: its text, object and name
-    fn element_edits(
-        &mut self,
-        env: &mut Env,
-        leg: &Leg,
-        element: &str,
-        o: &raw::RawObject<'_>,
-        name: &str,
-        taken: &[&str],
-        mapped: &mut Vec<String>,
-    ) -> Vec<Edit> {
+    /// client's profile refuses it, or it reads like a listed one).
+    fn element_edits(&mut self, env: &mut Env, leg: &Leg, element: &str, o: &raw::RawObject<'_>, name: &str, mapped: &mut Vec<String>) -> Vec<Edit> {
         let mut own: Vec<Edit> = Vec::new();
         if let Some(out) = o.get("outputSchema") {
             if let (Some(new), Some(at)) = (output(env, leg, out.get(), name, self), raw::offset(element, out.get())) {
@@ -202,7 +211,7 @@ impl List {
             }
         }
         let Some((rule, v)) = leg.profile.target.names.zip(o.get("name")) else { return own };
-        let Some(sent) = names::encode(name, &rule).filter(|s| !taken.contains(&s.as_str()) && !mapped.contains(s)) else { return own };
+        let Some(sent) = names::encode(name, &rule).filter(|s| !mapped.contains(s)) else { return own };
         if let Some(at) = raw::offset(element, v.get()) {
             self.report.push(Record {
                 tool: name.to_string(),
@@ -218,7 +227,7 @@ impl List {
 
     /// The line for the log: what changed, with each lossy tool and pointer.
     fn line(&self, leg: &Leg) -> Option<Line> {
-        if self.report.is_empty() && self.unfit.is_empty() && self.outputs_kept == 0 {
+        if self.report.is_empty() && self.unfit.is_empty() && self.outputs_kept == 0 && self.ambiguous.is_empty() {
             return None;
         }
         let mut text = format!("route={} profile={} client={} tools/list tools={}", leg.route, leg.profile.name, leg.client, self.tools);
@@ -228,7 +237,12 @@ impl List {
         if self.outputs_kept > 0 {
             text.push_str(&format!(" outputs_kept={}", self.outputs_kept));
         }
-        let unfit: Vec<String> = self.unfit.iter().take(5).map(|(t, p, w)| format!("{t}:{}:{w}", if p.is_empty() { "/" } else { p })).collect();
+        if !self.ambiguous.is_empty() {
+            let some: Vec<String> = self.ambiguous.iter().take(5).map(|n| clip(n)).collect();
+            text.push_str(&format!(" left out, named like another tool's listed name: [{}]", some.join(" ")));
+        }
+        let unfit: Vec<String> =
+            self.unfit.iter().take(5).map(|(t, p, w)| format!("{}:{}:{w}", clip(t), if p.is_empty() { "/".into() } else { clip(p) })).collect();
         if !unfit.is_empty() {
             let what = match leg.unfit {
                 Unfit::Rewrite => "rewritten with loss",
@@ -238,7 +252,7 @@ impl List {
             };
             text.push_str(&format!(" unfit ({what})=[{}]", unfit.join(" ")));
         }
-        Some(Line { warn: !unfit.is_empty(), text })
+        Some(Line { warn: !unfit.is_empty() || !self.ambiguous.is_empty(), text })
     }
 }
 
@@ -270,7 +284,7 @@ pub(super) fn elements_at(text: &str) -> Option<(Vec<&str>, (usize, usize))> {
 
 /// An `outputSchema` (its text) rewritten, where every change keeps or widens what it accepts.
 pub(super) fn output(env: &mut Env, leg: &Leg, text: &str, tool: &str, list: &mut List) -> Option<String> {
-    let opts = env.config.options_with(leg.profile, &leg.settings);
+    let opts = leg.options(env.config);
     let (new, report) = api::rewrite_schema(text, (tool, Context::Output), leg.profile, &opts, env.cache.as_deref_mut()).ok()?;
     if report.is_empty() {
         return None;

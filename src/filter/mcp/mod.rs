@@ -28,7 +28,8 @@ use super::body;
 use super::config::{Config, Models, Route, Settings, Unfit};
 use super::headers::is_json;
 use super::host::{Env, Headed, Headers, Next, RequestHost, ResponseHost, RouteMeta};
-use super::log::Line;
+use super::log::{clip, Line};
+use super::memory::Held;
 use super::response::stream::{event_json, Framer};
 use super::response::Events;
 use super::stats::{self, label, Metrics, Scope, Series, Stat};
@@ -49,6 +50,11 @@ pub struct State {
     /// The request body is being read.
     reading: bool,
     flow: Flow,
+    /// What this exchange holds of the memory of the requests in flight.
+    pub(crate) held: Held,
+    /// The most bytes of the answer toolfit may hold from now on, when the memory of the requests in
+    /// flight is short (else `max_body_bytes`).
+    cap: Option<usize>,
 }
 
 /// What the request said, as far as the MCP leg cares.
@@ -74,7 +80,7 @@ struct Leg {
     lists: bool,
     /// The ids of the `tools/list` requests of a POST (as JSON text): only answers under them are
     /// read. A GET stream's answers are to requests posted elsewhere: read by their shape.
-    ids: Vec<String>,
+    ids: std::collections::HashSet<String>,
 }
 
 impl Leg {
@@ -101,14 +107,23 @@ impl Leg {
             None if names::unlisted(&sent, self.profile) => {
                 self.count_client(env.metrics, Stat::McpCallsUnmapped, 1);
                 let line = format!(
-                    "route={} profile={} client={} tools/call names {sent:?}, a tool toolfit never listed: forwarded as it came",
-                    self.route, self.profile.name, self.client
+                    "route={} profile={} client={} tools/call names \"{}\", a tool toolfit never listed: forwarded as it came",
+                    self.route,
+                    self.profile.name,
+                    self.client,
+                    clip(&sent)
                 );
                 env.say(&self.route, Line { warn: true, text: line });
                 None
             }
             None => None,
         }
+    }
+
+    /// The engine options its lists are rewritten with: the route's, but property names as the server
+    /// wrote them (a call's argument keys could not be given back: no state between list and call).
+    fn options(&self, config: &Config) -> schema::Options {
+        schema::Options { rename_properties: false, ..config.options_with(self.profile, &self.settings) }
     }
 
     fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
@@ -176,6 +191,11 @@ fn who(env: &mut Env, route: &Route, clients: &Models, h: &Headers, route_label:
         }
     }
     if let Some(name) = h.profile {
+        // the header is toolfit's: the server never sees it
+        w.changed = true;
+        if !host.remove_header(PROFILE_HEADER) {
+            stats::count(env.metrics, route_label, w.profile.name, Stat::InternalErrors, 1);
+        }
         match Profile::by_name(name.trim()) {
             Some(p) => {
                 w.profile = p;
@@ -183,7 +203,7 @@ fn who(env: &mut Env, route: &Route, clients: &Models, h: &Headers, route_label:
             }
             // any client can send the header: the line goes through the route's rate limit
             None => {
-                let text = format!("route {route_label:?}: {PROFILE_HEADER} names unknown profile {name:?}; using {}", w.profile.name);
+                let text = format!("route {route_label:?}: {PROFILE_HEADER} names unknown profile \"{}\"; using {}", clip(name), w.profile.name);
                 env.say(route_label, Line { warn: true, text });
             }
         }
@@ -214,12 +234,15 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         initialize: false,
         tagged: changed && h.session.is_some_and(|s| untag(s).is_some()),
         lists: get,
-        ids: Vec::new(),
+        ids: Default::default(),
     };
     if !post && !get {
         // DELETE and the rest: only the session header's tag comes off (and goes back on the answer's)
         let keep = leg.tagged;
-        return (keep.then_some(State { leg, reading: false, flow: Flow::Off }), if changed { Headed::Continue } else { Headed::Ignore });
+        return (
+            keep.then_some(State { leg, reading: false, flow: Flow::Off, held: Held::default(), cap: None }),
+            if changed { Headed::Continue } else { Headed::Ignore },
+        );
     }
     env.metrics.prepare(&leg.route, leg.profile.name);
     leg.count(env.metrics, Stat::RequestsSeen, 1);
@@ -228,7 +251,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         leg.count(env.metrics, Stat::InternalErrors, 1);
     }
     if get {
-        return (Some(State { leg, reading: false, flow: Flow::Off }), Headed::Continue);
+        return (Some(State { leg, reading: false, flow: Flow::Off, held: Held::default(), cap: None }), Headed::Continue);
     }
     // the body may change (a `tools/call` name): its length goes, or the headers wait for it
     let next = if observe { Some(Next::Continue) } else { body::frame(cfg, host) };
@@ -240,12 +263,26 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
             return (None, Headed::Continue);
         }
     };
-    (Some(State { leg, reading: true, flow: Flow::Off }), next)
+    (Some(State { leg, reading: true, flow: Flow::Off, held: Held::default(), cap: None }), next)
 }
 
 impl State {
     pub fn reading(&self) -> bool {
         self.reading
+    }
+
+    /// The request body goes on unread (the memory of the requests in flight is short): counted; the
+    /// route's label, for the line that says so.
+    pub(crate) fn over_budget(&mut self, env: &mut Env) -> String {
+        self.reading = false;
+        self.leg.count(env.metrics, Stat::SkippedOverBudget, 1);
+        self.leg.route.clone()
+    }
+
+    /// The memory of the requests in flight is short: the answer holds no more than it has now (past
+    /// that, what was taken goes back out unread, counted as `skipped_over_budget`).
+    pub(crate) fn squeeze(&mut self) {
+        self.cap = Some(self.kept());
     }
 
     /// Whether to keep reading the request body at `total` bytes.
@@ -288,7 +325,7 @@ impl State {
                 }
                 Some("tools/list") => {
                     self.leg.lists = true;
-                    self.leg.ids.push(id_text(m.get("id")));
+                    self.leg.ids.insert(id_text(m.get("id")));
                 }
                 Some("tools/call") => edits.extend(self.leg.call(env, text, m)),
                 _ => {}
@@ -372,7 +409,11 @@ impl State {
             self.release(env, host, size);
             return Next::Continue;
         };
-        let max = env.config.max_body_bytes;
+        // past max_body_bytes, or what the memory of the requests in flight leaves
+        let (max, past) = match self.cap {
+            Some(cap) if cap < env.config.max_body_bytes => (cap, Stat::SkippedOverBudget),
+            _ => (env.config.max_body_bytes, Stat::SkippedTooLarge),
+        };
         match &mut self.flow {
             Flow::Off => {}
             Flow::Json(copy) => {
@@ -381,7 +422,7 @@ impl State {
                     // too large to hold: what was taken goes back out, unread
                     let all = std::mem::take(copy);
                     self.flow = Flow::Off;
-                    self.leg.count(env.metrics, Stat::SkippedTooLarge, 1);
+                    self.leg.count(env.metrics, past, 1);
                     if !host.set_chunk(size, &all) {
                         self.leg.count(env.metrics, Stat::InternalErrors, 1);
                     }
@@ -399,7 +440,7 @@ impl State {
                 }
             }
             Flow::Sse { .. } => {
-                let out = self.feed_sse(env, &chunk, end, max);
+                let out = self.feed_sse(env, &chunk, end, (max, past));
                 if out != chunk && !host.set_chunk(size, &out) {
                     self.leg.count(env.metrics, Stat::InternalErrors, 1);
                 }
@@ -441,7 +482,9 @@ impl State {
     }
 
     /// The SSE bytes that go on for `chunk`: every complete event (a `tools/list` result rewritten).
-    fn feed_sse(&mut self, env: &mut Env, chunk: &[u8], end: bool, max: usize) -> Vec<u8> {
+    /// `max`: the most bytes of one event held, and the counter of an event past it (the rest of the
+    /// stream then goes on unread).
+    fn feed_sse(&mut self, env: &mut Env, chunk: &[u8], end: bool, (max, past): (usize, Stat)) -> Vec<u8> {
         let Flow::Sse { framer, given_up } = &mut self.flow else { return chunk.to_vec() };
         if *given_up {
             return chunk.to_vec();
@@ -453,6 +496,9 @@ impl State {
             None => out.extend_from_slice(event),
         });
         let over = framer.pending() > max;
+        if over {
+            self.leg.count(env.metrics, past, 1);
+        }
         if end || over {
             // the body ends (or an event outgrew the limit): what is left goes as it came
             out.append(&mut framer.take());

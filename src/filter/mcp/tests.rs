@@ -4,6 +4,7 @@ use super::*;
 use crate::filter::exchange::Exchange;
 use crate::filter::host::{Env, Headed, Level, ResponseHeaders};
 use crate::filter::log::LogLimiter;
+use crate::filter::memory::Memory;
 use crate::filter::stats::testing::{client_metric, Counts};
 use crate::schema::target::Names;
 use crate::schema::Kind;
@@ -23,6 +24,25 @@ fn listed_names_come_back_and_nothing_else_does() {
     // past the length, or not ASCII: as it is
     assert_eq!(names::encode(&format!("{}.x", "a".repeat(60)), &Names::OPENAI), None);
     assert_eq!(names::encode("ünï.x", &Names::OPENAI), None);
+    // a server's own name spelled like a listed one is listed apart, so each listed name reads back
+    // to the one tool it came from (issue 57: `get_weather__032e` ran `get.weather`)
+    assert_eq!(names::encode("get_weather__032e", &Names::OPENAI).as_deref(), Some("get_weather__032e__ff00"));
+    assert_eq!(names::decode("get_weather__032e__ff00").as_deref(), Some("get_weather__032e"));
+    assert_eq!(names::decode("get_weather__032e").as_deref(), Some("get.weather"));
+    assert_eq!(names::encode("get_weather__032e__ff00", &Names::OPENAI).as_deref(), Some("get_weather__032e__ff00__ff00"));
+    assert_eq!(names::decode("get_weather__ff00"), None, "a plain name that reads as nothing needs no mark");
+    let all = ["get.weather", "get_weather__032e", "get_weather__032e__ff00", "get_weather", "a.b__012e", "a_b__012e__012e"];
+    let listed: Vec<String> = all.iter().map(|n| names::encode(n, &Names::OPENAI).unwrap_or_else(|| n.to_string())).collect();
+    for (n, l) in all.iter().zip(&listed) {
+        assert_eq!(names::decode(l).unwrap_or_else(|| l.clone()), *n, "{l} reads back to {n}");
+        assert_eq!(listed.iter().filter(|x| *x == l).count(), 1, "{l} listed once");
+    }
+    // one that cannot be listed apart (past the length) is left out; names never read back to control
+    // characters (a header could not carry them)
+    let long = format!("a_{}__012e", "a".repeat(60));
+    assert!(names::ambiguous(&long, &Names::OPENAI) && !names::ambiguous("get.weather", &Names::OPENAI));
+    assert_eq!(names::decode("x_y__010d020a"), None);
+    assert_eq!(names::encode("x\ry", &Names::OPENAI), None);
 }
 
 #[test]
@@ -50,13 +70,13 @@ const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get.we
 fn exchange(config: &Config, m: &mut Counts, h: &Headers, body: &str, session: Option<&str>, answer: (&str, &str)) -> (Host, Host) {
     let mut logs = LogLimiter::default();
     let mut log = |_: Level, _: &str| {};
-    let mut env = Env { config, metrics: m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let mut env = Env { config, metrics: m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
     let mut x = Exchange::default();
     let mut req = Host::default();
     let headed = x.request_headers(&mut env, h, Some("mcp"), &RouteMeta::default(), &mut req);
     assert_ne!(headed, Headed::Ignore);
     if x.reading() {
-        let _ = x.request_end(&mut env, Some(body.as_bytes()), body.len(), &mut req);
+        let _ = x.request_end(&mut env, || Some(body.as_bytes()), body.len(), &mut req);
     }
     let mut res = Host::default();
     let _ = x.response_headers(&mut env, &ResponseHeaders { status: 200, content_type: Some(answer.0), session, ..Default::default() }, &mut res);
@@ -134,7 +154,7 @@ fn a_list_and_a_call_handed_apart() {
     let mut m = Counts::default();
     let mut logs = LogLimiter::default();
     let mut log = |_: Level, _: &str| {};
-    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
     let result = r#"{"tools":[{"name":"get.weather","inputSchema":{"type":"object"}}]}"#;
     let a = Apart { route: "agw", profile: None, client: Some("codex-mcp-client") };
     let Listed::Replace(out) = a.list(&mut env, result) else { panic!("not replaced") };
@@ -175,8 +195,9 @@ fn the_header_wins_and_unknown_clients_get_the_route_profile() {
     assert!(res.set.contains(&(SESSION_HEADER.into(), "tf.gemini-json.other".into())), "{:?}", res.set);
     let h = Headers { profile: Some("anthropic"), ..post(None) };
     let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mcp-client"}}}"#;
-    let (_, res) = exchange(&cfg, &mut m, &h, init, None, ("application/json", "{}"));
+    let (req, res) = exchange(&cfg, &mut m, &h, init, None, ("application/json", "{}"));
     assert!(res.set.contains(&(SESSION_HEADER.into(), "tf.anthropic.codex-mcp-client".into())), "{:?}", res.set);
+    assert!(req.removed.contains(&PROFILE_HEADER.to_string()), "the header is toolfit's: the server never sees it");
     // a session toolfit made itself: the header goes before the server sees it
     let (req, _) = exchange(&cfg, &mut m, &post(Some("tf.anthropic.other")), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#, None, ("application/json", "{}"));
     assert!(req.removed.contains(&SESSION_HEADER.to_string()));
@@ -199,12 +220,12 @@ fn sse_answers_are_rewritten_event_by_event_in_any_pieces() {
         let mut m = Counts::default();
         let mut logs = LogLimiter::default();
         let mut log = |_: Level, _: &str| {};
-        let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+        let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
         let mut x = Exchange::default();
         let mut h = Host::default();
         let _ = x.request_headers(&mut env, &post(Some("s.tf.openai.other")), Some("mcp"), &RouteMeta::default(), &mut h);
         let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-        let _ = x.request_end(&mut env, Some(body.as_bytes()), body.len(), &mut h);
+        let _ = x.request_end(&mut env, || Some(body.as_bytes()), body.len(), &mut h);
         let _ = x.response_headers(&mut env, &ResponseHeaders { status: 200, content_type: Some("text/event-stream"), ..Default::default() }, &mut h);
         let mut out = Vec::new();
         let bytes = stream.as_bytes();
@@ -268,7 +289,7 @@ fn other_messages_and_methods_pass_byte_for_byte() {
     // a DELETE with no tag is not toolfit's at all
     let mut logs = LogLimiter::default();
     let mut log = |_: Level, _: &str| {};
-    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
     let del = Headers { method: "DELETE", path: "/mcp", session: Some("abc"), ..Headers::default() };
     assert_eq!(Exchange::default().request_headers(&mut env, &del, Some("mcp"), &RouteMeta::default(), &mut Host::default()), Headed::Ignore);
     let del = Headers { session: Some("abc.tf.openai.other"), ..del };
@@ -284,7 +305,7 @@ fn unknown_profile_headers_cannot_flood_the_log() {
     let cfg = config("");
     let (mut m, mut logs, mut lines) = (Counts::default(), LogLimiter::default(), Vec::new());
     let mut log = |_: Level, l: &str| lines.push(l.to_string());
-    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, now_us: now, log: &mut log };
+    let mut env = Env { config: &cfg, metrics: &mut m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
     for i in 0..1000 {
         let name = format!("nope-{i}");
         let h = Headers { profile: Some(&name), ..post(None) };
@@ -294,4 +315,77 @@ fn unknown_profile_headers_cannot_flood_the_log() {
     assert!(per_second > 0 && per_second < 1000);
     assert_eq!(lines.len(), per_second, "{lines:?}");
     assert!(lines[0].contains("names unknown profile \"nope-0\""), "{lines:?}");
+    // a header of 50,000 bytes is quoted to 128 characters
+    lines.clear();
+    let name = "x".repeat(50_000);
+    let mut env = Env {
+        config: &cfg,
+        metrics: &mut m,
+        logs: &mut LogLimiter::default(),
+        cache: None,
+        memory: &Memory::new(),
+        now_us: now,
+        log: &mut |_: Level, l: &str| lines.push(l.to_string()),
+    };
+    let _ = Exchange::default().request_headers(
+        &mut env,
+        &Headers { profile: Some(&name), ..post(None) },
+        Some("mcp"),
+        &RouteMeta::default(),
+        &mut Host::default(),
+    );
+    assert!(lines.len() == 1 && lines[0].len() < 400 && lines[0].contains("(+49872 characters)"), "{lines:?}");
+}
+
+/// A server that lists `get.weather` and, literally, `get_weather__032e`: the client sees two names,
+/// and a call by each reaches the tool it named (issue 57 saw the literal's call run `get.weather`).
+#[test]
+fn a_server_name_spelled_like_a_listed_one_keeps_its_own_tool() {
+    let cfg = config(r#", "profile": "openai""#);
+    let mut m = Counts::default();
+    let list = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get.weather","inputSchema":{"type":"object"}},{"name":"get_weather__032e","inputSchema":{"type":"object"}}]}}"#;
+    let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", list));
+    let v: serde_json::Value = serde_json::from_slice(&res.chunk).unwrap_or_default();
+    let listed: Vec<&str> = v["result"]["tools"].as_array().map(|a| a.iter().filter_map(|t| t["name"].as_str()).collect()).unwrap_or_default();
+    assert_eq!(listed, ["get_weather__032e", "get_weather__032e__ff00"]);
+    for (called, reaches) in [("get_weather__032e", "get.weather"), ("get_weather__032e__ff00", "get_weather__032e")] {
+        let call = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"{called}","arguments":{{}}}}}}"#);
+        let (req, _) = exchange(&cfg, &mut m, &post(None), &call, None, ("application/json", "{}"));
+        let sent = String::from_utf8(req.body.unwrap_or_default()).unwrap_or_default();
+        assert!(sent.contains(&format!(r#""name":"{reaches}""#)), "{called}: {sent}");
+    }
+    // one that cannot be listed apart (its mark would pass the length) is left out, counted
+    let long = format!("a_{}__012e", "a".repeat(60));
+    let list = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"result":{{"tools":[{{"name":"a.{0}","inputSchema":{{"type":"object"}}}},{{"name":"{long}","inputSchema":{{"type":"object"}}}}]}}}}"#,
+        "a".repeat(60)
+    );
+    let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", &list));
+    let v: serde_json::Value = serde_json::from_slice(&res.chunk).unwrap_or_default();
+    assert_eq!(v["result"]["tools"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(m.0.get(&client_metric("mcp", "openai", "other", Stat::McpToolsDropped)).copied(), Some(1));
+}
+
+/// Gemini's `parameters` refuse `-` and `.` in property names, but the MCP leg lists the server's keys
+/// as they are: a call's arguments could not be given their keys back (issue 57 saw `issue-key` listed
+/// as `issue_key` and the server receive `issue_key`). The inference leg renames them where the API is.
+#[test]
+fn the_mcp_leg_lists_property_names_as_the_server_wrote_them() {
+    let cfg = config(r#", "profile": "gemini""#);
+    let mut m = Counts::default();
+    let list = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"jira","inputSchema":{"type":"object","properties":{"issue-key":{"type":"string"},"page":{"type":"object","properties":{"page.size":{"type":"integer"}}}},"required":["issue-key"]}}]}}"#;
+    let (_, res) = exchange(&cfg, &mut m, &post(None), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", list));
+    let out = if res.chunk.is_empty() { list.as_bytes().to_vec() } else { res.chunk };
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+    let schema = &v["result"]["tools"][0]["inputSchema"];
+    assert!(schema["properties"].get("issue-key").is_some() && schema["properties"]["page"]["properties"].get("page.size").is_some(), "{schema}");
+    assert_eq!(schema["required"], serde_json::json!(["issue-key"]));
+    // the control: the inference leg's engine, same profile, renames them
+    let body = format!(
+        r#"{{"tools":[{{"type":"function","function":{{"name":"jira","parameters":{}}}}}]}}"#,
+        serde_json::json!({"type":"object","properties":{"issue-key":{"type":"string"}}})
+    );
+    let opts = crate::schema::Profile::by_name("gemini").map(|p| p.default_options());
+    let out = opts.and_then(|o| crate::api::rewrite_body(body.as_bytes(), crate::api::Format::Auto, crate::schema::Profile::by_name("gemini")?, &o).ok());
+    assert!(out.and_then(|o| o.body).is_some_and(|b| String::from_utf8_lossy(&b).contains("issue_key")));
 }

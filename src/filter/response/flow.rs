@@ -185,6 +185,19 @@ impl Flow {
         }
     }
 
+    /// From now on hold no more than `bytes` (the memory of the requests in flight is short): past
+    /// them what is held goes on unrepaired, as past `max_body_bytes`. Whether this lowered the bound.
+    pub fn cap(&mut self, bytes: usize) -> bool {
+        let reply = match self {
+            Flow::Json { reply, .. } => reply,
+            Flow::Stream(stream) => stream.reply_mut(),
+            Flow::Off | Flow::Decoding(_) => return false,
+        };
+        let lower = bytes < reply.max_bytes;
+        reply.max_bytes = reply.max_bytes.min(bytes);
+        lower
+    }
+
     /// A body chunk of `size` bytes; `end`: the body ends with it.
     pub fn body(&mut self, host: &mut dyn ResponseHost, sink: &mut Sink, size: usize, end: bool) -> Next {
         match self {

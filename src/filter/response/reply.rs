@@ -212,6 +212,12 @@ impl Reply {
     }
 
     /// Whether a response may need changing (else it is only read).
+    /// Bytes this reply keeps, as the memory of the requests in flight counts them: its tool lists,
+    /// twice (the tools are read from them when a response first carries a call).
+    pub fn held_bytes(&self) -> usize {
+        self.source.as_ref().map_or(0, |s| s.lists.len().saturating_mul(2))
+    }
+
     pub fn repairs(&self) -> bool {
         self.repairs
     }

@@ -220,6 +220,10 @@ impl Stream {
         &self.reply
     }
 
+    pub fn reply_mut(&mut self) -> &mut Reply {
+        &mut self.reply
+    }
+
     /// Bytes kept for later: held events and an incomplete one.
     pub fn kept(&self) -> usize {
         self.held_bytes()

@@ -1,6 +1,6 @@
 //! What a response's repair did, as counters (the route's and each tool's) and one log line.
 
-use crate::filter::log::Line;
+use crate::filter::log::{clip, Line};
 use crate::filter::stats::{label, Metrics, Scope, Series, Stat, ToolStat};
 use crate::schema::validate::Violation;
 
@@ -62,11 +62,11 @@ impl Tally {
         if let Some(c) = invalid.first() {
             let v = c.violation.as_ref();
             text = format!(
-                "route={} profile={} invalid tool call: tool {:?} at {}: {}{}",
+                "route={} profile={} invalid tool call: tool \"{}\" at {}: {}{}",
                 route,
                 profile,
-                c.tool,
-                v.map_or("/", |v| v.instance.as_str()),
+                clip(&c.tool),
+                v.map_or("/".into(), |v| clip(&v.instance)),
                 v.map_or("", |v| v.reason.as_str()),
                 if c.lossy { " (where toolfit's rewrite was lossy)" } else { "" }
             );

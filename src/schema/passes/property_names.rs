@@ -50,7 +50,7 @@ fn rename_list(node: &mut Map<String, Value>, key: &str, map: &HashMap<String, S
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
     let Some(rule) = cx.target.property_names else { return };
-    if cx.context != Context::Tool {
+    if cx.context != Context::Tool || !cx.opts.rename_properties {
         return;
     }
     let all = names(root);
