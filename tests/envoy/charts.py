@@ -115,6 +115,13 @@ def main():
         overlay, _ = deploy.render(name)
         check(f"control: ci/{name}.yaml with config.profile=vllm no longer equals deploy/{name} (the comparison can say no)",
               objs is not None and overlay is not None and differences(ours(objs), ours(overlay)), "equal")
+    # an image pinned by digest runs exactly that image
+    digest = "sha256:" + "ab" * 32
+    pinned = next((v for v in values if os.path.basename(v).startswith("envoy-gateway-extproc")), None)
+    if pinned:
+        objs, err = template(helm, pinned, [f"extproc.image.digest={digest}"])
+        images = [c["image"] for o in objs or [] if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]]
+        check("extproc.image.digest: the processor's Deployment runs repository:tag@digest", images and all(i.endswith("@" + digest) for i in images), (images, err[-300:]))
     for sets, says in ((["bogus=1"], "bogus"), (["attach=ambient"], "attach"), (["extproc.replicas=two"], "replicas"), (["config.max_body_bytes=-1"], "max_body_bytes"),
                        # a module fetched over the network must be pinned (issue 57)
                        (["wasm.url=oci://registry.example/toolfit:0.1.0"], "sha256")):
