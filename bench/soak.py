@@ -25,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 from harness import delivery, runner  # noqa: E402
+from harness.paths import load as load_file  # noqa: E402
 import load  # noqa: E402  (the mixes, the non-200 access log, rss_kb)
 
 MAX_BODY = 16 << 20
@@ -47,8 +48,7 @@ class Upstream:
                 pass
 
             def do_POST(self):
-                n = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(n) if n else self.chunked()
+                body, _ = runner.echo_upstream.Recorder.read_body(self)
                 with outer.lock:
                     outer.digests.append(hashlib.sha256(body).hexdigest())
                     roll, delay = rnd.random(), rnd.random() * 0.2
@@ -65,30 +65,15 @@ class Upstream:
                 self.end_headers()
                 self.wfile.write(data)
 
-            def chunked(self):
-                out = b""
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        self.rfile.readline()
-                        return out
-                    out += self.rfile.read(size)
-                    self.rfile.readline()
-
         self.port = runner.free_port()
         self.srv = ThreadingHTTPServer(("127.0.0.1", self.port), H)
         self.srv.daemon_threads = True
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
 
-def big(i, size=14 << 20):
-    """A 14 MB request of tool schemas that need a rewrite (tests/envoy/hostile.py's)."""
-    pad, tools, n = "d" * 6000, [], 0
-    while n < size:
-        tools.append({"type": "function", "function": {"name": f"b{i}_{len(tools)}", "description": pad,
-                                                       "parameters": {"type": "object", "properties": {"k": {"type": "string", "pattern": "^\\p{Lu}"}}}}})
-        n += len(pad) + 150
-    return json.dumps({"model": "m", "messages": [], "tools": tools}).encode()
+def big(i):
+    """A 14 MB request of tool schemas that need a rewrite: tests/envoy/hostile.py's."""
+    return load_file("tests/envoy/hostile.py").big_body(i, 14 << 20)
 
 
 def soak(kind, seconds):

@@ -51,7 +51,7 @@ fn spell(name: &str) -> Option<String> {
     }
     if name.chars().all(plain) {
         // a plain name needs spelling only when it reads as another's
-        return looks_listed(name).then(|| format!("{name}__{LITERAL}"));
+        return decode(name).is_some().then(|| format!("{name}__{LITERAL}"));
     }
     let mut head = String::with_capacity(name.len());
     let mut tail = String::from("__");
@@ -64,11 +64,6 @@ fn spell(name: &str) -> Option<String> {
         }
     }
     Some(head + &tail)
-}
-
-/// Whether a plain name has the shape of a listed one (what [`decode`] would read back).
-fn looks_listed(name: &str) -> bool {
-    decode(name).is_some()
 }
 
 /// The original of a listed name, if it is one.
