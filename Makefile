@@ -174,11 +174,11 @@ load: build wasm
 	python3 bench/load.py --delivery wasm
 	python3 bench/load.py --delivery ext_proc
 
-# An hour per delivery of steady mixed load with faults injected on a schedule (upstream resets and
-# 5xx, oversized and malformed bodies, a log flood, 14 MB bursts, the processor restarted); every body
-# checked, memory sampled. Not in make test. SOAK_SECONDS=600 make soak for a shorter run.
+# An hour per delivery (wasm, ext_proc, mcp) of steady mixed load with faults injected on a schedule
+# (bench/soak.py names them); every body and answer checked, memory judged over whole fault cycles.
+# Not in make test. SOAK_SECONDS=600 for a shorter run, SOAK_DELIVERY=mcp for one delivery.
 soak: build wasm
-	python3 bench/soak.py --seconds $${SOAK_SECONDS:-3600}
+	python3 bench/soak.py --seconds $${SOAK_SECONDS:-3600} $(if $(SOAK_DELIVERY),--delivery $(SOAK_DELIVERY))
 
 # Mutation testing (cargo-mutants from crates.io, installed if missing) of the modules whose mistakes
 # users feel first: the response path's validator and repairs, patterns, name mapping, body decoding,

@@ -5,7 +5,7 @@ recording upstream, delivered as the Wasm filter (envoy/envoy.yaml) or as toolfi
 ones equal to the engine's output for that input, by sha256), counts non-2xx, and samples the RSS of
 Envoy (and of the processor) after warm-up and at the end. Prints the figures; exit 1 on any failure.
   python3 bench/load.py [REQUESTS] [CONCURRENCY] [--delivery wasm|ext_proc]"""
-import hashlib, http.client, json, os, random, sys, tempfile, threading, time
+import hashlib, http.client, json, os, random, re, sys, tempfile, threading, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 from harness import delivery, runner
@@ -57,7 +57,8 @@ def with_non_200_log(path):
         block = NON_200.replace("LOG_FILE", path)
         if "          access_log:\n" in text:  # envoy/envoy.yaml has one: add ours to its list
             return text.replace("          access_log:\n", block, 1)
-        return text.replace("          stat_prefix: inference\n", "          stat_prefix: inference\n" + block, 1)
+        # else beside the listener's stat_prefix (inference, mcp)
+        return re.sub(r"^(          stat_prefix: \w+\n)", lambda m: m.group(1) + block, text, count=1, flags=re.M)
     return edit
 
 

@@ -265,28 +265,6 @@ def unix_socket(rec, up_port):
           not p.ready and p.proc.wait(10) != 0 and "other than a socket" in p.logs() and open(kept).read() == "not a socket", p.logs()[-300:])
 
 
-H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # and an empty SETTINGS frame
-
-
-def handshake(port, ca, sni, pair=None):
-    """A gRPC client's first steps on the TLS listener: the handshake (with `pair` as its certificate),
-    HTTP/2's preface, then a read. Returns ('served', the server certificate's DER) when the server
-    answered with its SETTINGS, else ('refused', why). In TLS 1.3 a server refuses a client certificate
-    after the client's side of the handshake is done, so the refusal arrives at the read."""
-    import socket as so, ssl
-    ctx = ssl.create_default_context(cafile=ca)
-    ctx.set_alpn_protocols(["h2"])
-    if pair:
-        ctx.load_cert_chain(*pair)
-    try:
-        with so.create_connection(("127.0.0.1", port), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=sni) as t:
-            t.sendall(H2_PREFACE)
-            data = t.recv(64)
-            return ("served", t.getpeercert(binary_form=True)) if data[3:4] == b"\x04" else ("refused", f"read {data!r}")
-    except (ssl.SSLError, OSError) as ex:
-        return "refused", str(ex)
-
-
 def tls_listener(rec, up_port):
     """--tls-cert/--tls-key/--client-ca: the processor reached across the network, as a platform team
     secures it. Mutual TLS: Envoy with the gateway's client certificate is served (the request rewritten);
@@ -294,8 +272,8 @@ def tls_listener(rec, up_port):
     handshake (the requests go on unchanged: failure_mode_allow), each counted. The certificate rotated the
     way the kubelet updates a mounted Secret (a new directory, the `..data` link swapped) serves the next
     connection; a rotation whose key does not match keeps the old one, counted."""
-    import ssl, shutil, tempfile
-    from harness.certs import Pki
+    import ssl, tempfile
+    from harness.certs import Pki, handshake, mount_secret
     pki = Pki()
     server_ca, gateway_ca, other_ca = pki.ca("server-ca"), pki.ca("gateway-ca"), pki.ca("other-ca")
     sni = "toolfit-extproc.toolfit.svc"
@@ -305,16 +283,7 @@ def tls_listener(rec, up_port):
     mount = tempfile.mkdtemp(prefix="toolfit-secret-")
 
     def secret(version, cert, key):
-        """The kubelet's atomic update of a Secret volume: the files in a new directory, `..data` swapped to it."""
-        d = os.path.join(mount, f"..{version}")
-        os.mkdir(d)
-        shutil.copy(cert, os.path.join(d, "tls.crt"))
-        shutil.copy(key, os.path.join(d, "tls.key"))
-        os.symlink(f"..{version}", os.path.join(mount, "..data_tmp"))
-        os.replace(os.path.join(mount, "..data_tmp"), os.path.join(mount, "..data"))
-        for f in ("tls.crt", "tls.key"):
-            if not os.path.islink(os.path.join(mount, f)):
-                os.symlink(f"..data/{f}", os.path.join(mount, f))
+        mount_secret(mount, version, cert, key)
 
     secret("v1", *first)
     crt, key = os.path.join(mount, "tls.crt"), os.path.join(mount, "tls.key")

@@ -8,7 +8,8 @@ Methods: initialize (session id `cat-<n>` unless --stateless), notifications (20
 received). Hostile `tools/list` answers by cursor: `wrong-id` (a result under another id), `broken` (an
 SSE event cut inside its JSON, one that is not JSON, and a stream that ends mid-event), `list-shaped` (a
 `tools` member that is not a list), `huge` (a page with a 5 MB string beside the tools). LOG gets one line per
-request: method, the session header, the called name, and the bytes of the body."""
+request: method, the session header, the called name, and the bytes of the body. A body that is not JSON
+gets HTTP 400 with JSON-RPC's parse error."""
 import json, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -70,7 +71,18 @@ class Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
         else:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
-        msg = json.loads(raw)
+        try:
+            msg = json.loads(raw)
+        except ValueError:  # as a server answers a body that is not JSON: HTTP 400, JSON-RPC's parse error
+            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}).encode()
+            self.send_response(400)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if not isinstance(msg, dict):
+            msg = {}
         sid = self.headers.get("mcp-session-id")
         with lock:
             open(LOG, "a").write(json.dumps({"method": msg.get("method"), "session": sid, "name": (msg.get("params") or {}).get("name"),

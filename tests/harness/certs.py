@@ -1,6 +1,6 @@
 """Certificates for the TLS checks, made with the openssl command: a CA and leaf certificates it signs,
 each a (cert, key) pair of PEM files in one temporary directory."""
-import os, subprocess, tempfile
+import os, shutil, subprocess, tempfile
 
 
 class Pki:
@@ -34,3 +34,39 @@ class Pki:
         open(ext, "w").write("\n".join(lines) + "\n")
         self._run("x509", "-req", "-in", csr, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", cert)
         return cert, key
+
+
+def mount_secret(mount, version, cert, key):
+    """The kubelet's atomic update of a Secret volume at `mount`: the files (tls.crt, tls.key) in a new
+    directory `..<version>`, the `..data` link swapped to it, the file names links through `..data`."""
+    d = os.path.join(mount, f"..{version}")
+    os.mkdir(d)
+    shutil.copy(cert, os.path.join(d, "tls.crt"))
+    shutil.copy(key, os.path.join(d, "tls.key"))
+    os.symlink(f"..{version}", os.path.join(mount, "..data_tmp"))
+    os.replace(os.path.join(mount, "..data_tmp"), os.path.join(mount, "..data"))
+    for f in ("tls.crt", "tls.key"):
+        if not os.path.islink(os.path.join(mount, f)):
+            os.symlink(f"..data/{f}", os.path.join(mount, f))
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"  # and an empty SETTINGS frame
+
+
+def handshake(port, ca, sni, pair=None):
+    """A gRPC client's first steps on a TLS listener: the handshake (with `pair` as its certificate),
+    HTTP/2's preface, then a read. Returns ('served', the server certificate's DER) when the server
+    answered with its SETTINGS, else ('refused', why). In TLS 1.3 a server refuses a client certificate
+    after the client's side of the handshake is done, so the refusal arrives at the read."""
+    import socket as so, ssl
+    ctx = ssl.create_default_context(cafile=ca)
+    ctx.set_alpn_protocols(["h2"])
+    if pair:
+        ctx.load_cert_chain(*pair)
+    try:
+        with so.create_connection(("127.0.0.1", port), timeout=5) as raw, ctx.wrap_socket(raw, server_hostname=sni) as t:
+            t.sendall(H2_PREFACE)
+            data = t.recv(64)
+            return ("served", t.getpeercert(binary_form=True)) if data[3:4] == b"\x04" else ("refused", f"read {data!r}")
+    except (ssl.SSLError, OSError) as ex:
+        return "refused", str(ex)

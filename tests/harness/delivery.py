@@ -124,12 +124,13 @@ def tls_socket(tls):
 
 class ExtProc:
     """The processor and its Envoy (envoy/extproc.yaml, or `config_file`: envoy/mcp-extproc.yaml for the
-    MCP leg), seen as one Envoy with toolfit in it."""
+    MCP leg), seen as one Envoy with toolfit in it; `tls` as ExtprocEnvoy's (the processor's --tls-*
+    flags then go in `flags`)."""
 
-    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=(), response_mode="STREAMED", config_file=None):
+    def __init__(self, plugin, upstream_port, test_routes=True, routes=None, body_mode="BUFFERED", flags=(), response_mode="STREAMED", config_file=None, tls=None):
         self.processor = Processor(plugin, flags)
         self.envoy = ExtprocEnvoy(upstream_port, self.processor.port, body_mode, (routes or runner.TEST_ROUTES) if (test_routes or routes) else None, response_mode,
-                                  config_file=config_file)
+                                  tls=tls, config_file=config_file)
         self.port, self.admin, self.proc = self.envoy.port, self.envoy.admin, self.envoy.proc
         self.ready = self.processor.ready and self.envoy.ready
 
