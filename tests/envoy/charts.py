@@ -122,9 +122,18 @@ def main():
         objs, err = template(helm, pinned, [f"extproc.image.digest={digest}"])
         images = [c["image"] for o in objs or [] if o["kind"] == "Deployment" for c in o["spec"]["template"]["spec"]["containers"]]
         check("extproc.image.digest: the processor's Deployment runs repository:tag@digest", images and all(i.endswith("@" + digest) for i in images), (images, err[-300:]))
+    # wasm.failurePolicy: the shipped overlays replace a trapped VM (reload, what the comparison above
+    # held them to); open and closed reach Envoy's and Istio's fields, the reload backoff only with reload
+    for ci, want in (("envoyfilter", {"open": ("FAIL_OPEN", None), "closed": ("FAIL_CLOSED", None), "reload": ("FAIL_RELOAD", 0.1)}),
+                     ("wasmplugin", {"open": ("FAIL_OPEN", None), "closed": ("FAIL_CLOSE", None), "reload": ("FAIL_RELOAD", None)})):
+        for policy, (field, backoff) in want.items():
+            objs, err = template(helm, os.path.join(CHART, "ci", f"{ci}.yaml"), [f"wasm.failurePolicy={policy}"])
+            got = [(p, b) for _, p, b in deploy.wasm_policies(objs or [])]
+            check(f"wasm.failurePolicy={policy}: ci/{ci}.yaml renders toolfit's filter with {field}" + (f" and a {backoff * 1000:.0f} ms reload backoff" if backoff else ", no reload backoff"),
+                  got == [(field, backoff)], (got, err[-300:]))
     for sets, says in ((["bogus=1"], "bogus"), (["attach=ambient"], "attach"), (["extproc.replicas=two"], "replicas"), (["config.max_body_bytes=-1"], "max_body_bytes"),
                        # a module fetched over the network must be pinned (issue 57)
-                       (["wasm.url=oci://registry.example/toolfit:0.1.0"], "sha256")):
+                       (["wasm.url=oci://registry.example/toolfit:0.1.0"], "sha256"), (["wasm.failurePolicy=restart"], "failurePolicy")):
         objs, err = template(helm, None, sets)
         check(f"values.schema.json refuses --set {sets[0]}, naming it", objs is None and says in err, err[-300:])
 

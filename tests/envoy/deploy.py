@@ -719,6 +719,47 @@ def readme_request():
     return open(os.path.join(DEPLOY, "README.md")).read(), json.loads(paths.readme_request())
 
 
+def wasm_policies(objs):
+    """Each toolfit Wasm filter of an overlay and what it does when its VM traps: (where, policy, reload
+    backoff's base interval in seconds or None). EnvoyFilter patches carry Envoy's own fields; Istio's
+    WasmPlugin and TrafficExtension their failStrategy."""
+    out = []
+    for o in objs:
+        if o.get("kind") == "EnvoyFilter":
+            for p in o["spec"].get("configPatches", []):
+                v = (p.get("patch") or {}).get("value") or {}
+                if v.get("name") == "toolfit":
+                    c = v["typed_config"]["config"]
+                    base = ((c.get("reload_config") or {}).get("backoff") or {}).get("base_interval")
+                    out.append((f"EnvoyFilter {o['metadata']['name']}", c.get("failure_policy") or ("fail_open" if c.get("fail_open") else "unset"),
+                                float(base.rstrip("s")) if base else None))
+        elif o.get("kind") in ("WasmPlugin", "TrafficExtension"):
+            spec = o["spec"].get("wasm", o["spec"])
+            out.append((f"{o['kind']} {o['metadata']['name']}", spec.get("failStrategy", "unset"), None))
+    return out
+
+
+def trap_policies(rendered):
+    """Every overlay that runs the Wasm filter under Envoy's own configuration or Istio's replaces a
+    trapped VM (issue 57: under fail_open a trap left the worker without toolfit until a restart): Envoy's
+    FAIL_RELOAD with a backoff of 100 ms or more (1 ms crashed Envoy 1.40), Istio's FAIL_RELOAD. Envoy
+    Gateway's Wasm has no reload (its overlays stay open, said beside the field)."""
+    def bad(objs):
+        return [(w, p, b) for w, p, b in wasm_policies(objs) if p != "FAIL_RELOAD" or (w.startswith("EnvoyFilter") and (b or 0) < 0.1)]
+    found = {n: wasm_policies(objs) for n, objs in rendered.items() if wasm_policies(objs)}
+    check(f"deploy/: every overlay's Wasm filter under Envoy's or Istio's configuration replaces a trapped VM (FAIL_RELOAD, backoff >= 100 ms): {len(found)} overlays",
+          len(found) >= 6 and not any(bad(objs) for objs in rendered.values()), {n: bad(o) for n, o in rendered.items() if bad(o)} or sorted(found))
+    old = copy.deepcopy(rendered["envoyfilter"])
+    for o in old:
+        for p in o.get("spec", {}).get("configPatches", []) if o.get("kind") == "EnvoyFilter" else []:
+            c = ((p.get("patch") or {}).get("value") or {}).get("typed_config", {}).get("config")
+            if ((p.get("patch") or {}).get("value") or {}).get("name") == "toolfit" and c is not None:
+                c.pop("failure_policy", None)
+                c.pop("reload_config", None)
+                c["fail_open"] = True
+    check("control: the policy check refuses the overlay as it was (fail_open: true)", bool(bad(old)), wasm_policies(old))
+
+
 def main():
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
     runner.ENVOY = os.path.join(venv, "bin", "envoy")
@@ -860,6 +901,7 @@ def main():
         routes = [{"name": f"{vs['spec']['hosts'][0]}:8080", "domains": vs["spec"]["hosts"], "routes": [
             {"name": h["name"], "match": {"prefix": "/"}, "route": {"cluster": f"outbound|{dest['port']['number']}||{dest['host']}.mcp.svc.cluster.local", "timeout": "0s"}}]}]
         mcp_overlay("mcp ingress", rendered["mcp-ingress"], "GATEWAY", routes, {"host": vs["spec"]["hosts"][0]}, h["name"])
+    trap_policies(rendered)
     extproc_mtls(rendered, upstream_port, rec)
     mcp_agentgateway(rendered.get("mcp-agentgateway", []))
     mcp_ai_gateway(rendered.get("mcp-ai-gateway", []), rendered["envoyfilter"])

@@ -193,9 +193,10 @@ def envoyfilter_checks(gen, overlay, objs, ptype, ns, labels, xds):
     wc = want["typed_config"]["config"]
     for _, _, h in good[:1]:
         got = next(f for f in h["httpFilters"] if f["name"] == "toolfit")["typedConfig"]["config"]
-        check(f"deploy/{overlay}: with the overlay's module path and plugin configuration",
+        check(f"deploy/{overlay}: with the overlay's module path, plugin configuration and failure policy ({wc.get('failure_policy')}, reloads {wc.get('reload_config')})",
               got["vmConfig"]["code"]["local"]["filename"] == wc["vm_config"]["code"]["local"]["filename"]
-              and got["configuration"]["value"] == wc["configuration"]["value"] and got.get("failOpen", False) == wc.get("fail_open", False), got)
+              and got["configuration"]["value"] == wc["configuration"]["value"] and got.get("failOpen", False) == wc.get("fail_open", False)
+              and got.get("failurePolicy") == wc.get("failure_policy") and ("reloadConfig" in got) == ("reload_config" in wc), got)
     merge = next((p["patch"]["value"] for p in ef["spec"]["configPatches"] if p["applyTo"] == "LISTENER"), None)
     if merge:
         mine = {id(lst): lst for lst, _, _ in hcms(xds, direction)}.values()

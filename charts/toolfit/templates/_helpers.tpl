@@ -39,3 +39,8 @@ labels: {{ toYaml . | nindent 2 }}
 {{- $_ := set .o.metadata "labels" (merge (deepCopy .root.Values.commonLabels) (.o.metadata.labels | default dict)) -}}
 {{- end -}}
 {{- end -}}
+
+{{/* Istio's failStrategy (WasmPlugin, TrafficExtension) for wasm.failurePolicy */}}
+{{- define "toolfit.failStrategy" -}}
+{{- get (dict "reload" "FAIL_RELOAD" "open" "FAIL_OPEN" "closed" "FAIL_CLOSE") .Values.wasm.failurePolicy -}}
+{{- end }}
