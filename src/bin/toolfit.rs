@@ -171,6 +171,8 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
     let mut opts = profile.default_options();
     opts.promote_to_description = !a.get_flag("no-promote");
     opts.open_objects = a.get_flag("open-objects");
+    // the MCP leg's lists keep property names (its clients call with the keys they read), as the filter
+    opts.rename_properties = format.descriptor().is_none_or(|d| d.argument_keys.renamable());
     let since = a.get_one::<String>("llama-cpp-since").map(String::as_str).unwrap_or("2024-08");
     let Some(v) = schema::LlamaCpp::since(since) else {
         return fail(2, &format!("--llama-cpp-since {since:?}: not a month from 2024-08 on, as YYYY-MM"));

@@ -1,7 +1,9 @@
 """An MCP server from the Python SDK (mcp 2.x `MCPServer`, FastMCP before 2.0) for the MCP-leg suite:
 typed returns (an `outputSchema`, `structuredContent` the client validates), names with `.` and `/`,
 and `\\p{..}` patterns in an input and an output schema (pydantic reads them; Python's `re` cannot).
-  python mcp_fastmcp.py PORT [--json] [--stateless] [--sse]"""
+With --props, a fourth tool whose argument's properties are named `issue-key` and `page.size` (names
+Gemini's API refuses, which the inference leg renames): pydantic refuses a call under any other keys.
+  python mcp_fastmcp.py PORT [--json] [--stateless] [--sse] [--props]"""
 import sys
 from typing import Annotated
 
@@ -34,6 +36,19 @@ def mean(values: Annotated[list[float], Field(min_length=1)]) -> dict[str, float
 @app.tool(name="shout", description="The text in capitals.", annotations=READ)
 def shout(text: str) -> str:
     return text.upper()
+
+
+class Issue(BaseModel):
+    key: str = Field(alias="issue-key", pattern=r"^[A-Z]+-\d+$")
+    size: int = Field(alias="page.size", ge=1)
+
+
+def issue(issue: Issue) -> str:
+    return f"{issue.key} {issue.size}"
+
+
+if "--props" in sys.argv:
+    app.tool(name="jira", description="An issue, one page of its comments.", annotations=READ)(issue)
 
 
 if __name__ == "__main__":

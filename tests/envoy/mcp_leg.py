@@ -9,7 +9,9 @@ our own (mcp_catalog_server.py) that serves the 1,409-tool catalog page by page,
 Python SDK's own (mcp 2.x, tests/envoy/mcp_client_worker.py), named as each CLI names itself in
 `initialize`; where the SDK cannot show a thing (the session id toolfit hands out, bytes of hostile
 answers) a plain HTTP client speaks JSON-RPC. Both deliveries; sessions across two Envoys behind one
-front Envoy that sends each request to the next.
+front Envoy that sends each request to the next. A second FastMCP server (--props) has a tool whose
+property names Gemini's API refuses: for each profile that renames them on the inference leg, a client
+mapped to it must see them as written and call with them.
 
 Each check's expectation is computed, not written down: the schemas a client must get are `toolfit
 normalize --format mcp` of what the server lists directly, for the profile the client maps to.
@@ -367,6 +369,47 @@ static_resources:
 """
 
 
+def renaming_profiles(tools):
+    """The profiles whose inference-leg rewrite renames `issue-key` or `page.size` (`toolfit profiles`
+    lists them; `--format mcp-tools` is a tool list the response path gives keys back for)."""
+    names = [line.split(":")[0] for line in subprocess.run([runner.TOOLFIT, "profiles"], capture_output=True, text=True).stdout.splitlines() if line and not line[0].isspace()]
+    doc = json.dumps({"tools": tools}).encode()
+    return [p for p in names if not all(f'"{k}"' in runner.cli(doc, "mcp-tools", p).decode() for k in ("issue-key", "page.size"))]
+
+
+def props_leg(kind, py, servers):
+    """Property names a profile's API refuses (`issue-key`, `page.size`: Gemini's) stay as the server
+    wrote them on the MCP leg, for every profile that renames them on the inference leg: a client calls
+    with the keys it read, and the SDK's server (pydantic, by alias) refuses any other (issue 57 saw
+    `issue_key` listed and sent). Each such profile, mapped to a client through the route's `clients`."""
+    srv = servers["props"]
+    direct = client(py, f"http://127.0.0.1:{srv.port}/mcp", "raw")
+    jira = [t for t in direct["tools"] if t["name"] == "jira"]
+    renaming = renaming_profiles(jira)
+    check("props: the server lists its jira tool, and at least one profile renames its properties on the inference leg",
+          len(jira) == 1 and renaming, (direct.get("error"), renaming))
+    args = {"issue": {"issue-key": "X-1", "page.size": 5}}
+    for profile in renaming:
+        config = plugin()
+        config["routes"][0] = {**config["routes"][0], "clients": {"props-client": profile}}
+        g = gateway(kind, srv.port, config)
+        try:
+            url = f"http://127.0.0.1:{g.port}/mcp"
+            got = client(py, url, "props-client", calls=[("jira", args), ("jira", {"issue": {"issue_key": "X-1", "page_size": 5}})])
+            listed = json.dumps(next((t.get("inputSchema") for t in got["tools"] if t["name"] == "jira"), None))
+            calls = got["calls"]
+            check(f"props: a {profile} client lists issue-key and page.size as the server wrote them, and its call with them runs (X-1 5)",
+                  '"issue-key"' in listed and '"page.size"' in listed and calls and calls[0].get("ok") and "X-1 5" in (calls[0].get("text") or ""),
+                  (listed[:300], calls[:1], got.get("error")))
+            check(f"props: control: the same call under the inference leg's keys (issue_key, page_size) is refused by the server ({profile})",
+                  len(calls) == 2 and not calls[1].get("ok"), calls[1:])
+            cli = json.dumps(json.loads(runner.cli(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": jira}}).encode(), "mcp", profile)))
+            check(f"props: toolfit normalize --format mcp --profile {profile} keeps them too (the CLI shows what the leg lists)",
+                  '"issue-key"' in cli and '"page.size"' in cli, cli[:300])
+        finally:
+            g.stop()
+
+
 def replicas_leg(kind, py, servers):
     """Two gateways behind one front Envoy that sends each request to the next: a session's requests
     land on both, and each knows the client from the session id alone."""
@@ -477,6 +520,7 @@ def main():
     everything = os.path.join(os.path.dirname(bins), "@modelcontextprotocol", "server-everything", "dist", "index.js")
     servers = {
         "fastmcp": Server([py, os.path.join(HERE, "mcp_fastmcp.py"), "{port}"], "/mcp"),
+        "props": Server([py, os.path.join(HERE, "mcp_fastmcp.py"), "{port}", "--props"], "/mcp"),
         "catalog": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", CATALOG, "{log}"], "/mcp"),
         "pieces": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", CATALOG, "{log}", "--sse", "--piece", "7", "--page", "100", "--limit", "200"], "/mcp"),
         "stateless": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", CATALOG, "{log}", "--stateless", "--page", "50"], "/mcp"),
@@ -499,7 +543,7 @@ def main():
             verdict.LABEL = delivery.label(kind)
             for leg in (fastmcp_leg, everything_leg):
                 leg(kind, py, servers, raw)
-            for leg in (catalog_leg, pieces_leg, replicas_leg):
+            for leg in (catalog_leg, pieces_leg, replicas_leg, props_leg):
                 leg(kind, py, servers)
         verdict.LABEL = ""
         if clis and clis != ["none"]:

@@ -1,7 +1,7 @@
 //! Anthropic Messages: tools as `tools[].input_schema`; calls as `content[]` blocks of type
 //! `tool_use`, streamed as `content_block_*` events with `input_json_delta` parts.
 
-use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
+use super::{index, path, Args, ArgumentKeys, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawTool, Step};
 use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;
@@ -25,6 +25,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: None },
     envelope: None,
     error: ErrorShape::Anthropic,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
 };
 

@@ -10,7 +10,7 @@
 //! its name, `contentBlockDelta` pieces of its input, `contentBlockStop` its end. The event's type is in
 //! the message's headers; the payloads tell themselves apart by their members.
 
-use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
+use super::{index, path, Args, ArgumentKeys, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::values_at;
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Member, Missing, Site, Unset};
@@ -37,6 +37,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: None },
     envelope: None,
     error: ErrorShape::Aws,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes {
         paths: &[],
         prefixes: &["/model/"],

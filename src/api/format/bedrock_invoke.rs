@@ -5,7 +5,7 @@
 //! `bedrock-anthropic` (the body is Claude's); another model family's InvokeModel body is of no shape
 //! toolfit knows and goes on as it came.
 
-use super::{anthropic, bedrock_converse, Descriptor, ErrorShape, Routes, Tools};
+use super::{anthropic, bedrock_converse, ArgumentKeys, Descriptor, ErrorShape, Routes, Tools};
 use crate::api::Format;
 use crate::schema::profile;
 
@@ -24,6 +24,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: anthropic::FORMAT.stream,
     envelope: Some("bytes"),
     error: ErrorShape::Aws,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes {
         paths: &[],
         prefixes: &["/model/"],

@@ -2,7 +2,7 @@
 //! `response_format.json_schema` (the schema itself); calls in `message.tool_calls`, streamed as
 //! `tool-call-*` events. Its path always gets the `cohere` profile.
 
-use super::{index, path, Args, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
+use super::{index, path, Args, ArgumentKeys, Convert, Descriptor, ErrorShape, Frag, Frags, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, Step};
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -24,6 +24,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: None },
     envelope: None,
     error: ErrorShape::Cohere,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes { paths: &["/v2/chat"], profile: Some(&crate::schema::profile::COHERE), ..Routes::NONE },
 };
 

@@ -4,7 +4,7 @@
 //! snake_case; calls as `functionCall` parts, every streamed event carrying whole calls. The model is
 //! in the path; its prefixes always get the `gemini` profile.
 
-use super::{path, Args, Convert, Descriptor, ErrorShape, McpTool, Routes, StreamCalls, Tools};
+use super::{path, Args, ArgumentKeys, Convert, Descriptor, ErrorShape, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
@@ -37,6 +37,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Whole,
     envelope: None,
     error: ErrorShape::Google,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes {
         paths: &[],
         prefixes: &["/v1beta/models/", "/v1/models/", "/v1/projects/", "/v1beta1/projects/"],

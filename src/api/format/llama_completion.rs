@@ -1,6 +1,6 @@
 //! llama-server's `/completion`: structured output as `json_schema`; no tools, no calls.
 
-use super::{Descriptor, ErrorShape, Routes, StreamCalls, Tools};
+use super::{ArgumentKeys, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::raw::RawObject;
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -20,6 +20,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::None,
     envelope: None,
     error: ErrorShape::OpenAi,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes { paths: &["/completion", "/completions", "/v1/completions"], ..Routes::NONE },
 };
 

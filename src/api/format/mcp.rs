@@ -5,7 +5,7 @@
 //! apart, only where that keeps or widens what they accept (the client validates the server's
 //! `structuredContent` against them), and names are mapped by the MCP leg's own reversible rule.
 
-use super::{Descriptor, ErrorShape, Routes, StreamCalls, Tools};
+use super::{ArgumentKeys, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::raw::RawTool;
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
@@ -26,6 +26,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     // never used: an MCP route answers with JSON-RPC errors of its own (`crate::filter::mcp`)
     error: ErrorShape::OpenAi,
+    argument_keys: ArgumentKeys::AsListed,
     routes: Routes::NONE,
 };
 

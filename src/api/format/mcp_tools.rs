@@ -3,7 +3,7 @@
 //! `inputSchema` (tool context) and `outputSchema` (structured output). Not a request toolfit sees on
 //! a route by default; the CLI and `convert` read it.
 
-use super::{Convert, Descriptor, ErrorShape, McpTool, Routes, StreamCalls, Tools};
+use super::{ArgumentKeys, Convert, Descriptor, ErrorShape, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{RawObject, RawTool};
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
@@ -24,6 +24,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::None,
     envelope: None,
     error: ErrorShape::OpenAi,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes::NONE,
 };
 

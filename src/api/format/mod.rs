@@ -73,8 +73,27 @@ pub struct Descriptor {
     pub envelope: Option<&'static str>,
     /// The shape of the error a rejected response answers with.
     pub error: ErrorShape,
+    /// Whose argument keys a call of its tools carries: whether a profile may rename property names.
+    pub argument_keys: ArgumentKeys,
     /// The routes it is served on when the configuration lists none.
     pub routes: Routes,
+}
+
+/// The keys a call's arguments arrive with, which decides whether a tool's property names may be
+/// renamed for a profile (Gemini's API refuses `issue-key`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum ArgumentKeys {
+    /// The model's calls come back through toolfit's response path, which gives renamed keys back.
+    Restored,
+    /// The client calls the tool with the keys it read from the list, straight to the server (MCP): no
+    /// state joins a list to its calls, so property names stay as the server wrote them.
+    AsListed,
+}
+
+impl ArgumentKeys {
+    pub fn renamable(self) -> bool {
+        self == ArgumentKeys::Restored
+    }
 }
 
 /// Where a format's lists of tools are.

@@ -2,7 +2,7 @@
 //! `format` (a schema object); calls in `message.tool_calls` with arguments as an object, streamed
 //! as NDJSON lines that each carry whole calls. Its paths always get the `ollama` profile.
 
-use super::{path, Args, Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
+use super::{path, Args, ArgumentKeys, Convert, Descriptor, ErrorShape, Routes, StreamCalls, Tools};
 use crate::api::raw::{RawObject, Step};
 use crate::api::{Format, Site};
 use crate::schema::Context;
@@ -24,6 +24,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Whole,
     envelope: None,
     error: ErrorShape::Ollama,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes { paths: &["/api/chat", "/api/generate"], profile: Some(&crate::schema::profile::OLLAMA), ..Routes::NONE },
 };
 

@@ -3,7 +3,7 @@
 //! llama-server's `response_format.schema`); calls in `choices[].message.tool_calls`, streamed as
 //! `choices[].delta.tool_calls` parts.
 
-use super::{function_tools, index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
+use super::{function_tools, index, path, Args, ArgumentKeys, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;
@@ -29,6 +29,7 @@ pub const FORMAT: Descriptor = Descriptor {
     error: ErrorShape::OpenAi,
     // Groq's and Azure OpenAI's v1 API under `/openai/v1/`, DeepSeek's beta features (strict mode)
     // under `/beta/`; Azure's deployments API names the deployment in the path
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes {
         paths: &["/v1/chat/completions", "/chat/completions", "/openai/v1/chat/completions", "/beta/chat/completions"],
         prefixes: &["/openai/deployments/"],

@@ -5,7 +5,7 @@
 //! structured output as `text.format.schema`; calls as `output[]` items of type `function_call`,
 //! streamed as `response.function_call_arguments.*` events and said again whole at the end.
 
-use super::{index, path, Args, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Nested, Routes, StreamCalls, Summary, Tools};
+use super::{index, path, Args, ArgumentKeys, CallPath, Convert, Descriptor, ErrorShape, Frag, Frags, McpTool, Nested, Routes, StreamCalls, Summary, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site, Unset};
 use crate::schema::profile;
@@ -30,6 +30,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::Parts { frags, summary: Some(Summary { is: summary, calls: DONE }) },
     envelope: None,
     error: ErrorShape::OpenAi,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes { paths: &["/v1/responses", "/openai/v1/responses"], ..Routes::NONE },
 };
 

@@ -4,7 +4,7 @@
 //! alone, so a test that rewrites it cold and warm shows that adding a format is its module and its
 //! [`Format`] variant.
 
-use super::{Convert, Descriptor, ErrorShape, McpTool, Nested, Routes, StreamCalls, Tools};
+use super::{ArgumentKeys, Convert, Descriptor, ErrorShape, McpTool, Nested, Routes, StreamCalls, Tools};
 use crate::api::raw::{self, RawObject, RawTool, Step};
 use crate::api::{Format, Missing, Site};
 use crate::schema::Context;
@@ -27,6 +27,7 @@ pub const FORMAT: Descriptor = Descriptor {
     stream: StreamCalls::None,
     envelope: None,
     error: ErrorShape::OpenAi,
+    argument_keys: ArgumentKeys::Restored,
     routes: Routes::NONE,
 };
 

@@ -120,10 +120,11 @@ impl Leg {
         }
     }
 
-    /// The engine options its lists are rewritten with: the route's, but property names as the server
-    /// wrote them (a call's argument keys could not be given back: no state between list and call).
+    /// The engine options its lists are rewritten with: the route's, with property names renamed only
+    /// where the mcp format's calls allow it (they do not: a call's argument keys could not be given
+    /// back, no state joins a list to its calls).
     fn options(&self, config: &Config) -> schema::Options {
-        schema::Options { rename_properties: false, ..config.options_with(self.profile, &self.settings) }
+        schema::Options { rename_properties: crate::api::format::mcp::FORMAT.argument_keys.renamable(), ..config.options_with(self.profile, &self.settings) }
     }
 
     fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
