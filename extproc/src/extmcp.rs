@@ -25,11 +25,13 @@
 //! rounded, as it would from agentgateway itself. Raw JSON keeps them exact.
 
 use crate::session::{with_env, Shared};
+use crate::work::Work;
 use envoy_types::pb::google::protobuf::{value::Kind, ListValue, Struct, Value};
 use prost::Message;
 use serde_json::{Map, Number, Value as Json};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::Semaphore;
 use toolfit::filter::mcp::{Apart, Listed};
 
@@ -280,11 +282,15 @@ pub struct ExtMcpServer {
     streams: Arc<Semaphore>,
     /// Calls refused for want of a permit (counted with the streams refused).
     refused: Arc<AtomicU64>,
+    /// The processor's work slots, shared with ext_proc's heavy messages, and how long a call may take
+    /// (`--message-timeout-ms`): one that cannot start in time, or ends past it, goes on as it came.
+    work: Arc<Work>,
+    timeout: Duration,
 }
 
 impl ExtMcpServer {
-    pub fn new(shared: Arc<Shared>, streams: Arc<Semaphore>, refused: Arc<AtomicU64>) -> ExtMcpServer {
-        ExtMcpServer { shared, streams, refused }
+    pub fn new(shared: Arc<Shared>, streams: Arc<Semaphore>, refused: Arc<AtomicU64>, work: Arc<Work>, timeout: Duration) -> ExtMcpServer {
+        ExtMcpServer { shared, streams, refused, work, timeout }
     }
 }
 
@@ -292,32 +298,32 @@ impl tonic::server::NamedService for ExtMcpServer {
     const NAME: &'static str = SERVICE;
 }
 
-/// One unary method: a request message in, a result out, computed off the async workers (a list may be
-/// a large catalog).
+/// One unary method: a request message in, a result out, computed on a work slot (a list may be a
+/// large catalog); a call with no result in time passes as it came.
 struct Unary<M> {
     shared: Arc<Shared>,
     f: fn(&Shared, &M) -> McpResult,
+    work: Arc<Work>,
+    timeout: Duration,
 }
 
 impl<M: Message + Send + Sync + 'static> tonic::server::UnaryService<M> for Unary<M> {
     type Response = McpResult;
     type Future = tonic::codegen::BoxFuture<tonic::Response<McpResult>, tonic::Status>;
     fn call(&mut self, request: tonic::Request<M>) -> Self::Future {
-        let (shared, f) = (self.shared.clone(), self.f);
+        let (shared, f, work, timeout) = (self.shared.clone(), self.f, self.work.clone(), self.timeout);
         Box::pin(async move {
             let m = request.into_inner();
             let large = m.encoded_len() >= crate::RETURN_MEMORY_FROM;
-            let out = tokio::task::spawn_blocking(move || {
+            let job = move || {
                 let out = f(&shared, &m);
                 drop(m);
                 if large {
                     crate::return_memory();
                 }
                 out
-            })
-            .await
-            .unwrap_or_else(|_| pass());
-            Ok(tonic::Response::new(out))
+            };
+            Ok(tonic::Response::new(work.run(job, timeout).await.unwrap_or_else(|_| pass())))
         })
     }
 }
@@ -336,7 +342,7 @@ where
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
-        let shared = self.shared.clone();
+        let (shared, work, timeout) = (self.shared.clone(), self.work.clone(), self.timeout);
         // a permit before the message is read: past --max-streams the call is refused unread (the hook
         // fails open: the message goes on as it came)
         let Ok(permit) = self.streams.clone().try_acquire_owned() else {
@@ -349,12 +355,12 @@ where
             Some("CheckRequest") => Box::pin(async move {
                 let _permit = permit;
                 let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default()).apply_max_message_size_config(Some(max), Some(max));
-                Ok(grpc.unary(Unary::<McpRequest> { shared, f: check_request }, req).await)
+                Ok(grpc.unary(Unary::<McpRequest> { shared, f: check_request, work, timeout }, req).await)
             }),
             Some("CheckResponse") => Box::pin(async move {
                 let _permit = permit;
                 let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default()).apply_max_message_size_config(Some(max), Some(max));
-                Ok(grpc.unary(Unary::<McpResponse> { shared, f: check_response }, req).await)
+                Ok(grpc.unary(Unary::<McpResponse> { shared, f: check_response, work, timeout }, req).await)
             }),
             _ => Box::pin(async move { Ok(tonic::Status::unimplemented("toolfit-extproc: no such method").into_http()) }),
         }
@@ -534,7 +540,13 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap_or_else(|e| panic!("{e}"));
         let addr = listener.local_addr().unwrap_or_else(|e| panic!("{e}"));
         let (permits, refused) = (Arc::new(Semaphore::new(1)), Arc::new(AtomicU64::new(0)));
-        let server = tonic::transport::Server::builder().add_service(ExtMcpServer::new(s, permits.clone(), refused.clone()));
+        let server = tonic::transport::Server::builder().add_service(ExtMcpServer::new(
+            s,
+            permits.clone(),
+            refused.clone(),
+            Arc::new(crate::work::Work::per_core()),
+            Duration::from_secs(5),
+        ));
         tokio::spawn(server.serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)));
         let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
             .unwrap_or_else(|e| panic!("{e}"))

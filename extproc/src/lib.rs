@@ -1,5 +1,5 @@
-//! The processor's stream handling (`session`), counters (`metrics`) and agentgateway's MCP hook
-//! (`extmcp`) and its TLS listener (`tls`) as a library: the binary
+//! The processor's stream handling (`session`), counters (`metrics`), agentgateway's MCP hook
+//! (`extmcp`), its TLS listener (`tls`) and where heavy work runs (`work`) as a library: the binary
 //! (`main.rs`: gRPC, flags, the metrics listener) and the fuzz target (`fuzz/fuzz_targets/extproc.rs`)
 //! drive the same code.
 
@@ -7,6 +7,7 @@ pub mod extmcp;
 pub mod metrics;
 pub mod session;
 pub mod tls;
+pub mod work;
 
 /// Messages from this size on give back what their processing freed once it is done (see
 /// [`return_memory`]).

@@ -23,6 +23,7 @@ use tonic::{Request, Response, Status, Streaming};
 use toolfit_extproc::extmcp::ExtMcpServer;
 use toolfit_extproc::session::{Session, Shared};
 use toolfit_extproc::tls::{Handshakes, Reloading, TlsFiles};
+use toolfit_extproc::work::{Undone, Work};
 
 /// Where the gRPC service listens.
 enum Listen {
@@ -175,6 +176,33 @@ struct Processor {
     /// Answers to a message Envoy no longer waited for (its `message_timeout` passed: the request went
     /// on as it came, though its rewrite was counted).
     late: Arc<AtomicU64>,
+    /// Where heavy messages are processed: one at a time per core.
+    work: Arc<Work>,
+}
+
+/// `s.on(msg)` on a work slot within `timeout`; `None`: the stream is to be closed, so Envoy fails open
+/// for the request (no slot in time, counted by `Work`; a failure or a message past the timeout, said).
+async fn on_slot(work: &Work, mut s: Session, msg: ProcessingRequest, timeout: Duration) -> Option<(Session, Vec<ProcessingResponse>)> {
+    let large = msg.encoded_len() >= toolfit_extproc::RETURN_MEMORY_FROM;
+    let job = move || {
+        let answers = s.on(msg);
+        if large {
+            toolfit_extproc::return_memory();
+        }
+        (s, answers)
+    };
+    match work.run(job, timeout).await {
+        Ok(done) => Some(done),
+        Err(Undone::Busy) => None,
+        Err(Undone::Failed(e)) => {
+            log::error!("toolfit: a message's processing failed ({e}); stream closed");
+            None
+        }
+        Err(Undone::Late) => {
+            log::warn!("toolfit: a message took over --message-timeout-ms ({} ms); stream closed", timeout.as_millis());
+            None
+        }
+    }
 }
 
 type Answers = Pin<Box<dyn Stream<Item = Result<ProcessingResponse, Status>> + Send>>;
@@ -193,7 +221,7 @@ impl ExternalProcessor for Processor {
         let shared = self.shared.clone();
         let timeout = self.timeout;
         let (first_wait, idle_wait, idle_closed, late) = (self.first_message_timeout, self.idle_timeout, self.idle_closed.clone(), self.late.clone());
-        let active = self.active.clone();
+        let (active, work) = (self.active.clone(), self.work.clone());
         active.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
             let _permit = permit;
@@ -234,25 +262,7 @@ impl ExternalProcessor for Processor {
                     }
                     continue;
                 }
-                let large = msg.encoded_len() >= toolfit_extproc::RETURN_MEMORY_FROM;
-                let work = tokio::task::spawn_blocking(move || {
-                    let answers = s.on(msg);
-                    if large {
-                        toolfit_extproc::return_memory();
-                    }
-                    (s, answers)
-                });
-                let (s, answers) = match tokio::time::timeout(timeout, work).await {
-                    Ok(Ok(done)) => done,
-                    Ok(Err(e)) => {
-                        log::error!("toolfit: a message's processing failed ({e}); stream closed");
-                        break;
-                    }
-                    Err(_) => {
-                        log::warn!("toolfit: a message took over --message-timeout-ms ({} ms); stream closed", timeout.as_millis());
-                        break;
-                    }
-                };
+                let Some((s, answers)) = on_slot(&work, s, msg, timeout).await else { break };
                 session = Some(s);
                 if send_all(&tx, answers).await.is_err() {
                     // Envoy closed the stream while the message was processed
@@ -370,6 +380,7 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
     let refused = Arc::new(AtomicU64::new(0));
     let idle_closed = Arc::new(AtomicU64::new(0));
     let late = Arc::new(AtomicU64::new(0));
+    let work = Arc::new(Work::per_core());
     let metrics = tokio::net::TcpListener::bind(args.metrics_listen).await?;
     let gauges = Gauges {
         ready: ready.clone(),
@@ -377,13 +388,14 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         refused: refused.clone(),
         idle_closed: idle_closed.clone(),
         late: late.clone(),
+        declined: work.declined.clone(),
         tls: tls.clone(),
         handshakes: handshakes.clone(),
     };
     tokio::spawn(metrics_server(metrics, shared.clone(), gauges));
     // agentgateway's MCP hook on the same listener (its backend calls it by service name)
     let streams = Arc::new(Semaphore::new(args.max_streams));
-    let extmcp = ExtMcpServer::new(shared.clone(), streams.clone(), refused.clone());
+    let extmcp = ExtMcpServer::new(shared.clone(), streams.clone(), refused.clone(), work.clone(), args.message_timeout);
     let processor = Processor {
         shared,
         streams,
@@ -394,6 +406,7 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
         idle_timeout: args.idle_timeout,
         idle_closed: idle_closed.clone(),
         late: late.clone(),
+        work: work.clone(),
     };
     // bound before readiness is said, so a probe that passes means Envoy can connect
     let incoming = match (&args.listen, tls) {
@@ -494,6 +507,7 @@ struct Gauges {
     refused: Arc<AtomicU64>,
     idle_closed: Arc<AtomicU64>,
     late: Arc<AtomicU64>,
+    declined: Arc<AtomicU64>,
     tls: Option<Arc<Reloading>>,
     handshakes: Arc<Handshakes>,
 }
@@ -523,11 +537,13 @@ async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, 
                             "# TYPE toolfit_extproc_streams_active gauge\ntoolfit_extproc_streams_active {}\n\
                              # TYPE toolfit_extproc_streams_refused counter\ntoolfit_extproc_streams_refused {}\n\
                              # TYPE toolfit_extproc_streams_idle_closed counter\ntoolfit_extproc_streams_idle_closed {}\n\
-                             # TYPE toolfit_extproc_answers_late counter\ntoolfit_extproc_answers_late {}\n",
+                             # TYPE toolfit_extproc_answers_late counter\ntoolfit_extproc_answers_late {}\n\
+                             # TYPE toolfit_extproc_declined_busy counter\ntoolfit_extproc_declined_busy {}\n",
                             g.active.load(Ordering::Relaxed),
                             g.refused.load(Ordering::Relaxed),
                             g.idle_closed.load(Ordering::Relaxed),
-                            g.late.load(Ordering::Relaxed)
+                            g.late.load(Ordering::Relaxed),
+                            g.declined.load(Ordering::Relaxed)
                         ));
                         if let Some(tls) = &g.tls {
                             text.push_str(&format!(

@@ -144,8 +144,11 @@ def many_large_at_once(kind):
         # (Envoy sent the request on as it came); toolfit_extproc_answers_late counts those whose
         # answer could not be sent at all, a lower bound
         late = int((re.search(r"^toolfit_extproc_answers_late (\d+)", p, re.M) or [0, 0])[1]) if kind == "ext_proc" else 0
+        # and one that could not start on a core within half its time is declined before any work
+        declined = int((re.search(r"^toolfit_extproc_declined_busy (\d+)", p, re.M) or [0, 0])[1]) if kind == "ext_proc" else 0
         counted = len(changed) == rewritten if kind == "wasm" else len(changed) <= rewritten
-        check(f"the bodies forwarded unread are the client's bytes, the others exactly the engine's rewrite ({len(changed)} rewritten upstream, {late} answers late)",
+        check(f"the bodies forwarded unread are the client's bytes, the others exactly the engine's rewrite ({len(changed)} rewritten upstream, "
+              f"{rewritten - len(changed)} rewrites unused, {late} answers late, {declined} declined busy)",
               len(unread) + len(changed) == N and counted and set(changed) <= expected, f"unread {len(unread)} changed {len(changed)} late {late}")
         # controls: the body check says no to a body one byte off, the trap check to the line a trap leaves
         tampered = hashlib.sha256(bodies[0] + b" ").hexdigest()
