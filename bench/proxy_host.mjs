@@ -1,8 +1,9 @@
 // A proxy-wasm 0.2.1 host over Node's V8, small enough to read: runs dist/toolfit.wasm as Envoy would for
 // N requests of one body, one plugin (cache off unless CONFIG says), and prints the median time of the
-// request callbacks over the last half. The VM's random seed (the 16 bytes of `random_get` that key
-// Rust's hash maps) comes from SEED, so a figure can be repeated per seed: the cold rewrite of the huge
-// catalog is bimodal by seed (docs/performance.md). Run it as Envoy compiles, TurboFan only:
+// request callbacks over the last half, one process (one VM) per SEED given: the VM's random seed (the
+// 16 bytes of `random_get` that key Rust's hash maps) is fixed by it. The cold rewrite of the huge
+// catalog is bimodal by process, whatever the seed (docs/performance.md). Run it as Envoy compiles,
+// TurboFan only:
 //   node --no-liftoff bench/proxy_host.mjs dist/toolfit.wasm BODY.json N [SEED...]
 // BODY.json is a request body, or a catalog of tests/corpus/servers (sent as an OpenAI chat request
 // with those tools, as make bench-envoy does): tests/corpus/servers/twilio-all-services.json is its huge.

@@ -139,4 +139,6 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
 
 
+# a listen backlog for a gateway that opens many connections at once (http.server's default is 5)
+ThreadingHTTPServer.request_queue_size = 128
 ThreadingHTTPServer(("127.0.0.1", PORT), Handler).serve_forever()

@@ -90,11 +90,12 @@ def prom(g):
 class Server(runner.Process):
     """An MCP server process on a free port (stopped as every process the tests start)."""
 
-    def __init__(self, cmd, path, env=None, wait="/"):
+    def __init__(self, cmd, path, env=None, wait="/", errors=None):
         self.port = free_port()
         self.log = tempfile.NamedTemporaryFile(prefix="toolfit-mcp-", suffix=".log", delete=False).name
+        # `errors`: a file for the server's stderr (a long run keeps what a server said when it failed)
         self.proc = subprocess.Popen([c.replace("{port}", str(self.port)).replace("{log}", self.log) for c in cmd], env={**os.environ, "PORT": str(self.port), **(env or {})},
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     stdout=subprocess.DEVNULL, stderr=open(errors, "w") if errors else subprocess.DEVNULL)
         self.url_path = path
         end = time.time() + 30
         while time.time() < end:
