@@ -291,11 +291,15 @@ class McpLoad(Counts):
         self.pages = [tools[i:i + self.PAGE] for i in range(0, len(tools), self.PAGE)]
         self.expected = {(p, i): self.leg.expected(page, p) for p in set(self.leg.CLIENTS.values()) for i, page in enumerate(self.pages)}
         self.wrong, self.pick = [], random.Random(7)
-        rpc = lambda method, params: json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
-        self.rpc = rpc
+        rpc = self.rpc
         self.fault_bodies = {"oversized": rpc("tools/call", {"name": "x", "arguments": {"pad": "x" * MAX_BODY}}),
                              "malformed": rpc("tools/list", {})[:-9],
                              "flood": rpc("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "n" * 200_000, "version": "1"}})}
+
+    @staticmethod
+    def rpc(method, params):
+        """A JSON-RPC request's bytes."""
+        return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).encode()
 
     def step(self, port, fault, conn):
         if fault in self.fault_bodies:

@@ -281,11 +281,7 @@ def tls_listener(rec, up_port):
     envoy_pair, rogue = pki.leaf("gateway", gateway_ca, client=True), pki.leaf("rogue", other_ca, client=True)
     der = lambda pair: ssl.PEM_cert_to_DER_cert(open(pair[0]).read())
     mount = tempfile.mkdtemp(prefix="toolfit-secret-")
-
-    def secret(version, cert, key):
-        mount_secret(mount, version, cert, key)
-
-    secret("v1", *first)
+    mount_secret(mount, "v1", *first)
     crt, key = os.path.join(mount, "tls.crt"), os.path.join(mount, "tls.key")
     cfg = {"profile": "llama-cpp", "framing": "exact"}
     p = Processor(cfg, flags=["--tls-cert", crt, "--tls-key", key, "--client-ca", gateway_ca[0]])
@@ -333,13 +329,13 @@ def tls_listener(rec, up_port):
     check("300 connections that never send a ClientHello: past 256 handshakes at once the rest are closed, counted; then a client is served",
           now and int(now.group(1)) - before >= 44 and got[0] == "served", (before, now and now.group(1), got[0]))
     # a rotation whose key is not its certificate's: the old pair goes on serving, counted
-    secret("v2", second[0], first[1])
+    mount_secret(mount, "v2", second[0], first[1])
     time.sleep(1.2)
     got = handshake(p.port, server_ca[0], sni, envoy_pair)
     text = p.get("/metrics")[1]
     check("a rotation whose key does not match: the previous certificate still serves, counted refused",
           got == ("served", der(first)) and 'toolfit_extproc_tls_reloads{result="refused"} 1' in text, f"{str(got)[:200]} {text[-300:]}")
-    secret("v3", *second)
+    mount_secret(mount, "v3", *second)
     time.sleep(1.2)
     got = handshake(p.port, server_ca[0], sni, envoy_pair)
     text = p.get("/metrics")[1]

@@ -74,12 +74,7 @@ class Handler(BaseHTTPRequestHandler):
         try:
             msg = json.loads(raw)
         except ValueError:  # as a server answers a body that is not JSON: HTTP 400, JSON-RPC's parse error
-            body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}).encode()
-            self.send_response(400)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.json(400, {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}, {})
             return
         if not isinstance(msg, dict):
             msg = {}
@@ -102,17 +97,21 @@ class Handler(BaseHTTPRequestHandler):
             self.stream([b'event: message\ndata: {"jsonrpc":"2.0","id":', str(msg.get("id")).encode(), b',"result":{"tools":[{"name"\n\n',
                          b"data: not json at all\n\n", b'data: {"jsonrpc":"2.0","id":1,"result":{"tools":[]'], headers)
             return
-        body = json.dumps(answer(msg)).encode()
         if SSE:
-            self.stream([b"event: message\ndata: " + body + b"\n\n"], headers)
+            self.stream([b"event: message\ndata: " + json.dumps(answer(msg)).encode() + b"\n\n"], headers)
         else:
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(body)))
-            for k, v in headers.items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(body)
+            self.json(200, answer(msg), headers)
+
+    def json(self, code, doc, headers):
+        """`doc` as a JSON answer with `code` and these headers."""
+        body = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
 
     def stream(self, parts, headers):
         """SSE, chunked, each part cut into --piece bytes (0: whole)."""
