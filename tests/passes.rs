@@ -462,3 +462,42 @@ fn nesting_too_deep_to_parse_is_cut_in_the_cli_path() {
     assert_eq!(count(&r, Kind::SchemaReplaced), 0);
     assert!(toolfit::schema::parse("{\"a\":", &Options::default(), Context::Tool, "t", &mut Report::default()).is_err(), "not JSON stays an error");
 }
+
+/// No schema declares one dialect and holds another's keywords: a draft-07 stamp over keywords the
+/// translation changed becomes 2020-12's, `definitions` move to `$defs` with the refs into them. An
+/// untranslated draft-07 schema keeps its stamp unless the options declare 2020-12 (for clients that
+/// validate with 2020-12 only). The control: the same schema with no stamp keeps none.
+#[test]
+fn dialect_stamp_matches_the_keywords() {
+    let run = |v: Value, declare: bool| {
+        let mut v = v;
+        let opts = Options { declare_2020_12: declare, ..Options::default() };
+        let out = normalize(&mut v, &profile::MCP, &opts, Context::Output, "t");
+        (v, out.report)
+    };
+    let d7 = "http://json-schema.org/draft-07/schema#";
+    let tuple = json!({"$schema": d7, "type": "object", "properties": {"p": {"type": "array", "items": [{"type": "string"}], "additionalItems": false},
+        "n": {"$ref": "#/definitions/n"}}, "definitions": {"n": {"type": "integer"}}});
+    let (v, r) = run(tuple.clone(), false);
+    assert_eq!(v["$schema"], "https://json-schema.org/draft/2020-12/schema", "{v}");
+    assert_eq!((v["properties"]["n"]["$ref"].as_str(), v["$defs"]["n"]["type"].as_str(), v.get("definitions")), (Some("#/$defs/n"), Some("integer"), None));
+    assert!(v["properties"]["p"].get("prefixItems").is_some() && r.lossy_count() == 0, "{v}");
+    // a draft-07 schema the translation leaves alone keeps its stamp, unless 2020-12 is declared
+    let plain = json!({"$schema": d7, "type": "object", "properties": {"a": {"$ref": "#/definitions/a"}}, "definitions": {"a": {"type": "string"}}});
+    let (v, r) = run(plain.clone(), false);
+    assert_eq!((v, count(&r, Kind::DialectNormalized)), (plain.clone(), 0));
+    let (v, r) = run(plain.clone(), true);
+    assert_eq!(
+        v,
+        json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "properties": {"a": {"$ref": "#/$defs/a"}}, "$defs": {"a": {"type": "string"}}})
+    );
+    assert_eq!((count(&r, Kind::DialectNormalized), r.lossy_count()), (1, 0));
+    // a draft-07 stamp over 2020-12's keywords (as servers write them): declared as what it holds
+    let (v, _) = run(json!({"$schema": d7, "type": "array", "prefixItems": [{"type": "string"}]}), false);
+    assert_eq!(v["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    // 2019-09 too; the control: no stamp, none written
+    let (v, _) = run(json!({"$schema": "https://json-schema.org/draft/2019-09/schema", "type": "object"}), true);
+    assert_eq!(v["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    let (v, _) = run(json!({"type": "array", "items": [{"type": "string"}]}), true);
+    assert!(v.get("$schema").is_none() && v.get("prefixItems").is_some(), "{v}");
+}

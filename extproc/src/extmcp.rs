@@ -314,7 +314,8 @@ impl<M: Message + Send + Sync + 'static> tonic::server::UnaryService<M> for Unar
         let (shared, f, work, timeout) = (self.shared.clone(), self.f, self.work.clone(), self.timeout);
         Box::pin(async move {
             let m = request.into_inner();
-            let large = m.encoded_len() >= crate::RETURN_MEMORY_FROM;
+            let size = m.encoded_len();
+            let large = size >= crate::RETURN_MEMORY_FROM;
             let job = move || {
                 let out = f(&shared, &m);
                 drop(m);
@@ -323,7 +324,7 @@ impl<M: Message + Send + Sync + 'static> tonic::server::UnaryService<M> for Unar
                 }
                 out
             };
-            Ok(tonic::Response::new(work.run(job, timeout).await.unwrap_or_else(|_| pass())))
+            Ok(tonic::Response::new(work.run(size, job, timeout).await.unwrap_or_else(|_| pass())))
         })
     }
 }

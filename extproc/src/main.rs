@@ -184,6 +184,7 @@ struct Processor {
 /// for the request (no slot in time, counted by `Work`; a failure or a message past the timeout, said).
 async fn on_slot(work: &Work, mut s: Session, msg: ProcessingRequest, timeout: Duration) -> Option<(Session, Vec<ProcessingResponse>)> {
     let large = msg.encoded_len() >= toolfit_extproc::RETURN_MEMORY_FROM;
+    let cost = read_at(&msg, s.kept());
     let job = move || {
         let answers = s.on(msg);
         if large {
@@ -191,7 +192,7 @@ async fn on_slot(work: &Work, mut s: Session, msg: ProcessingRequest, timeout: D
         }
         (s, answers)
     };
-    match work.run(job, timeout).await {
+    match work.run(cost, job, timeout).await {
         Ok(done) => Some(done),
         Err(Undone::Busy) => None,
         Err(Undone::Failed(e)) => {
@@ -292,6 +293,17 @@ fn heavy(msg: &ProcessingRequest, kept: usize) -> bool {
         Some(Request::RequestBody(b) | Request::ResponseBody(b)) => b.body.len().saturating_add(kept) >= INLINE_BODY_BYTES,
         Some(Request::RequestTrailers(_) | Request::ResponseTrailers(_)) => kept >= INLINE_BODY_BYTES,
         _ => false,
+    }
+}
+
+/// The bytes a message makes the session read at once: the whole body when it ends it (the rewrite,
+/// or the scan that finds none), none for a piece that is only kept.
+fn read_at(msg: &ProcessingRequest, kept: usize) -> usize {
+    use envoy_types::pb::envoy::service::ext_proc::v3::processing_request::Request;
+    match &msg.request {
+        Some(Request::RequestBody(b) | Request::ResponseBody(b)) if b.end_of_stream => b.body.len().saturating_add(kept),
+        Some(Request::RequestTrailers(_) | Request::ResponseTrailers(_)) => kept,
+        _ => 0,
     }
 }
 

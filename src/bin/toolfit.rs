@@ -31,6 +31,7 @@ fn cli() -> Command {
                 .arg(Arg::new("format").long("format").default_value("auto").value_parser(format_names()).help("body format (auto: recognised by its members)"))
                 .arg(Arg::new("no-promote").long("no-promote").action(ArgAction::SetTrue).help("do not write removed constraints into descriptions"))
                 .arg(Arg::new("open-objects").long("open-objects").action(ArgAction::SetTrue).conflicts_with("closed-objects").help("allow undeclared properties where JSON Schema does (objects without additionalProperties); llama.cpp closes them, and so does toolfit by default"))
+                .arg(Arg::new("declare-2020-12").long("declare-2020-12").action(ArgAction::SetTrue).help("stamp every schema declaring an older draft (draft-04 to 2019-09) 2020-12, its keywords translated, as the MCP leg does for clients that validate with 2020-12 only"))
                 .arg(Arg::new("closed-objects").long("closed-objects").action(ArgAction::SetTrue).hide(true).help("the default: leave objects without additionalProperties closed"))
                 .arg(Arg::new("llama-cpp-since").long("llama-cpp-since").value_name("YYYY-MM").default_value("2024-08").help("llama-cpp profile: the oldest llama.cpp release served; later months rely on what later releases fixed"))
                 .arg(Arg::new("input").value_name("INPUT").help("file to read (default: stdin)")),
@@ -171,8 +172,10 @@ fn normalize(a: &clap::ArgMatches) -> ExitCode {
     let mut opts = profile.default_options();
     opts.promote_to_description = !a.get_flag("no-promote");
     opts.open_objects = a.get_flag("open-objects");
+    opts.declare_2020_12 = a.get_flag("declare-2020-12");
     // the MCP leg's lists keep property names (its clients call with the keys they read), as the filter
     opts.rename_properties = format.descriptor().is_none_or(|d| d.argument_keys.renamable());
+    opts.keep_keywords = format.descriptor().map_or(&[], |d| d.client_keywords);
     let since = a.get_one::<String>("llama-cpp-since").map(String::as_str).unwrap_or("2024-08");
     let Some(v) = schema::LlamaCpp::since(since) else {
         return fail(2, &format!("--llama-cpp-since {since:?}: not a month from 2024-08 on, as YYYY-MM"));

@@ -100,6 +100,29 @@ pub struct McpRoute {
     /// What becomes of a listed tool whose schema cannot be made to fit the client's profile without
     /// loss.
     pub unfit: Option<Unfit>,
+    /// The clients (patterns over the client's label) whose lists declare 2020-12 (default:
+    /// [`DEFAULT_DECLARE_2020_12`]): clients that validate with 2020-12 only.
+    pub declare_2020_12: Option<Patterns>,
+}
+
+/// The clients whose lists declare 2020-12 when a route names none: Claude's (its clients have refused
+/// draft-07 `outputSchema`s: issue 58).
+pub const DEFAULT_DECLARE_2020_12: &[&str] = &["claude*"];
+
+/// `*` globs over a name, ASCII case ignored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Patterns(std::sync::Arc<[String]>);
+
+impl Patterns {
+    pub fn of(patterns: &[&str]) -> Patterns {
+        Patterns(patterns.iter().map(|p| p.to_ascii_lowercase()).collect())
+    }
+
+    /// Whether a pattern matches `name`.
+    pub fn matches(&self, name: &str) -> bool {
+        let name = name.to_ascii_lowercase();
+        self.0.iter().any(|p| glob(p, &name))
+    }
 }
 
 /// A route's settings over the plugin's, resolved once for either leg.
@@ -507,6 +530,19 @@ fn models(v: &Value, at: &str) -> Result<Models, String> {
     Ok(Models(out.into()))
 }
 
+fn patterns(v: &Value, at: &str) -> Result<Patterns, String> {
+    let Value::Array(items) = v else { return fail(at, format_args!("expected a list of client name patterns, got {}", kind(v))) };
+    let mut out = Vec::with_capacity(items.len());
+    for (i, p) in items.iter().enumerate() {
+        let p = string(p, &format!("{at}[{i}]"))?;
+        if p.is_empty() {
+            return fail(&format!("{at}[{i}]"), "an empty pattern matches no client; use \"*\" for every client");
+        }
+        out.push(p);
+    }
+    Ok(Patterns::of(&out))
+}
+
 fn llama_cpp(v: &Value, at: &str) -> Result<LlamaCpp, String> {
     let month = string(v, at)?;
     LlamaCpp::since(month).map_or_else(
@@ -573,6 +609,7 @@ const ROUTE_KEYS: &[(&str, Reads)] = &[
         Reads::Inference(|r, v, at| on_invalid(v, at).map(|o| r.on_invalid_tool_call = Some(o)), "an MCP route carries no model's tool calls"),
     ),
     ("clients", Reads::Mcp(|r, v, at| models(v, at).map(|m| r.clients = Some(m)))),
+    ("declare_2020_12", Reads::Mcp(|r, v, at| patterns(v, at).map(|p| r.declare_2020_12 = Some(p)))),
     (
         "unfit",
         Reads::Mcp(|r, v, at| {

@@ -17,11 +17,24 @@ pub const PROFILE_HEADER: &str = "x-toolfit-profile";
 pub const SESSION_HEADER: &str = "mcp-session-id";
 /// The tool a `tools/call` names, as a header (the stateless protocol, 2026-07-28).
 pub const NAME_HEADER: &str = "mcp-name";
+/// The JSON-RPC method of a POST, as a header (the stateless protocol, 2026-07-28).
+pub const METHOD_HEADER: &str = "mcp-method";
 
 /// The request headers the core reads (names in lower case, as both proxies hand them over), in the
 /// order [`RequestRead`] keeps them: a host reads these and no other.
-pub const REQUEST_HEADERS: [&str; 10] =
-    [":method", ":path", "content-type", "content-encoding", "accept-encoding", SESSION_HEADER, PROFILE_HEADER, ":authority", NAME_HEADER, "authorization"];
+pub const REQUEST_HEADERS: [&str; 11] = [
+    ":method",
+    ":path",
+    "content-type",
+    "content-encoding",
+    "accept-encoding",
+    SESSION_HEADER,
+    PROFILE_HEADER,
+    ":authority",
+    NAME_HEADER,
+    METHOD_HEADER,
+    "authorization",
+];
 
 /// The response headers the core reads, in the order [`ResponseRead`] keeps them.
 pub const RESPONSE_HEADERS: [&str; 4] = [":status", "content-type", "content-encoding", SESSION_HEADER];
@@ -40,7 +53,7 @@ impl RequestRead {
     }
 
     pub fn headers(&self, end_of_stream: bool) -> Headers<'_> {
-        let [method, path, content_type, content_encoding, accept_encoding, session, profile, authority, mcp_name, authorization] = &self.0;
+        let [method, path, content_type, content_encoding, accept_encoding, session, profile, authority, mcp_name, mcp_method, authorization] = &self.0;
         Headers {
             method: method.as_deref().unwrap_or_default(),
             path: path.as_deref().unwrap_or_default(),
@@ -52,6 +65,7 @@ impl RequestRead {
             profile: profile.as_deref(),
             authority: authority.as_deref(),
             mcp_name: mcp_name.as_deref(),
+            mcp_method: mcp_method.as_deref(),
             authorization: authorization.as_deref(),
         }
     }
@@ -191,12 +205,14 @@ pub struct Headers<'a> {
     pub accept_encoding: Option<&'a str>,
     /// The request has no body (end of stream with the headers).
     pub end_of_stream: bool,
-    /// MCP routes: the `Mcp-Session-Id`, `x-toolfit-profile`, `:authority` and `Mcp-Name` headers
-    /// (the last: the tool a `tools/call` names, in the stateless protocol).
+    /// MCP routes: the `Mcp-Session-Id`, `x-toolfit-profile`, `:authority`, `Mcp-Name` and
+    /// `Mcp-Method` headers (the last two: the tool a `tools/call` names and the message's method, in
+    /// the stateless protocol).
     pub session: Option<&'a str>,
     pub profile: Option<&'a str>,
     pub authority: Option<&'a str>,
     pub mcp_name: Option<&'a str>,
+    pub mcp_method: Option<&'a str>,
     /// The `Authorization` header: a request signed over its body (AWS SigV4) is never rewritten.
     pub authorization: Option<&'a str>,
 }
@@ -316,8 +332,8 @@ mod tests {
         let got = RequestRead::read(|n| (n != "authorization").then(|| format!("v{n}")));
         let h = got.headers(true);
         assert_eq!(
-            (h.method, h.path, h.session, h.profile, h.mcp_name, h.authorization),
-            ("v:method", "v:path", Some("vmcp-session-id"), Some("vx-toolfit-profile"), Some("vmcp-name"), None)
+            (h.method, h.path, h.session, h.profile, h.mcp_name, h.mcp_method, h.authorization),
+            ("v:method", "v:path", Some("vmcp-session-id"), Some("vx-toolfit-profile"), Some("vmcp-name"), Some("vmcp-method"), None)
         );
         assert!(h.end_of_stream);
         let r = ResponseRead::read(|n| match n {

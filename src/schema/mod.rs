@@ -79,11 +79,27 @@ pub struct Options {
     /// list and a call, so it could not: it lists the server's keys as they are (off), and the
     /// inference leg renames them where the model's API refuses them.
     pub rename_properties: bool,
+    /// Keywords kept whatever the target's list of keywords says: those the client reads, not the
+    /// model's API (the MCP leg's `x-mcp-header`, [`crate::api::format::Descriptor::client_keywords`]).
+    pub keep_keywords: &'static [&'static str],
+    /// Declare 2020-12: a schema stamped with an older draft (`$schema` draft-04 to 2019-09) is stamped
+    /// 2020-12, its `definitions` moved to `$defs`, wherever the profile's passes translate its
+    /// keywords (for clients that validate with 2020-12 only: the MCP leg's `declare_2020_12`). A schema
+    /// whose keywords the translation changed is stamped so in any case.
+    pub declare_2020_12: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Options { limits: Limits::default(), promote_to_description: true, open_objects: false, llama_cpp: LlamaCpp::default(), rename_properties: true }
+        Options {
+            limits: Limits::default(),
+            promote_to_description: true,
+            open_objects: false,
+            llama_cpp: LlamaCpp::default(),
+            rename_properties: true,
+            keep_keywords: &[],
+            declare_2020_12: false,
+        }
     }
 }
 
@@ -231,6 +247,13 @@ const MAX_ROUNDS: usize = 4;
 pub fn normalize(schema: &mut Value, profile: &Profile, opts: &Options, context: Context, tool: &str) -> Outcome {
     let mut report = Report::default();
     let passes = profile.passes_for(context);
+    if opts.declare_2020_12 && !passes.iter().any(|p| p.name == "dialect") {
+        // a client that validates with 2020-12 only gets every schema in it, whatever the profile's
+        // backend would take as it is
+        let mut cx = Cx::new(tool, context, opts, &profile.target);
+        passes::dialect::run(schema, &mut cx);
+        report.extend(cx.report);
+    }
     let plan = profile.plan(context);
     let (tracked, tested, tests) = (&plan.tracked, &plan.tested, &plan.tests);
     let probe = passes::Probe { target: &profile.target, opts, unenforced: &plan.unenforced };

@@ -23,7 +23,8 @@ from harness import excuse, runner, verdict
 from harness.venv import cache_dir, venv
 
 PINS = ["openai-agents==0.24.0", "pydantic-ai-slim[openai,mcp]==2.68.0", "mcp-server-time==2026.10.19", "httpx==0.28.1"]
-NPM = ["@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31"]
+# ajv: the 2020-12-only validator MCP clients built on the TypeScript SDK use (tests/envoy/ajv2020.mjs)
+NPM = ["@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31", "ajv@8.20.0"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "agent_worker.py")
 RUNS = int(ls.flag("--runs", 4))

@@ -1,7 +1,7 @@
 """A small MCP server the MCP-leg suite owns (streamable HTTP on /mcp, standard library only): serves a
 corpus catalog as `tools/list` pages, answers as JSON or as SSE written in small pieces, records what
 reached it, and answers some methods in hostile ways on purpose.
-  python mcp_catalog_server.py PORT CATALOG.json LOG.jsonl [--sse] [--piece N] [--page N] [--limit N] [--stateless]
+  python mcp_catalog_server.py PORT CATALOG.json LOG.jsonl [--sse] [--piece N] [--page N] [--limit N] [--stateless] [--lengths]
 
 Methods: initialize (session id `cat-<n>` unless --stateless), notifications (202), ping, tools/list
 (pages of --page tools, `nextCursor` the next offset), tools/call (answers with the name and arguments it
@@ -9,7 +9,9 @@ received). Hostile `tools/list` answers by cursor: `wrong-id` (a result under an
 SSE event cut inside its JSON, one that is not JSON, and a stream that ends mid-event), `list-shaped` (a
 `tools` member that is not a list), `huge` (a page with a 5 MB string beside the tools). LOG gets one line per
 request: method, the session header, the called name, and the bytes of the body. A body that is not JSON
-gets HTTP 400 with JSON-RPC's parse error."""
+gets HTTP 400 with JSON-RPC's parse error. --lengths: as a server that reads a body by its `Content-Length`
+alone (anything on Python's http.server), a chunked body is answered 411 Length Required. --hints: every list
+result carries 2026-07-28's caching hints (`"cacheScope": "public", "ttlMs": 60000`)."""
 import json, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -21,7 +23,8 @@ def opt(name, default):
     return int(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
 
 
-SSE, PIECE, PAGE, STATELESS = "--sse" in sys.argv, opt("--piece", 0), opt("--page", 500), "--stateless" in sys.argv
+SSE, PIECE, PAGE, STATELESS, LENGTHS = "--sse" in sys.argv, opt("--piece", 0), opt("--page", 500), "--stateless" in sys.argv, "--lengths" in sys.argv
+HINTS = {"cacheScope": "public", "ttlMs": 60000} if "--hints" in sys.argv else {}
 TOOLS = TOOLS[:opt("--limit", len(TOOLS))]
 lock, sessions = threading.Lock(), [0]
 
@@ -41,7 +44,7 @@ def answer(msg):
         return {"jsonrpc": "2.0", "id": mid, "result": {"tools": TOOLS[:3], "_meta": {"padding": "\u00e9\"\\" * 1_700_000}}}
     if method == "tools/list":
         at = int(p.get("cursor") or 0)
-        page = {"tools": TOOLS[at:at + PAGE]}
+        page = {"tools": TOOLS[at:at + PAGE], **HINTS}
         if at + PAGE < len(TOOLS):
             page["nextCursor"] = str(at + PAGE)
         return {"jsonrpc": "2.0", "id": mid, "result": page}
@@ -60,7 +63,17 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self):
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
+        chunked = self.headers.get("transfer-encoding", "").lower() == "chunked"
+        if chunked and LENGTHS:
+            with lock:
+                open(LOG, "a").write(json.dumps({"refused": "chunked", "path": self.path}) + "\n")
+            self.send_response(411)
+            self.send_header("content-length", "0")
+            self.send_header("connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            return
+        if chunked:
             raw = b""
             while True:
                 size = int(self.rfile.readline().strip() or b"0", 16)
@@ -82,7 +95,9 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             open(LOG, "a").write(json.dumps({"method": msg.get("method"), "session": sid, "name": (msg.get("params") or {}).get("name"),
                                              "profile_header": self.headers.get("x-toolfit-profile"), "bytes": len(raw), "path": self.path,
-                                             "agent": self.headers.get("user-agent")}) + "\n")
+                                             "agent": self.headers.get("user-agent"),
+                                             "content_length": self.headers.get("content-length"), "chunked": chunked,
+                                             **({"body": raw.decode("utf-8", "replace")} if LENGTHS else {})}) + "\n")
         if "id" not in msg:
             self.send_response(202)
             self.send_header("content-length", "0")

@@ -310,6 +310,78 @@ def pieces_leg(kind, py, servers):
         g.stop()
 
 
+AJV = os.path.join(HERE, "ajv2020.mjs")
+D2020 = "https://json-schema.org/draft/2020-12/schema"
+# Ajv2020 cannot resolve a draft's own metaschema by its URL (it has 2020-12's only): these groups
+# validate data against that metaschema, which a 2020-12-only validator cannot do for any schema
+METASCHEMA_REFS = {("definitions.json", "validate definition against metaschema"), ("defs.json", "validate definition against metaschema"),
+                   ("ref.json", "remote ref, containing refs itself")}
+
+
+def ajv2020(cases):
+    """Ajv2020 on [{schema, data}]: [{compiled, valid, error}] (see ajv2020.mjs)."""
+    nm = os.path.join(os.path.dirname(mcp_agents.npm_servers()))
+    p = subprocess.run(["node", AJV, nm], input=json.dumps(cases), capture_output=True, text=True, timeout=300)
+    try:
+        return json.loads(p.stdout)
+    except ValueError:
+        return [{"compiled": False, "error": p.stderr[-300:], "valid": []} for _ in cases]
+
+
+def dialect_leg():
+    """Draft-07 and 2019-09 schemas declared 2020-12 for clients that validate with 2020-12 only (issue
+    58): every group of the JSON-Schema-Test-Suite for those drafts (remote refs aside) translated by
+    `toolfit normalize --schema --declare-2020-12`, then judged: the draft's own validator (jsonschema)
+    on the original and a 2020-12 validator on the translation give every test the same verdict, and
+    Ajv2020 (which refuses the draft's stamp: the control) compiles the translation and agrees, but
+    where Ajv gets the 2020-12 suite's group of the same name wrong too (its own limits) or the group
+    validates against the draft's metaschema by URL."""
+    from jsonschema import Draft202012Validator, validators
+    own = {(g["file"], g["description"]): g for g in map(json.loads, open(os.path.join(CORPUS, "jsts-2020-12.jsonl")))}
+    for name, draft in (("jsts-draft7.jsonl", "draft-07"), ("jsts-2019-09.jsonl", "2019-09")):
+        groups = [g for g in map(json.loads, open(os.path.join(CORPUS, name)))
+                  if not g["file"].startswith("optional/") and "localhost:1234" not in json.dumps(g["schema"])]
+        rows, unjudged, naive = [], [], []
+        for g in groups:
+            s, data = g["schema"], [t["data"] for t in g["tests"]]
+            out = subprocess.run([runner.TOOLFIT, "normalize", "--schema", "--profile", "mcp", "--declare-2020-12"], input=json.dumps(s), capture_output=True, text=True)
+            try:
+                t = json.loads(out.stdout)
+                before = [validators.validator_for(s)(s).is_valid(d) for d in data]
+                after = [Draft202012Validator(t).is_valid(d) for d in data]
+            except Exception as e:  # the suite's own schemas: any failure here is the translation's
+                unjudged.append((g["file"], g["description"], str(e)[:80]))
+                continue
+            rows.append((g, t, before, after))
+            # the control: the original merely restamped, as a naive proxy would, judged by 2020-12
+            try:
+                naive.append([Draft202012Validator({**s, "$schema": D2020} if isinstance(s, dict) else s).is_valid(d) for d in data] != before)
+            except Exception:
+                naive.append(True)
+        check(f"{draft} suite: control: the originals merely restamped 2020-12 get another verdict in {sum(naive)} groups",
+              sum(naive) >= 10, sum(naive))
+        stamped = [r for r in rows if not isinstance(r[0]["schema"], dict) or r[1].get("$schema") == D2020]
+        differ = [(g["file"], g["description"], b, a) for g, _, b, a in rows if a != b]
+        check(f"{draft} suite, {len(rows)} groups: every translation declares 2020-12, and a 2020-12 validator gives each of its tests the draft's own verdict",
+              len(rows) > 200 and not unjudged and len(stamped) == len(rows) and not differ, (unjudged[:3], differ[:5], len(stamped)))
+        stamped_before = [r for r in rows if isinstance(r[0]["schema"], dict)]
+        orig = ajv2020([{"schema": g["schema"]} for g, _, _, _ in stamped_before])
+        check(f"{draft} suite: control: Ajv2020 refuses every original that declares {draft} ({sum(not o['compiled'] for o in orig)} of {len(orig)})",
+              orig and not any(o["compiled"] for o in orig), [o.get("error") for o in orig[:2]])
+        res = ajv2020([{"schema": t, "data": [x["data"] for x in g["tests"]]} for g, t, _, _ in rows])
+        wrong = [(g, r) for (g, _, b, _), r in zip(rows, res) if not r["compiled"] or r["valid"] != b]
+        mine = own_wrong = []
+        if wrong:
+            same = [(k, own[k]) for k in ((g["file"], g["description"]) for g, _ in wrong) if k in own]
+            verdicts = ajv2020([{"schema": g["schema"], "data": [x["data"] for x in g["tests"]]} for _, g in same])
+            own_wrong = {k for (k, g), r in zip(same, verdicts) if not r["compiled"] or r["valid"] != [x["valid"] for x in g["tests"]]}
+            mine = [(g["file"], g["description"], r.get("error") or r["valid"]) for g, r in wrong
+                    if (g["file"], g["description"]) not in METASCHEMA_REFS | own_wrong]
+        check(f"{draft} suite: Ajv2020 compiles every translation and agrees with the draft's verdicts but for its own limits "
+              f"({len(wrong)} groups: {len(own_wrong)} it gets wrong in the 2020-12 suite too, the rest against the draft's metaschema by URL)",
+              len(res) == len(rows) and not mine, mine[:5])
+
+
 def everything_leg(kind, py, servers, raw):
     """server-everything: streamable HTTP (SSE answers) for Gemini CLI's name, and the old HTTP+SSE transport."""
     g = gateway(kind, servers["everything"].port)
@@ -319,6 +391,15 @@ def everything_leg(kind, py, servers, raw):
         check("server-everything, gemini-cli-mcp-client: tools/list rewritten for gemini-json",
               [t.get("inputSchema") for t in got["tools"]] == want and len(want) >= 10, got.get("error") or json.dumps(got["tools"])[:300])
         check("server-everything: a call through toolfit runs", got["calls"] and got["calls"][0].get("ok") and "hello" in got["calls"][0].get("text", ""), got["calls"])
+        # a Claude client validates with 2020-12 only: every output schema reaches it compiling there
+        claude = client(py, f"http://127.0.0.1:{g.port}/mcp", "claude-code")
+        outs = [t["outputSchema"] for t in claude["tools"] if t.get("outputSchema")]
+        raw_outs = [t["outputSchema"] for t in raw["everything"]["tools"] if t.get("outputSchema")]
+        judged = ajv2020([{"schema": o} for o in raw_outs + outs])
+        refused_raw = [j for j in judged[:len(raw_outs)] if not j["compiled"]]
+        check("server-everything, claude-code: its draft-07 output schemas reach the client declared 2020-12, each compiling in Ajv2020 "
+              f"(control: {len(refused_raw)} of the server's own refused)",
+              outs and len(outs) == len(raw_outs) and refused_raw and all(j["compiled"] for j in judged[len(raw_outs):]), [j.get("error") for j in judged][:4])
     finally:
         g.stop()
     g = gateway(kind, servers["everything-sse"].port)
@@ -409,6 +490,108 @@ def props_leg(kind, py, servers):
                   '"issue-key"' in cli and '"page.size"' in cli, cli[:300])
         finally:
             g.stop()
+
+
+# two tools for the server that needs a Content-Length: one whose name and pattern an OpenAI client's
+# list must change, one as it is
+LENGTHS_CATALOG = os.path.join(tempfile.mkdtemp(prefix="toolfit-mcp-lengths-"), "catalog.json")
+json.dump({"tools": [{"name": "get.weather", "inputSchema": {"type": "object", "properties": {
+    "city": {"type": "string", "pattern": "^\\p{Lu}"}, "region": {"type": "string", "x-mcp-header": "Region"}}}},
+                     {"name": "plain", "inputSchema": {"type": "object"}}]}, open(LENGTHS_CATALOG, "w"))
+
+
+def lengths_leg(kind, py, servers):
+    """A server that reads a body by its Content-Length alone (411 to a chunked one, as HTTP allows):
+    through the shipped configuration every message reaches it, each one toolfit leaves alone byte for
+    byte with the client's own length, a renamed call with its new exact length (issue 58: five agent
+    CLIs could not run a tool on such a server through chunked framing). The control: the same gateway
+    in chunked framing loses the messages to 411."""
+    srv = servers["lengths"]
+
+    def session(g, stateless=False):
+        """initialize, initialized, tools/list, a call by the listed name (or the stateless protocol's
+        list and call, with their Mcp-Method and Mcp-Name headers): what the client sent, and the statuses."""
+        sent, statuses, listed = [], [], []
+        meta = {"_meta": {"io.modelcontextprotocol/clientInfo": {"name": "codex-mcp-client", "version": "1"}}}
+
+        def post(msg, headers=None):
+            body = json.dumps(msg).encode()
+            sent.append(body)
+            status, h, answer = rpc(g.port, "/mcp", body, headers)
+            statuses.append(status)
+            return h, answer
+        sid = None
+        if not stateless:
+            h, _ = post({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                                                    "clientInfo": {"name": "codex-mcp-client", "version": "1"}}})
+            sid = h.get("mcp-session-id")
+            post({"jsonrpc": "2.0", "method": "notifications/initialized"}, {"mcp-session-id": sid} if sid else {})
+        auth = {"mcp-session-id": sid} if sid else {"mcp-method": "tools/list"}
+        _, answer = post({"jsonrpc": "2.0", "id": 2, "method": "tools/list", **({"params": meta} if stateless else {})}, auth)
+        try:
+            listed = [t["name"] for t in json.loads(answer)["result"]["tools"]]
+        except (ValueError, KeyError, TypeError):
+            listed = []
+        name = next((n for n in listed if n.startswith("get_weather")), "get_weather__032e")
+        auth = {"mcp-session-id": sid} if sid else {"mcp-method": "tools/call", "mcp-name": name}
+        _, answer = post({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": name, "arguments": {"city": "Oslo"}, **(meta if stateless else {})}}, auth)
+        return sent, statuses, listed, answer
+
+    for stateless in (False, True):
+        what = "stateless (Mcp-Method)" if stateless else "session"
+        before = len(srv.records())
+        g = gateway(kind, srv.port)
+        try:
+            sent, statuses, listed, answer = session(g, stateless)
+        finally:
+            g.stop()
+        got = srv.records()[before:]
+        exact = [r for r in got if "body" in r and not r["chunked"] and r["content_length"] == str(r["bytes"])]
+        as_came = [r for r in got if r.get("method") != "tools/call" and r.get("body", "").encode() in sent]
+        call = next((r for r in got if r.get("method") == "tools/call"), {})
+        check(f"needs a length, {what}: every message reached the server with an exact Content-Length, none chunked ({len(got)} of {len(sent)})",
+              statuses[:len(sent)] and all(s in (200, 202) for s in statuses) and len(exact) == len(got) == len(sent), (statuses, got[:4]))
+        check(f"needs a length, {what}: each message toolfit leaves alone arrived byte for byte as the client sent it; the list was rewritten for the client",
+              len(as_came) == len(sent) - 1 and "get_weather__032e" in listed, (len(as_came), listed))
+        check(f"needs a length, {what}: the call by the listed name ran under the server's name, its body the client's with the name alone changed",
+              call.get("name") == "get.weather" and call.get("body") == sent[-1].decode().replace("get_weather__032e", "get.weather") and b"get.weather" in answer,
+              (call, answer[:200]))
+    # 2026-07-28's list hints: a list tailored to its client is private, one the route's profile made
+    # stays public (the control); x-mcp-header stays under every client's profile
+    for who, headers, scope in (("codex-mcp-client", {}, "private"), ("gemini-cli-mcp-client", {}, "private"),
+                                ("some-agent", {"x-toolfit-profile": "ollama"}, "private"), ("some-agent", {}, "public")):
+        g = gateway(kind, srv.port)
+        try:
+            meta = {"_meta": {"io.modelcontextprotocol/clientInfo": {"name": who, "version": "1"}}}
+            _, _, answer = rpc(g.port, "/mcp", {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": meta}, {"mcp-method": "tools/list", **headers})
+        finally:
+            g.stop()
+        try:
+            result = json.loads(answer)["result"]
+        except (ValueError, KeyError, TypeError):
+            result = {}
+        region = next((t["inputSchema"]["properties"].get("region", {}) for t in result.get("tools", []) if t["name"].startswith("get")), {})
+        check(f"list hints: {who} {headers or ''}: cacheScope {scope}, ttlMs kept, x-mcp-header kept",
+              (result.get("cacheScope"), result.get("ttlMs"), region.get("x-mcp-header")) == (scope, 60000, "Region"), answer[:400])
+    if kind == "wasm":
+        config = {**plugin(), "framing": "chunked"}
+        before = len(srv.records())
+        g = gateway(kind, srv.port, config)
+        try:
+            sent, statuses, _, _ = session(g)
+        finally:
+            g.stop()
+        refused = [r for r in srv.records()[before:] if r.get("refused")]
+        check("needs a length: control: in chunked framing the gateway sends these messages without their length, and the server refuses them (411)",
+              411 in statuses and refused, (statuses, refused[:2]))
+        # chunked framing still keeps the length of a message whose Mcp-Method says it cannot change
+        g = gateway(kind, srv.port, config)
+        try:
+            _, statuses, listed, _ = session(g, stateless=True)
+        finally:
+            g.stop()
+        check("needs a length, chunked framing: a list whose Mcp-Method header says it is no call keeps its length (200); the renamed call cannot (411)",
+              statuses == [200, 411] and "get_weather__032e" in listed, (statuses, listed))
 
 
 def replicas_leg(kind, py, servers):
@@ -528,6 +711,7 @@ def main():
         "apify": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", APIFY, "{log}"], "/mcp"),
         "everything": Server(["node", everything, "streamableHttp"], "/mcp"),
         "everything-sse": Server(["node", everything, "sse"], "/sse", wait="/nothing"),
+        "lengths": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", LENGTHS_CATALOG, "{log}", "--lengths", "--hints"], "/mcp"),
     }
     try:
         # what each server lists and answers without toolfit
@@ -544,9 +728,10 @@ def main():
             verdict.LABEL = delivery.label(kind)
             for leg in (fastmcp_leg, everything_leg):
                 leg(kind, py, servers, raw)
-            for leg in (catalog_leg, pieces_leg, replicas_leg, props_leg):
+            for leg in (catalog_leg, pieces_leg, replicas_leg, props_leg, lengths_leg):
                 leg(kind, py, servers)
         verdict.LABEL = ""
+        dialect_leg()
         if clis and clis != ["none"]:
             cli_leg(servers, clis, [k for k in delivery.DELIVERIES if not only or k == only])
     finally:

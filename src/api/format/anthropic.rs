@@ -26,6 +26,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::Anthropic,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes { paths: &["/v1/messages"], ..Routes::NONE },
 };
 

@@ -38,6 +38,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::Aws,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes {
         paths: &[],
         prefixes: &["/model/"],

@@ -25,6 +25,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: Some("bytes"),
     error: ErrorShape::Aws,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes {
         paths: &[],
         prefixes: &["/model/"],

@@ -25,6 +25,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::Cohere,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes { paths: &["/v2/chat"], profile: Some(&crate::schema::profile::COHERE), ..Routes::NONE },
 };
 

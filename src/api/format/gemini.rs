@@ -38,6 +38,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::Google,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes {
         paths: &[],
         prefixes: &["/v1beta/models/", "/v1/models/", "/v1/projects/", "/v1beta1/projects/"],

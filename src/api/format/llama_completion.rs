@@ -21,6 +21,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::OpenAi,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes { paths: &["/completion", "/completions", "/v1/completions"], ..Routes::NONE },
 };
 

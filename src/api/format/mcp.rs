@@ -27,6 +27,7 @@ pub const FORMAT: Descriptor = Descriptor {
     // never used: an MCP route answers with JSON-RPC errors of its own (`crate::filter::mcp`)
     error: ErrorShape::OpenAi,
     argument_keys: ArgumentKeys::AsListed,
+    client_keywords: &["x-mcp-header"],
     routes: Routes::NONE,
 };
 

@@ -75,6 +75,9 @@ pub struct Descriptor {
     pub error: ErrorShape,
     /// Whose argument keys a call of its tools carries: whether a profile may rename property names.
     pub argument_keys: ArgumentKeys,
+    /// Keywords of a tool's schema that the client reads, not the model's API: kept under every
+    /// profile (MCP's `x-mcp-header`, from which a client builds a call's `Mcp-Param-*` headers).
+    pub client_keywords: &'static [&'static str],
     /// The routes it is served on when the configuration lists none.
     pub routes: Routes,
 }

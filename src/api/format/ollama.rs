@@ -25,6 +25,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::Ollama,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes { paths: &["/api/chat", "/api/generate"], profile: Some(&crate::schema::profile::OLLAMA), ..Routes::NONE },
 };
 

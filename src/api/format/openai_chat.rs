@@ -30,6 +30,7 @@ pub const FORMAT: Descriptor = Descriptor {
     // Groq's and Azure OpenAI's v1 API under `/openai/v1/`, DeepSeek's beta features (strict mode)
     // under `/beta/`; Azure's deployments API names the deployment in the path
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes {
         paths: &["/v1/chat/completions", "/chat/completions", "/openai/v1/chat/completions", "/beta/chat/completions"],
         prefixes: &["/openai/deployments/"],

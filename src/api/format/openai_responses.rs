@@ -31,6 +31,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::OpenAi,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes { paths: &["/v1/responses", "/openai/v1/responses"], ..Routes::NONE },
 };
 

@@ -28,6 +28,7 @@ pub const FORMAT: Descriptor = Descriptor {
     envelope: None,
     error: ErrorShape::OpenAi,
     argument_keys: ArgumentKeys::Restored,
+    client_keywords: &[],
     routes: Routes::NONE,
 };
 

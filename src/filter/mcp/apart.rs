@@ -37,13 +37,16 @@ impl Apart<'_> {
         let clients = route.map_or_else(default_clients, clients_of);
         let (client, by_client) = self.client.map_or((OTHER.to_string(), None), |c| client_of(&clients, c));
         let chosen = self.profile.and_then(|p| Profile::by_name(p.trim()));
-        let profile = chosen.or(by_client).or(route.and_then(|r| r.profile)).unwrap_or(&schema::profile::MCP);
+        let routed = route.and_then(|r| r.profile).unwrap_or(&schema::profile::MCP);
+        let profile = chosen.or(by_client).unwrap_or(routed);
         let leg = Leg {
             route: label(self.route),
             profile,
+            routed,
             client,
             by_header: chosen.is_some(),
             clients,
+            declare: declare_of(route),
             unfit: route.and_then(Route::mcp).and_then(|m| m.unfit).unwrap_or_default(),
             settings: env.config.settings(route),
             server: self.route.to_string(),

@@ -191,13 +191,15 @@ impl List {
         if !changed {
             return Some(list);
         }
-        list.text = Some(if whole {
+        let text = if whole {
             splice(&rewritten, vec![Edit::new(range.0, range.1, format!("[{}]", kept.join(",")))])
         } else if edits.is_empty() {
             rewritten.into_owned()
         } else {
             splice(&rewritten, edits)
-        });
+        };
+        // a list rewritten for this client alone must not be handed to another from a shared cache
+        list.text = Some(if leg.tailored() { private(&text).unwrap_or(text) } else { text });
         Some(list)
     }
 
@@ -254,6 +256,32 @@ impl List {
         }
         Some(Line { warn: !unfit.is_empty() || !self.ambiguous.is_empty(), text })
     }
+}
+
+/// A list result's caching hint (2026-07-28's `cacheScope`) made `private`, its `ttlMs` kept: the
+/// message with the change, `None` where it needs none (already private, or a result with no hints,
+/// which no client caches).
+pub(super) fn private(text: &str) -> Option<String> {
+    let top = raw::object(text)?;
+    let result = match top.get("result") {
+        Some(r) => r.get(),
+        None => text,
+    };
+    let o = raw::object(result)?;
+    let base = raw::offset(text, result)?;
+    let edit = match o.get("cacheScope") {
+        Some(v) if v.get() == r#""private""# => return None,
+        Some(v) => {
+            let at = base + raw::offset(result, v.get())?;
+            Edit::new(at, at + v.get().len(), r#""private""#.to_string())
+        }
+        None if o.get("ttlMs").is_some() => {
+            let at = base + result.find('{')? + 1;
+            Edit::new(at, at, r#""cacheScope":"private","#.to_string())
+        }
+        None => return None,
+    };
+    Some(splice(text, vec![edit]))
 }
 
 /// The tools a list's rewrite could not keep whole: (tool, JSON pointer, why), one per tool, the

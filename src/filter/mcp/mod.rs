@@ -25,7 +25,7 @@ pub mod names;
 mod session;
 
 use super::body;
-use super::config::{Config, Models, Route, Settings, Unfit};
+use super::config::{Config, Models, Patterns, Route, Settings, Unfit};
 use super::headers::is_json;
 use super::host::{Env, Headed, Headers, Next, RequestHost, ResponseHost, RouteMeta};
 use super::log::{clip, Line};
@@ -49,6 +49,8 @@ pub struct State {
     leg: Leg,
     /// The request body is being read.
     reading: bool,
+    /// The request's headers went on with its `Content-Length`: its body must go as it came.
+    fixed: bool,
     flow: Flow,
     /// What this exchange holds of the memory of the requests in flight.
     pub(crate) held: Held,
@@ -62,10 +64,15 @@ pub struct State {
 struct Leg {
     route: String,
     profile: &'static Profile,
+    /// The profile the route alone gives (its own, or its metadata's): a list rewritten for another
+    /// was tailored to its client.
+    routed: &'static Profile,
     client: String,
     /// The profile came from the request header: `initialize` does not change it.
     by_header: bool,
     clients: Models,
+    /// The clients whose lists declare 2020-12.
+    declare: Patterns,
     unfit: Unfit,
     /// The route's settings over the plugin's.
     settings: Settings,
@@ -122,9 +129,20 @@ impl Leg {
 
     /// The engine options its lists are rewritten with: the route's, with property names renamed only
     /// where the mcp format's calls allow it (they do not: a call's argument keys could not be given
-    /// back, no state joins a list to its calls).
+    /// back, no state joins a list to its calls), and the keywords the client reads kept.
     fn options(&self, config: &Config) -> schema::Options {
-        schema::Options { rename_properties: crate::api::format::mcp::FORMAT.argument_keys.renamable(), ..config.options_with(self.profile, &self.settings) }
+        let mcp = &crate::api::format::mcp::FORMAT;
+        schema::Options {
+            rename_properties: mcp.argument_keys.renamable(),
+            keep_keywords: mcp.client_keywords,
+            declare_2020_12: self.declare.matches(&self.client),
+            ..config.options_with(self.profile, &self.settings)
+        }
+    }
+
+    /// The list goes to this client alone: its profile is not the route's.
+    fn tailored(&self) -> bool {
+        self.profile.name != self.routed.name
     }
 
     fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
@@ -154,6 +172,7 @@ enum Flow {
 /// Who a request on an MCP route is from, as its headers, its session's tag and the route say.
 struct Who {
     profile: &'static Profile,
+    routed: &'static Profile,
     client: String,
     /// The profile came from the request header.
     by_header: bool,
@@ -165,10 +184,8 @@ struct Who {
 /// session tag's, then the request header's. The tag comes off the session header and a listed name
 /// in the `Mcp-Name` header goes back to the original, through `host`.
 fn who(env: &mut Env, route: &Route, clients: &Models, h: &Headers, route_label: &str, meta: &RouteMeta, host: &mut dyn RequestHost) -> Who {
-    let mut w = Who { profile: route.profile.unwrap_or(&schema::profile::MCP), client: OTHER.to_string(), by_header: false, changed: false };
-    if let Some(p) = meta.profile.as_deref().and_then(Profile::by_name) {
-        w.profile = p;
-    }
+    let routed = meta.profile.as_deref().and_then(Profile::by_name).or(route.profile).unwrap_or(&schema::profile::MCP);
+    let mut w = Who { profile: routed, routed, client: OTHER.to_string(), by_header: false, changed: false };
     if let Some(t) = h.session.and_then(untag) {
         // the tag's client label is kept only if the route's map could have given it: bounded labels
         let known = clients.patterns().any(|p| label(p) == t.client);
@@ -218,7 +235,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
     let cfg: &Config = env.config;
     let route_label = label(route_name.unwrap_or("none"));
     let clients = clients_of(route);
-    let Who { profile, client, by_header, changed } = who(env, route, &clients, h, &route_label, meta, host);
+    let Who { profile, routed, client, by_header, changed } = who(env, route, &clients, h, &route_label, meta, host);
     let settings = cfg.settings(Some(route));
     let observe = settings.observe();
     let post = h.method.eq_ignore_ascii_case("POST") && !h.end_of_stream && h.content_type.is_none_or(is_json);
@@ -226,9 +243,11 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
     let leg = Leg {
         route: route_label,
         profile,
+        routed,
         client,
         by_header,
         clients,
+        declare: declare_of(Some(route)),
         unfit: route.mcp().and_then(|m| m.unfit).unwrap_or_default(),
         settings,
         server: format!("{}{}", h.authority.unwrap_or(""), h.path.split('?').next().unwrap_or("")),
@@ -241,7 +260,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         // DELETE and the rest: only the session header's tag comes off (and goes back on the answer's)
         let keep = leg.tagged;
         return (
-            keep.then_some(State { leg, reading: false, flow: Flow::Off, held: Held::default(), cap: None }),
+            keep.then_some(State { leg, reading: false, fixed: false, flow: Flow::Off, held: Held::default(), cap: None }),
             if changed { Headed::Continue } else { Headed::Ignore },
         );
     }
@@ -252,10 +271,14 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         leg.count(env.metrics, Stat::InternalErrors, 1);
     }
     if get {
-        return (Some(State { leg, reading: false, flow: Flow::Off, held: Held::default(), cap: None }), Headed::Continue);
+        return (Some(State { leg, reading: false, fixed: false, flow: Flow::Off, held: Held::default(), cap: None }), Headed::Continue);
     }
-    // the body may change (a `tools/call` name): its length goes, or the headers wait for it
-    let next = if observe { Some(Next::Continue) } else { body::frame(cfg, host) };
+    // the body may change (a `tools/call` name): its length goes, or the headers wait for it. The
+    // stateless protocol says the method in a header, which the server holds to the body's: a message
+    // that is no call, or a call whose name toolfit never listed, cannot change, and goes on with its
+    // `Content-Length` at once whatever the framing
+    let fixed = h.mcp_method.is_some_and(|m| m != "tools/call" || h.mcp_name.is_some_and(|n| names::decode(n).is_none()));
+    let next = if observe || fixed { Some(Next::Continue) } else { body::frame(cfg, host) };
     let next = match next {
         Some(Next::Pause) => Headed::Pause,
         Some(Next::Continue) => Headed::Continue,
@@ -264,7 +287,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
             return (None, Headed::Continue);
         }
     };
-    (Some(State { leg, reading: true, flow: Flow::Off, held: Held::default(), cap: None }), next)
+    (Some(State { leg, reading: true, fixed, flow: Flow::Off, held: Held::default(), cap: None }), next)
 }
 
 impl State {
@@ -333,6 +356,13 @@ impl State {
             }
         }
         if edits.is_empty() {
+            return Next::Continue;
+        }
+        if self.fixed {
+            // the headers said no call toolfit listed, the body names one: the server holds the two
+            // to each other and refuses the message, which goes on as it came (its length went on before)
+            let text = format!("route={} a message whose Mcp-Method and Mcp-Name headers disagree with its body: forwarded as it came", self.leg.route);
+            env.say(&self.leg.route, Line { warn: true, text });
             return Next::Continue;
         }
         self.leg.count(env.metrics, Stat::NamesRestored, edits.len() as u64);

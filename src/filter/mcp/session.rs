@@ -2,12 +2,14 @@
 //! on the session id (`<server's id>.tf.<profile>.<client>`), and a stateless request's `_meta`.
 
 use crate::api::raw::{self};
-use crate::filter::config::{Models, Route};
+use crate::filter::config::{Models, Patterns, Route, DEFAULT_DECLARE_2020_12};
 use crate::filter::stats::label;
 use crate::schema::Profile;
 
 /// The clients a route knows when it lists none: `clientInfo.name` pattern and profile.
-pub const DEFAULT_CLIENTS: &[(&str, &str)] = &[("claude-code", "anthropic"), ("codex-mcp-client", "openai"), ("gemini-cli-mcp-client", "gemini-json")];
+/// (`claude-ai`: Claude Desktop and claude.ai.)
+pub const DEFAULT_CLIENTS: &[(&str, &str)] =
+    &[("claude-code", "anthropic"), ("claude-ai", "anthropic"), ("codex-mcp-client", "openai"), ("gemini-cli-mcp-client", "gemini-json")];
 
 /// The client label of a client no pattern names.
 pub(super) const OTHER: &str = "other";
@@ -23,6 +25,11 @@ pub(super) fn client_of(clients: &Models, name: &str) -> (String, Option<&'stati
 /// The route's clients map.
 pub(super) fn clients_of(route: &Route) -> Models {
     route.mcp().and_then(|m| m.clients.clone()).unwrap_or_else(default_clients)
+}
+
+/// The clients whose lists declare 2020-12 on a route (its own list, else the default).
+pub(super) fn declare_of(route: Option<&Route>) -> Patterns {
+    route.and_then(|r| r.mcp()).and_then(|m| m.declare_2020_12.clone()).unwrap_or_else(|| Patterns::of(DEFAULT_DECLARE_2020_12))
 }
 
 /// [`DEFAULT_CLIENTS`] as a map, made once (not on every request of a route that sets none).

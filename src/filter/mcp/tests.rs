@@ -389,3 +389,108 @@ fn the_mcp_leg_lists_property_names_as_the_server_wrote_them() {
     let out = opts.and_then(|o| crate::api::rewrite_body(body.as_bytes(), crate::api::Format::Auto, crate::schema::Profile::by_name("gemini")?, &o).ok());
     assert!(out.and_then(|o| o.body).is_some_and(|b| String::from_utf8_lossy(&b).contains("issue_key")));
 }
+
+/// 2026-07-28's caching hints: a list rewritten for the client that asked (its profile not the
+/// route's) goes `private`, its `ttlMs` kept, so no shared cache hands it to another client; a list
+/// the route alone chose stays as the server said. The control: the same client on a route whose own
+/// profile is the client's keeps `public`.
+#[test]
+fn a_list_tailored_to_its_client_is_cached_privately() {
+    let hinted = LIST.replacen(r#""result":{"#, r#""result":{"cacheScope":"public","ttlMs":60000,"#, 1);
+    let ttl_only = LIST.replacen(r#""result":{"#, r#""result":{"ttlMs":5,"#, 1);
+    let stateless = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"claude-code"}}}}"#;
+    let list = |cfg: &Config, body: &str, answer: &str| {
+        let mut m = Counts::default();
+        let (_, res) = exchange(cfg, &mut m, &post(None), body, None, ("application/json", answer));
+        let out = String::from_utf8(res.chunk).unwrap_or_default();
+        serde_json::from_str::<serde_json::Value>(&out).unwrap_or_default()["result"].clone()
+    };
+    let cfg = config("");
+    let v = list(&cfg, stateless, &hinted);
+    assert_eq!((v["cacheScope"].as_str(), v["ttlMs"].as_u64(), v["tools"][0]["name"].as_str()), (Some("private"), Some(60000), Some("get_weather__032e")));
+    let v = list(&cfg, stateless, &ttl_only);
+    assert_eq!((v["cacheScope"].as_str(), v["ttlMs"].as_u64()), (Some("private"), Some(5)), "a hinted result gets the scope");
+    let v = list(&cfg, stateless, LIST);
+    assert!(v.get("cacheScope").is_none() && v["tools"][0]["name"] == "get_weather__032e", "no hints, none added: {v}");
+    // the route's own profile: as the server said
+    let v = list(&cfg, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, &hinted);
+    assert_eq!(v["cacheScope"].as_str(), Some("public"));
+    // the control: the client's profile is the route's, so every client gets this list
+    let v = list(&config(r#", "profile": "anthropic""#), stateless, &hinted);
+    assert_eq!((v["cacheScope"].as_str(), v["tools"][0]["name"].as_str()), (Some("public"), Some("get_weather__032e")));
+    assert_eq!(list::private(r#"{"result":{"cacheScope":"private","ttlMs":1}}"#), None);
+    assert_eq!(list::private(r#"{"tools":[],"cacheScope":"public"}"#).as_deref(), Some(r#"{"tools":[],"cacheScope":"private"}"#));
+}
+
+/// `x-mcp-header` is read by the client (it builds a call's `Mcp-Param-*` headers from it), not by
+/// the model's API: kept under every profile on the MCP leg, where the inference rewrite for the same
+/// profile removes it (the control: Gemini's API refuses the keyword).
+#[test]
+fn x_mcp_header_survives_every_profile_on_the_mcp_leg() {
+    let list = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"w","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region","pattern":"^\\p{Lu}"}}}}]}}"#;
+    let cfg = config("");
+    let mut removed_by_inference = 0;
+    for p in schema::profile::ALL {
+        let mut m = Counts::default();
+        let h = Headers { profile: Some(p.name), ..post(None) };
+        let (_, res) = exchange(&cfg, &mut m, &h, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", list));
+        let out = if res.chunk.is_empty() { list.to_string() } else { String::from_utf8(res.chunk).unwrap_or_default() };
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
+        assert_eq!(v["result"]["tools"][0]["inputSchema"]["properties"]["region"]["x-mcp-header"], "Region", "{}: {out}", p.name);
+        let schema = r#"{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}"#;
+        let (new, _) = crate::api::rewrite_schema(schema, ("w", schema::Context::Tool), p, &p.default_options(), None).unwrap_or((None, Default::default()));
+        removed_by_inference += usize::from(new.is_some_and(|n| !n.contains("x-mcp-header")));
+    }
+    assert!(removed_by_inference > 0, "the control: some profile's API refuses the keyword");
+}
+
+/// Chunked framing drops `Content-Length` from a message whose body may change. The stateless
+/// protocol's `Mcp-Method` (and `Mcp-Name`) say at the headers that it cannot: such a message keeps
+/// its length, and its body goes as it came, even if it names a listed tool against its headers. The
+/// control: the same messages without the header, or a call by a listed name, lose the length.
+#[test]
+fn a_message_its_headers_say_cannot_change_keeps_its_length() {
+    let cfg = config("");
+    let mut m = Counts::default();
+    let list = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+    let call = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{}}}"#;
+    let kept = |req: &Host| !req.removed.iter().any(|h| h == "content-length");
+    let (req, _) = exchange(&cfg, &mut m, &Headers { mcp_method: Some("tools/list"), ..post(None) }, list, None, ("application/json", "{}"));
+    assert!(kept(&req), "{:?}", req.calls);
+    let (req, _) =
+        exchange(&cfg, &mut m, &Headers { mcp_method: Some("tools/call"), mcp_name: Some("plain"), ..post(None) }, call, None, ("application/json", "{}"));
+    assert!(kept(&req) && req.body.is_none(), "headers and body disagree: as it came {:?}", req.calls);
+    // the controls
+    let (req, _) = exchange(&cfg, &mut m, &post(None), list, None, ("application/json", "{}"));
+    assert!(!kept(&req));
+    let h = Headers { mcp_method: Some("tools/call"), mcp_name: Some("get_weather__032e"), ..post(None) };
+    let (req, _) = exchange(&cfg, &mut m, &h, call, None, ("application/json", "{}"));
+    assert!(!kept(&req) && req.body.is_some_and(|b| b.windows(11).any(|w| w == b"get.weather")), "{:?}", req.calls);
+}
+
+/// A Claude client validates with 2020-12 only (the route's `declare_2020_12`, `claude*` by default):
+/// a draft-07 `outputSchema` reaches it declared 2020-12, `definitions` as `$defs`. The control: Codex
+/// gets the server's draft-07 stamp, and a route that lists no client declares none.
+#[test]
+fn claude_clients_get_draft_07_schemas_declared_2020_12() {
+    let list = r##"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"read","inputSchema":{"type":"object"},"outputSchema":{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"n":{"$ref":"#/definitions/n"}},"definitions":{"n":{"type":"integer"}}}}]}}"##;
+    let listed = |cfg: &Config, client: &str| {
+        let body =
+            format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{"_meta":{{"io.modelcontextprotocol/clientInfo":{{"name":"{client}"}}}}}}}}"#);
+        let mut m = Counts::default();
+        let (_, res) = exchange(cfg, &mut m, &post(None), &body, None, ("application/json", list));
+        let out = if res.chunk.is_empty() { list.to_string() } else { String::from_utf8(res.chunk).unwrap_or_default() };
+        serde_json::from_str::<serde_json::Value>(&out).unwrap_or_default()["result"]["tools"][0]["outputSchema"].clone()
+    };
+    for client in ["claude-code", "claude-ai"] {
+        let out = listed(&config(""), client);
+        assert_eq!(
+            (out["$schema"].as_str(), out["properties"]["n"]["$ref"].as_str()),
+            (Some("https://json-schema.org/draft/2020-12/schema"), Some("#/$defs/n")),
+            "{client}: {out}"
+        );
+    }
+    assert_eq!(listed(&config(""), "codex-mcp-client")["$schema"], "http://json-schema.org/draft-07/schema#");
+    assert_eq!(listed(&config(r#", "declare_2020_12": []"#), "claude-code")["$schema"], "http://json-schema.org/draft-07/schema#");
+    assert!(Config::parse(br#"{"routes": [{"path": "/m", "format": "mcp", "declare_2020_12": "claude*"}]}"#).is_err());
+}

@@ -1,7 +1,10 @@
 //! Older dialects into 2020-12: draft-04/07 `items` arrays and `additionalItems` (refs pointing into
 //! them follow), boolean `exclusiveMinimum`/`exclusiveMaximum`, `dependencies`, keywords beside `$ref`
 //! (ignored before 2019-09), `$id` fragments (anchors), OpenAPI 3.0 `nullable`, upper-case or unknown
-//! type names, boolean `items`, and `$schema`/`$id` below the root.
+//! type names, boolean `items`, and `$schema`/`$id` below the root. A schema stamped with an older
+//! draft whose keywords this changed (or that holds 2020-12's own) is stamped 2020-12, its
+//! `definitions` moved to `$defs` with the refs into them, so no schema declares one dialect and holds
+//! another's keywords; with [`crate::schema::Options::declare_2020_12`] every older stamp is.
 
 use crate::schema::arrays::boolean_items;
 use crate::schema::lookup::{KeySet, Lookup};
@@ -24,7 +27,10 @@ static OLDER_KEYS: LazyLock<KeySet> = LazyLock::new(|| KeySet::new(OLDER.iter().
 /// Whether the pass may change `node` ([`super::Pass::acts`]): a key of [`OLDER`] (but the root's
 /// `$schema`, which stays), a `type` not spelled as one known name, keywords beside `$ref` (a draft
 /// before 2019-09 ignores them), a malformed keyword or subschema.
-pub fn acts(node: &Map<String, Value>, _: &super::Probe, place: &crate::schema::walk::Place) -> bool {
+pub fn acts(node: &Map<String, Value>, probe: &super::Probe, place: &crate::schema::walk::Place) -> bool {
+    if place.root && older_stamp(node).is_some() && (probe.opts.declare_2020_12 || holds_newer(node)) {
+        return true;
+    }
     let mut bad = false;
     crate::schema::walk::children(node, |_, child| bad = bad || bad_child(child));
     bad || empty_prefix(node)
@@ -34,7 +40,134 @@ pub fn acts(node: &Map<String, Value>, _: &super::Probe, place: &crate::schema::
 }
 
 pub fn run(root: &mut Value, cx: &mut Cx) {
+    let normalized = |cx: &Cx| cx.report.counters.get(&Kind::DialectNormalized).copied().unwrap_or(0);
+    let before = normalized(cx);
+    translate(root, cx);
+    let translated = normalized(cx) != before;
+    let declares = match root {
+        Value::Object(o) => older_stamp(o).is_some() && (cx.opts.declare_2020_12 || translated || holds_newer(o)),
+        _ => false,
+    };
+    if declares {
+        declare(root, cx);
+    }
+}
+
+/// The 2020-12 stamp.
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// The older draft a root's `$schema` names (draft-03 to 2019-09), if it names one.
+fn older_stamp(root: &Map<String, Value>) -> Option<&str> {
+    let s = root.at("$schema")?.as_str()?;
+    ["draft-03", "draft-04", "draft-06", "draft-07", "draft/2019-09"].into_iter().find(|d| s.contains(d))
+}
+
+/// Whether a schema holds a keyword its older stamp lacks (2019-09's and 2020-12's), anywhere.
+fn holds_newer(node: &Map<String, Value>) -> bool {
+    const NEWER: &[&str] =
+        &["prefixItems", "$defs", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$anchor"];
+    let mut found = node.keys().any(|k| NEWER.contains(&k.as_str()));
+    crate::schema::walk::children(node, |_, child| {
+        if let Value::Object(o) = child {
+            found = found || holds_newer(o);
+        }
+    });
+    found
+}
+
+/// Stamps the root 2020-12 and moves its `definitions` to `$defs` (where no `$defs` is there), every
+/// `#/definitions/..` ref following: the same schema, declared in the dialect its keywords are in.
+fn declare(root: &mut Value, cx: &mut Cx) {
+    let Value::Object(o) = root else { return };
+    let was = older_stamp(o).unwrap_or("an older draft").to_string();
+    o.insert("$schema".into(), Value::String(DRAFT_2020_12.into()));
+    let mut what = format!("declared 2020-12 (was {was}), the dialect its keywords are in");
+    if o.at("definitions").is_some_and(Value::is_object) && !o.has("$defs") {
+        if let Some(d) = o.remove("definitions") {
+            o.insert("$defs".into(), d);
+            let id = match &*root {
+                Value::Object(o) => o.at("$id").and_then(Value::as_str).unwrap_or("").to_string(),
+                _ => String::new(),
+            };
+            retarget(root, &id);
+            what.push_str("; definitions moved to $defs");
+        }
+    }
+    cx.record("", Kind::DialectNormalized, what);
+}
+
+/// Every ref into the root's `definitions` (by fragment, or by the root's `$id` and a fragment)
+/// pointed at `$defs` (subschemas only: a literal's `$ref` member is data).
+fn retarget(v: &mut Value, id: &str) {
+    let Value::Object(o) = v else { return };
+    if let Some(Value::String(r)) = o.get_mut("$ref") {
+        let (base, frag) = r.split_once('#').unwrap_or((r.as_str(), ""));
+        if let Some(rest) = frag.strip_prefix("/definitions/").filter(|_| base.is_empty() || base == id) {
+            *r = format!("{base}#/$defs/{rest}");
+        }
+    }
+    children_mut(o, |_, child| retarget(child, id));
+}
+
+/// Whether `key` is a keyword of `node` or of any subschema of it.
+fn mentions(node: &Map<String, Value>, key: &str) -> bool {
+    let mut found = node.contains_key(key);
+    crate::schema::walk::children(node, |_, child| {
+        if let Value::Object(o) = child {
+            found = found || mentions(o, key);
+        }
+    });
+    found
+}
+
+/// The anchor name 2019-09's `$recursiveAnchor: true` becomes.
+const RECURSIVE: &str = "recursive";
+
+/// 2019-09's recursion in 2020-12's words: a resource's `$recursiveAnchor: true` as `$dynamicAnchor`
+/// (`false` has no effect: removed); `$recursiveRef: "#"` as a `$dynamicRef` to it where its resource
+/// has the anchor, else as the plain `$ref: "#"` it then is. `enclosing`: whether the enclosing
+/// resource's root has `$recursiveAnchor: true` (`None`: this node starts the document).
+fn recursive(node: &mut Map<String, Value>, enclosing: Option<bool>, n: &mut usize) {
+    let anchored = match enclosing {
+        Some(a) if !node.at("$id").is_some_and(Value::is_string) => a,
+        _ => node.at("$recursiveAnchor") == Some(&Value::Bool(true)),
+    };
+    if let Some(a) = node.remove("$recursiveAnchor") {
+        *n += 1;
+        if a == Value::Bool(true) {
+            node.insert("$dynamicAnchor".into(), Value::String(RECURSIVE.into()));
+        }
+    }
+    if node.at("$recursiveRef").and_then(Value::as_str) == Some("#") {
+        node.remove("$recursiveRef");
+        *n += 1;
+        if anchored {
+            node.insert("$dynamicRef".into(), Value::String(format!("#{RECURSIVE}")));
+        } else {
+            node.insert("$ref".into(), Value::String("#".into()));
+        }
+    }
+    children_mut(node, |_, child| {
+        if let Value::Object(o) = child {
+            recursive(o, Some(anchored), n);
+        }
+    });
+}
+
+/// Older dialects' keywords in their 2020-12 spelling (the module's list).
+fn translate(root: &mut Value, cx: &mut Cx) {
     let legacy = legacy_draft(root);
+    if let Value::Object(o) = root {
+        if mentions(o, "$recursiveRef") || mentions(o, "$recursiveAnchor") {
+            let mut n = 0;
+            recursive(o, None, &mut n);
+            if n > 0 {
+                cx.record("", Kind::DialectNormalized, format!("{n} $recursiveRef/$recursiveAnchor in 2020-12's $dynamicRef/$dynamicAnchor (or $ref)"));
+            }
+        }
+    }
+    // `items: true` evaluates what it allows: beside an `unevaluatedItems` it is not a no-op
+    let evaluated = matches!(&*root, Value::Object(o) if mentions(o, "unevaluatedItems"));
     let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
@@ -61,7 +194,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         }
         if acts {
             item_arrays(node, path, &mut moved, &mut changes, &mut normalized);
-            if let Some(c) = boolean_items(node) {
+            if let Some(c) = (!evaluated).then(|| boolean_items(node)).flatten() {
                 changes.push(c.into());
             }
             bounds_and_dependencies(node, &mut changes);

@@ -25,7 +25,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
         return;
     }
     let Value::Object(node) = root else { return };
-    let (lossy, other) = take_others(node, fields.root);
+    let (lossy, other) = take_others(node, fields.root, cx.opts.keep_keywords);
     // the root has no description field: what it loses is recorded only
     record(cx, "", &lossy, &other, None);
     let Some(Value::Object(props)) = node.at_mut("properties") else { return };
@@ -56,7 +56,7 @@ fn property(v: &mut Value, path: &str, fields: ToolFields, cx: &mut Cx) {
             cx.record(path, Kind::KeywordNormalized, "anyOf of bare types written as a type list");
         }
     }
-    let (lossy, other) = take_others(node, fields.property);
+    let (lossy, other) = take_others(node, fields.property, cx.opts.keep_keywords);
     record(cx, path, &lossy, &other, keeps("description").then_some(node));
 }
 
@@ -78,7 +78,9 @@ fn bare_type_union(node: &Map<String, Value>) -> Option<Vec<Value>> {
 
 /// Takes out every member not in `keep` (and a kept one of the wrong JSON type): (constraints, the
 /// rest), each with its value.
-fn take_others(node: &mut Map<String, Value>, keep: &[&str]) -> (Removed, Removed) {
+/// Takes out what the struct would drop: every key but `keep` (and `kept`, the keywords the client
+/// reads: the MCP leg's `x-mcp-header`), and a kept key of the wrong JSON type.
+fn take_others(node: &mut Map<String, Value>, keep: &[&str], kept: &[&str]) -> (Removed, Removed) {
     let wrong = |k: &str, v: &Value| match k {
         "description" => !v.is_string(),
         "enum" | "required" => !v.is_array(),
@@ -86,7 +88,8 @@ fn take_others(node: &mut Map<String, Value>, keep: &[&str]) -> (Removed, Remove
         "properties" | "$defs" => !v.is_object(),
         _ => false,
     };
-    let names: Vec<String> = node.iter().filter(|(k, v)| !keep.contains(&k.as_str()) || wrong(k, v)).map(|(k, _)| k.clone()).collect();
+    let names: Vec<String> =
+        node.iter().filter(|(k, v)| !kept.contains(&k.as_str()) && (!keep.contains(&k.as_str()) || wrong(k, v))).map(|(k, _)| k.clone()).collect();
     let (mut lossy, mut other) = (Vec::new(), Vec::new());
     for k in names {
         let Some(v) = node.remove(&k) else { continue };

@@ -33,7 +33,8 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
                     cx.record(path, Kind::DialectNormalized, format!("const {} as a one-value enum", compact(&c, 60)));
                 }
             }
-            let refused: Vec<String> = node.keys().filter(|k| !ok.contains(&k.as_str())).cloned().collect();
+            let keep = cx.opts.keep_keywords;
+            let refused: Vec<String> = node.keys().filter(|k| !ok.contains(&k.as_str()) && !keep.contains(&k.as_str())).cloned().collect();
             let mut removed = Vec::new();
             let mut moved = Vec::new();
             for k in refused {
