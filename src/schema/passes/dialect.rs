@@ -44,8 +44,12 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let before = normalized(cx);
     translate(root, cx);
     let translated = normalized(cx) != before;
+    // a schema keeping 2019-09's recursion (translated only when declaring) keeps its stamp
     let declares = match root {
-        Value::Object(o) => older_stamp(o).is_some() && (cx.opts.declare_2020_12 || translated || holds_newer(o)),
+        Value::Object(o) => {
+            older_stamp(o).is_some()
+                && (cx.opts.declare_2020_12 || ((translated || holds_newer(o)) && !mentions(o, "$recursiveRef") && !mentions(o, "$recursiveAnchor")))
+        }
         _ => false,
     };
     if declares {
@@ -157,7 +161,9 @@ fn recursive(node: &mut Map<String, Value>, enclosing: Option<bool>, n: &mut usi
 /// Older dialects' keywords in their 2020-12 spelling (the module's list).
 fn translate(root: &mut Value, cx: &mut Cx) {
     let legacy = legacy_draft(root);
-    if let Value::Object(o) = root {
+    // only for a client that validates with 2020-12: a grammar's passes read no `$dynamicRef` (they
+    // count 2019-09's own keywords as lost, which a `$dynamicRef` would hide)
+    if let (Value::Object(o), true) = (&mut *root, cx.opts.declare_2020_12) {
         if mentions(o, "$recursiveRef") || mentions(o, "$recursiveAnchor") {
             let mut n = 0;
             recursive(o, None, &mut n);
