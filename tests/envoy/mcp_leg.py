@@ -320,8 +320,7 @@ METASCHEMA_REFS = {("definitions.json", "validate definition against metaschema"
 
 def ajv2020(cases):
     """Ajv2020 on [{schema, data}]: [{compiled, valid, error}] (see ajv2020.mjs)."""
-    nm = os.path.join(os.path.dirname(mcp_agents.npm_servers()))
-    p = subprocess.run(["node", AJV, nm], input=json.dumps(cases), capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["node", AJV, os.path.dirname(mcp_agents.npm_servers())], input=json.dumps(cases), capture_output=True, text=True, timeout=300)
     try:
         return json.loads(p.stdout)
     except ValueError:
@@ -370,7 +369,7 @@ def dialect_leg():
               orig and not any(o["compiled"] for o in orig), [o.get("error") for o in orig[:2]])
         res = ajv2020([{"schema": t, "data": [x["data"] for x in g["tests"]]} for g, t, _, _ in rows])
         wrong = [(g, r) for (g, _, b, _), r in zip(rows, res) if not r["compiled"] or r["valid"] != b]
-        mine = own_wrong = []
+        mine, own_wrong = [], set()
         if wrong:
             same = [(k, own[k]) for k in ((g["file"], g["description"]) for g, _ in wrong) if k in own]
             verdicts = ajv2020([{"schema": g["schema"], "data": [x["data"] for x in g["tests"]]} for _, g in same])

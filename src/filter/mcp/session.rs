@@ -29,7 +29,9 @@ pub(super) fn clients_of(route: &Route) -> Models {
 
 /// The clients whose lists declare 2020-12 on a route (its own list, else the default).
 pub(super) fn declare_of(route: Option<&Route>) -> Patterns {
-    route.and_then(|r| r.mcp()).and_then(|m| m.declare_2020_12.clone()).unwrap_or_else(|| Patterns::of(DEFAULT_DECLARE_2020_12))
+    // the default made once, not on every request of a route that sets none
+    static DEFAULT: std::sync::OnceLock<Patterns> = std::sync::OnceLock::new();
+    route.and_then(|r| r.mcp()).and_then(|m| m.declare_2020_12.clone()).unwrap_or_else(|| DEFAULT.get_or_init(|| Patterns::of(DEFAULT_DECLARE_2020_12)).clone())
 }
 
 /// [`DEFAULT_CLIENTS`] as a map, made once (not on every request of a route that sets none).

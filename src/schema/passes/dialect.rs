@@ -46,10 +46,7 @@ pub fn run(root: &mut Value, cx: &mut Cx) {
     let translated = normalized(cx) != before;
     // a schema keeping 2019-09's recursion (translated only when declaring) keeps its stamp
     let declares = match root {
-        Value::Object(o) => {
-            older_stamp(o).is_some()
-                && (cx.opts.declare_2020_12 || ((translated || holds_newer(o)) && !mentions(o, "$recursiveRef") && !mentions(o, "$recursiveAnchor")))
-        }
+        Value::Object(o) => older_stamp(o).is_some() && (cx.opts.declare_2020_12 || ((translated || holds_newer(o)) && !mentions(o, RECURSION))),
         _ => false,
     };
     if declares {
@@ -66,17 +63,16 @@ fn older_stamp(root: &Map<String, Value>) -> Option<&str> {
     ["draft-03", "draft-04", "draft-06", "draft-07", "draft/2019-09"].into_iter().find(|d| s.contains(d))
 }
 
-/// Whether a schema holds a keyword its older stamp lacks (2019-09's and 2020-12's), anywhere.
+/// The keywords of 2019-09 and 2020-12 an older stamp lacks.
+const NEWER: &[&str] =
+    &["prefixItems", "$defs", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$anchor"];
+
+/// 2019-09's recursion keywords (translated only when declaring 2020-12).
+const RECURSION: &[&str] = &["$recursiveRef", "$recursiveAnchor"];
+
+/// Whether a schema holds a keyword its older stamp lacks, anywhere.
 fn holds_newer(node: &Map<String, Value>) -> bool {
-    const NEWER: &[&str] =
-        &["prefixItems", "$defs", "dependentRequired", "dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$anchor"];
-    let mut found = node.keys().any(|k| NEWER.contains(&k.as_str()));
-    crate::schema::walk::children(node, |_, child| {
-        if let Value::Object(o) = child {
-            found = found || holds_newer(o);
-        }
-    });
-    found
+    mentions(node, NEWER)
 }
 
 /// Stamps the root 2020-12 and moves its `definitions` to `$defs` (where no `$defs` is there), every
@@ -113,12 +109,12 @@ fn retarget(v: &mut Value, id: &str) {
     children_mut(o, |_, child| retarget(child, id));
 }
 
-/// Whether `key` is a keyword of `node` or of any subschema of it.
-fn mentions(node: &Map<String, Value>, key: &str) -> bool {
-    let mut found = node.contains_key(key);
+/// Whether one of `keys` is a keyword of `node` or of any subschema of it.
+fn mentions(node: &Map<String, Value>, keys: &[&str]) -> bool {
+    let mut found = node.keys().any(|k| keys.contains(&k.as_str()));
     crate::schema::walk::children(node, |_, child| {
         if let Value::Object(o) = child {
-            found = found || mentions(o, key);
+            found = found || mentions(o, keys);
         }
     });
     found
@@ -164,7 +160,7 @@ fn translate(root: &mut Value, cx: &mut Cx) {
     // only for a client that validates with 2020-12: a grammar's passes read no `$dynamicRef` (they
     // count 2019-09's own keywords as lost, which a `$dynamicRef` would hide)
     if let (Value::Object(o), true) = (&mut *root, cx.opts.declare_2020_12) {
-        if mentions(o, "$recursiveRef") || mentions(o, "$recursiveAnchor") {
+        if mentions(o, RECURSION) {
             let mut n = 0;
             recursive(o, None, &mut n);
             if n > 0 {
@@ -173,7 +169,7 @@ fn translate(root: &mut Value, cx: &mut Cx) {
         }
     }
     // `items: true` evaluates what it allows: beside an `unevaluatedItems` it is not a no-op
-    let evaluated = matches!(&*root, Value::Object(o) if mentions(o, "unevaluatedItems"));
+    let evaluated = matches!(&*root, Value::Object(o) if mentions(o, &["unevaluatedItems"]));
     let openapi = cx.target.openapi;
     // pointers that moved: refs into a draft-07 `items` array follow it to `prefixItems`
     let mut moved: Vec<(String, String)> = Vec::new();
