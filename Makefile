@@ -121,8 +121,14 @@ test-clis: build wasm
 # The MCP leg (envoy/mcp.yaml, envoy/mcp-extproc.yaml): real MCP servers (the Python SDK's MCPServer,
 # server-everything over streamable HTTP and HTTP+SSE, the catalog server of tests/envoy/) and the Python
 # SDK's client through both deliveries; sessions across two Envoys. DELIVERY=wasm|ext_proc picks one.
+# Then `toolfit mcp` (the stdio host): a scripted server byte for byte, broken servers, real stdio
+# servers through the SDK's stdio client, and the four CLIs with `toolfit mcp -- <server>` configured.
+# Then the MCP project's conformance suite (pinned, on Node 22 from npm) straight and through both
+# deliveries, its client mapped to each profile family: what passes straight must pass through.
 test-mcp: build wasm
 	PYTHONPATH=tests $$(scripts/venv.sh)/bin/python tests/envoy/mcp_leg.py $(if $(DELIVERY),--delivery=$(DELIVERY))
+	PYTHONPATH=tests $$(scripts/venv.sh)/bin/python tests/envoy/mcp_stdio.py
+	PYTHONPATH=tests $$(scripts/venv.sh)/bin/python tests/envoy/mcp_conformance.py $(if $(DELIVERY),--delivery=$(DELIVERY))
 
 # deploy/ rendered and validated (Kubernetes, Istio, Gateway API, Prometheus Operator models; the CRD
 # subsets in tests/deploy/), its EnvoyFilters run in Envoy, and the placement contract before an

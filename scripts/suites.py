@@ -61,6 +61,8 @@ def tiers():
             ("agents", [py, "tests/envoy/mcp_agents.py"]),
             ("agent CLIs", [py, "tests/envoy/agent_clis.py"]),
             ("mcp leg", [py, "tests/envoy/mcp_leg.py"]),
+            ("mcp stdio", [py, "tests/envoy/mcp_stdio.py"]),
+            ("mcp conformance", [py, "tests/envoy/mcp_conformance.py"]),
             ("deploy", [py, "tests/envoy/deploy.py"]),
             ("control planes", [py, "tests/envoy/controlplanes.py"]),
             ("istio", [py, "tests/envoy/istio.py"]),
@@ -194,8 +196,10 @@ COLD = [("server/llama-server-0.3.36", "llama-server 2026-10 built from its sdis
         ("venv/bin/envoy", "Envoy and the judges' Python packages", 3),
         ("clis", "the coding agents' CLIs and their MCP servers", 3),
         ("go/bin", "the control planes' Go tools (built at nice 19 beside the first suites)", 5),
-        ("vllm", "vLLM's, SGLang's and the hosted APIs' compilers and SDKs", 4)]
-WARM_MINUTES = 27
+        ("vllm", "vLLM's, SGLang's and the hosted APIs' compilers and SDKs", 4),
+        ("conformance", "the MCP conformance suite and the Node 22 it runs on", 1)]
+# the stdio host's suite and the conformance suite added about 7 minutes on 2026-11-29
+WARM_MINUTES = 34
 
 
 def estimate():

@@ -4,7 +4,7 @@
 //! drive the same code.
 
 pub mod extmcp;
-pub mod metrics;
+pub use toolfit::filter::prometheus as metrics;
 pub mod session;
 pub mod tls;
 pub mod work;

@@ -11,6 +11,7 @@ pub mod host;
 pub mod log;
 pub mod mcp;
 pub mod memory;
+pub mod prometheus;
 pub mod request;
 pub mod response;
 pub mod stats;

@@ -113,8 +113,10 @@ def upstream_header_bytes(kind):
             n = next((int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")), 0)
             while len(got) < n:
                 got += c.recv(65536) or b"x" * n
+            # it closes each connection, and says so: without `connection: close` Envoy may send the next
+            # request on a connection this server just closed (a 503 UC, seen once on 2 busy cores)
             c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\xff\r\nx-served-by: caf\xe9\xff\r\ncontent-encoding: identity\xfe\r\n"
-                      b"content-length: " + str(len(answer)).encode() + b"\r\n\r\n" + answer)
+                      b"connection: close\r\ncontent-length: " + str(len(answer)).encode() + b"\r\n\r\n" + answer)
             c.close()
 
     threading.Thread(target=serve, daemon=True).start()

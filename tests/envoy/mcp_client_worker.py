@@ -2,26 +2,35 @@
 lists the tools (every page) and calls some, printing one JSON document:
 {"session", "tools": [listed tools as received], "calls": [{"name", "ok", "structured", "text", "error"}]}.
 The SDK validates each call's `structuredContent` against the listed `outputSchema` itself.
-  python mcp_client_worker.py URL --client NAME [--sse] [--lists N] [--header K=V]... [--call NAME JSON]..."""
+  python mcp_client_worker.py URL --client NAME [--sse] [--lists N] [--header K=V]... [--call NAME JSON]...
+  python mcp_client_worker.py stdio --client NAME [--lists N] [--call NAME JSON]... -- COMMAND [ARGS...]"""
 import asyncio, json, sys
 
 from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import create_mcp_http_client, streamable_http_client
 
 
+# the server's command (stdio) comes after `--`: the options are read before it
+COMMAND = sys.argv[sys.argv.index("--") + 1:] if "--" in sys.argv else []
+ARGS = sys.argv[:sys.argv.index("--")] if "--" in sys.argv else sys.argv
+
+
 def arg(name, default=None):
-    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+    return ARGS[ARGS.index(name) + 1] if name in ARGS else default
 
 
 async def run():
-    url, client = sys.argv[1], arg("--client", "mcp")
-    headers = dict(h.split("=", 1) for i, h in enumerate(sys.argv) if i > 0 and sys.argv[i - 1] == "--header")
-    calls = [(sys.argv[i + 1], json.loads(sys.argv[i + 2])) for i, a in enumerate(sys.argv) if a == "--call"]
+    url, client = ARGS[1], arg("--client", "mcp")
+    headers = dict(h.split("=", 1) for i, h in enumerate(ARGS) if i > 0 and ARGS[i - 1] == "--header")
+    calls = [(ARGS[i + 1], json.loads(ARGS[i + 2])) for i, a in enumerate(ARGS) if a == "--call"]
     out = {"tools": [], "calls": [], "session": None}
     info = types.Implementation(name=client, version="1.0.0")
-    if "--sse" in sys.argv:
+    if url == "stdio":
+        streams = stdio_client(StdioServerParameters(command=COMMAND[0], args=COMMAND[1:]))
+    elif "--sse" in ARGS:
         streams = sse_client(url, headers=headers, timeout=20)
     else:
         streams = streamable_http_client(url, http_client=create_mcp_http_client(headers=headers))

@@ -3,7 +3,8 @@ typed returns (an `outputSchema`, `structuredContent` the client validates), nam
 and `\\p{..}` patterns in an input and an output schema (pydantic reads them; Python's `re` cannot).
 With --props, a fourth tool whose argument's properties are named `issue-key` and `page.size` (names
 Gemini's API refuses, which the inference leg renames): pydantic refuses a call under any other keys.
-  python mcp_fastmcp.py PORT [--json] [--stateless] [--sse] [--props]"""
+  python mcp_fastmcp.py PORT [--json] [--stateless] [--sse] [--props]
+  python mcp_fastmcp.py stdio [--props]          (newline-delimited JSON-RPC on stdin and stdout)"""
 import sys
 from typing import Annotated
 
@@ -52,6 +53,9 @@ if "--props" in sys.argv:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        app.run("stdio")
+        sys.exit(0)
     port = int(sys.argv[1])
     if "--sse" in sys.argv:
         app.run("sse", host="127.0.0.1", port=port)

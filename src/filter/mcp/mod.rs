@@ -23,6 +23,7 @@ mod apart;
 mod list;
 pub mod names;
 mod session;
+pub mod stdio;
 
 use super::body;
 use super::config::{Config, Models, Patterns, Route, Settings, Unfit};
@@ -101,6 +102,37 @@ impl Leg {
         }
     }
 
+    /// One message from the client: the client it names (`initialize`'s `clientInfo`, or the
+    /// stateless protocol's `_meta`), the id of a `tools/list`, and the edit that gives a `tools/call`
+    /// its original name.
+    fn read(&mut self, env: &mut Env, text: &str, m: &raw::RawObject<'_>) -> Option<Edit> {
+        // the stateless protocol (2026-07-28, what Claude Code speaks where the server answers
+        // `server/discover`) has no `initialize`: every request names its client in `_meta`
+        if let Some(name) = meta_client(m) {
+            self.learn(&name);
+        }
+        match m.str("method").as_deref() {
+            Some("initialize") => {
+                self.initialize = true;
+                let name = m
+                    .get("params")
+                    .and_then(|p| raw::object(p.get()))
+                    .and_then(|p| p.get("clientInfo"))
+                    .and_then(|c| raw::object(c.get()))
+                    .and_then(|c| c.str("name"));
+                self.learn(name.as_deref().unwrap_or(""));
+                None
+            }
+            Some("tools/list") => {
+                self.lists = true;
+                self.ids.insert(id_text(m.get("id")));
+                None
+            }
+            Some("tools/call") => self.call(env, text, m),
+            _ => None,
+        }
+    }
+
     /// A `tools/call` message: the edit that gives a listed name back its original; a name toolfit
     /// never listed but would have had to is counted and said, and goes on as it came.
     fn call(&self, env: &mut Env, text: &str, m: &raw::RawObject<'_>) -> Option<Edit> {
@@ -138,6 +170,39 @@ impl Leg {
             declare_2020_12: self.declare.matches(&self.client),
             ..config.options_with(self.profile, &self.settings)
         }
+    }
+
+    /// A JSON answer (one message or a batch), rewritten where it holds a `tools/list` result.
+    pub(super) fn rewrite_document(&self, env: &mut Env, body: &[u8]) -> Option<Vec<u8>> {
+        let text = std::str::from_utf8(body).ok()?;
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('[') {
+            let list = raw::array(text)?;
+            let mut edits = Vec::new();
+            for m in list.0 {
+                if let (Some(new), Some(at)) = (self.rewrite_message(env, m.get()), raw::offset(text, m.get())) {
+                    edits.push(Edit::new(at, at + m.get().len(), new));
+                }
+            }
+            return (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
+        }
+        self.rewrite_message(env, text).map(String::into_bytes)
+    }
+
+    /// One JSON-RPC message: `None` unless it is a `tools/list` result toolfit changed.
+    pub(super) fn rewrite_message(&self, env: &mut Env, text: &str) -> Option<String> {
+        if !text.contains("\"tools\"") {
+            return None;
+        }
+        let top = raw::object(text)?;
+        if !self.ids.is_empty() && !self.ids.contains(&id_text(top.get("id"))) {
+            return None; // an answer to another request (or under a wrong id): as it came
+        }
+        if !top.get("result").is_some_and(|r| r.get().starts_with('{')) {
+            return None;
+        }
+        let listed = List::rewrite(env, self, text)?;
+        settle(env, self, listed, top.get("id").map_or("null", |r| r.get()))
     }
 
     /// The list goes to this client alone: its profile is not the route's.
@@ -331,29 +396,7 @@ impl State {
             self.leg.count(env.metrics, Stat::SkippedNotJson, 1);
         }
         for m in &messages {
-            // the stateless protocol (2026-07-28, what Claude Code speaks where the server answers
-            // `server/discover`) has no `initialize`: every request names its client in `_meta`
-            if let Some(name) = meta_client(m) {
-                self.leg.learn(&name);
-            }
-            match m.str("method").as_deref() {
-                Some("initialize") => {
-                    self.leg.initialize = true;
-                    let name = m
-                        .get("params")
-                        .and_then(|p| raw::object(p.get()))
-                        .and_then(|p| p.get("clientInfo"))
-                        .and_then(|c| raw::object(c.get()))
-                        .and_then(|c| c.str("name"));
-                    self.leg.learn(name.as_deref().unwrap_or(""));
-                }
-                Some("tools/list") => {
-                    self.leg.lists = true;
-                    self.leg.ids.insert(id_text(m.get("id")));
-                }
-                Some("tools/call") => edits.extend(self.leg.call(env, text, m)),
-                _ => {}
-            }
+            edits.extend(self.leg.read(env, text, m));
         }
         if edits.is_empty() {
             return Next::Continue;
@@ -460,7 +503,7 @@ impl State {
                 } else if end {
                     let all = std::mem::take(copy);
                     self.flow = Flow::Off;
-                    let out = self.rewrite_document(env, &all);
+                    let out = self.leg.rewrite_document(env, &all);
                     if !host.set_chunk(size, out.as_deref().unwrap_or(&all)) {
                         self.leg.count(env.metrics, Stat::InternalErrors, 1);
                     }
@@ -484,7 +527,7 @@ impl State {
     pub fn response_trailers(&mut self, env: &mut Env, host: &mut dyn ResponseHost) -> Next {
         let out = match std::mem::replace(&mut self.flow, Flow::Off) {
             Flow::Off => return Next::Continue,
-            Flow::Json(all) => self.rewrite_document(env, &all).unwrap_or(all),
+            Flow::Json(all) => self.leg.rewrite_document(env, &all).unwrap_or(all),
             Flow::Sse { mut framer, .. } => framer.take(),
         };
         if !out.is_empty() && !host.set_chunk(0, &out) {
@@ -545,42 +588,9 @@ impl State {
     fn rewrite_event(&mut self, env: &mut Env, event: &[u8]) -> Option<Vec<u8>> {
         let text = std::str::from_utf8(event).ok()?;
         let (at, json) = event_json(text, Events::Sse)?;
-        let new = self.rewrite_message(env, json)?;
+        let new = self.leg.rewrite_message(env, json)?;
         let end = at + json.len();
         Some([text.get(..at)?, &new, text.get(end..)?].concat().into_bytes())
-    }
-
-    /// A JSON answer (one message or a batch), rewritten where it holds a `tools/list` result.
-    fn rewrite_document(&mut self, env: &mut Env, body: &[u8]) -> Option<Vec<u8>> {
-        let text = std::str::from_utf8(body).ok()?;
-        let trimmed = text.trim_start();
-        if trimmed.starts_with('[') {
-            let list = raw::array(text)?;
-            let mut edits = Vec::new();
-            for m in list.0 {
-                if let (Some(new), Some(at)) = (self.rewrite_message(env, m.get()), raw::offset(text, m.get())) {
-                    edits.push(Edit::new(at, at + m.get().len(), new));
-                }
-            }
-            return (!edits.is_empty()).then(|| splice(text, edits).into_bytes());
-        }
-        self.rewrite_message(env, text).map(String::into_bytes)
-    }
-
-    /// One JSON-RPC message: `None` unless it is a `tools/list` result toolfit changed.
-    fn rewrite_message(&mut self, env: &mut Env, text: &str) -> Option<String> {
-        if !text.contains("\"tools\"") {
-            return None;
-        }
-        let top = raw::object(text)?;
-        if !self.leg.ids.is_empty() && !self.leg.ids.contains(&id_text(top.get("id"))) {
-            return None; // an answer to another request (or under a wrong id): as it came
-        }
-        if !top.get("result").is_some_and(|r| r.get().starts_with('{')) {
-            return None;
-        }
-        let listed = List::rewrite(env, &self.leg, text)?;
-        settle(env, &self.leg, listed, top.get("id").map_or("null", |r| r.get()))
     }
 }
 

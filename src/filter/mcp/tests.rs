@@ -494,3 +494,54 @@ fn claude_clients_get_draft_07_schemas_declared_2020_12() {
     assert_eq!(listed(&config(r#", "declare_2020_12": []"#), "claude-code")["$schema"], "http://json-schema.org/draft-07/schema#");
     assert!(Config::parse(br#"{"routes": [{"path": "/m", "format": "mcp", "declare_2020_12": "claude*"}]}"#).is_err());
 }
+
+/// One line through a stdio session, as the binary hands it (no newline).
+fn stdio_line(s: &mut stdio::Stdio, m: &mut Counts, line: &str, from_client: bool) -> Option<String> {
+    let config = Config::default();
+    let mut logs = LogLimiter::default();
+    let mut log = |_: Level, _: &str| {};
+    let mut env = Env { config: &config, metrics: m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
+    let out =
+        if from_client { s.from_client(&mut env, line.as_bytes()) } else { s.answers(line.as_bytes()).and_then(|a| a.rewrite(&mut env, line.as_bytes())) };
+    out.map(|b| String::from_utf8_lossy(&b).into_owned())
+}
+
+#[test]
+fn a_stdio_session_rewrites_the_lists_its_client_asked_for_and_nothing_else() {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mcp-client","version":"1"}}}"#;
+    let mut m = Counts::default();
+    let mut s = stdio::Stdio::new(&Config::default(), None, "server");
+    assert_eq!(stdio_line(&mut s, &mut m, init, true), None, "initialize goes as it came");
+    assert_eq!(s.client(), ("openai", "codex-mcp-client"));
+    // a list nobody asked for (the control: the same bytes answering a request toolfit saw change)
+    assert_eq!(stdio_line(&mut s, &mut m, LIST, false), None);
+    assert_eq!(stdio_line(&mut s, &mut m, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, true), None);
+    let other = LIST.replace(r#""id":2"#, r#""id":3"#);
+    assert_eq!(stdio_line(&mut s, &mut m, &other, false), None, "an answer under another id");
+    let listed = stdio_line(&mut s, &mut m, LIST, false).unwrap_or_default();
+    assert!(listed.contains("get_weather__032e") && !listed.contains(r#""name":"get.weather""#), "{listed}");
+    assert_eq!(stdio_line(&mut s, &mut m, LIST, false), None, "each list answered once");
+    // the call under the listed name reaches the server under its own; garbage and other methods pass
+    let call = r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{"city":"Paris"}}}"#;
+    let sent = stdio_line(&mut s, &mut m, call, true).unwrap_or_default();
+    assert_eq!(sent, call.replace("get_weather__032e", "get.weather"));
+    for line in ["not json", "", r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#, r#"[1,2]"#] {
+        assert_eq!(stdio_line(&mut s, &mut m, line, true), None, "{line}");
+        assert_eq!(stdio_line(&mut s, &mut m, line, false), None, "{line}");
+    }
+    assert_eq!(m.get(stdio::ROUTE, "openai", "names_restored"), 1);
+    assert_eq!(m.0.get(&client_metric(stdio::ROUTE, "openai", "codex-mcp-client", Stat::McpToolsListed)).copied(), Some(2));
+}
+
+#[test]
+fn a_stdio_profile_given_holds_and_batches_are_read() {
+    let mut m = Counts::default();
+    let gemini = Profile::by_name("gemini-json");
+    let mut s = stdio::Stdio::new(&Config::default(), gemini, "server");
+    let batch = r#"[{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mcp-client"}}},{"jsonrpc":"2.0","id":"l","method":"tools/list"}]"#;
+    assert_eq!(stdio_line(&mut s, &mut m, batch, true), None);
+    assert_eq!(s.client().0, "gemini-json", "--profile over the client's name");
+    let answer = format!("[{},{}]", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, LIST.replace(r#""id":2"#, r#""id":"l""#));
+    let out = stdio_line(&mut s, &mut m, &answer, false).unwrap_or_default();
+    assert!(out.starts_with(r#"[{"jsonrpc":"2.0","id":1,"result":{}},"#) && out.contains("get.weather") && !out.contains(r#""pattern":"#), "{out}");
+}

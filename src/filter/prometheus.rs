@@ -1,15 +1,15 @@
-//! The processor's counters, exposed on `/metrics` in Prometheus' text format under the names the
-//! Wasm filter's counters get from Envoy's stats tags (`envoy/envoy.yaml`): `toolfit_<counter>{route,
-//! profile}`, per tool `toolfit_<counter>{route,profile,tool}`, and `toolfit_rewrite_us` as a
+//! The counters of a native host (toolfit-extproc's `/metrics`, `toolfit mcp --stats`) in Prometheus'
+//! text format under the names the Wasm filter's counters get from Envoy's stats tags
+//! (`envoy/envoy.yaml`): `toolfit_<counter>{route, profile}`, per tool `toolfit_<counter>{route,profile,tool}`, and `toolfit_rewrite_us` as a
 //! histogram with Envoy's buckets. So `deploy/monitoring`'s dashboards and alerts read both.
 //!
 //! Written by hand rather than with `prometheus-client`: that crate names every counter `<name>_total`
 //! (OpenMetrics), and Envoy's Prometheus output does not, so each query would differ by delivery.
 
+use crate::filter::stats::{route_series, Metrics, Series, SeriesBudget, SeriesKind};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::sync::Mutex;
-use toolfit::filter::stats::{route_series, Metrics, Series, SeriesBudget, SeriesKind};
 
 /// The buckets of `rewrite_us` (microseconds), as `envoy/envoy.yaml` sets them for the Wasm filter.
 const BUCKETS: [u64; 13] = [25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000, 100000, 250000];
@@ -66,6 +66,12 @@ impl Registry {
             let _ = writeln!(out, "{name}_count{} {}", label_text(labels, None), h.count);
         }
         out
+    }
+
+    /// A counter's sum over all its series (`toolfit mcp`'s summary line).
+    pub fn total(&self, name: &str) -> u64 {
+        let Ok(inner) = self.inner.lock() else { return 0 };
+        inner.counters.iter().filter(|((n, _), _)| n == name).fold(0u64, |t, (_, v)| t.saturating_add(*v))
     }
 
     /// A counter's value (tests and the shutdown line).
@@ -138,7 +144,7 @@ impl Metrics for &Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolfit::filter::stats::Scope;
+    use crate::filter::stats::Scope;
 
     #[test]
     fn filter_names_become_envoys_prometheus_names() {

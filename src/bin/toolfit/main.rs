@@ -1,4 +1,7 @@
-//! The native command line: the same engine as the Envoy filter, for CI pipelines and debugging.
+//! The native command line: the same engine as the Envoy filter, for CI pipelines and debugging, and
+//! `toolfit mcp` (`mcp.rs`), the MCP leg's stdio host.
+
+mod mcp;
 
 use clap::{Arg, ArgAction, Command};
 use std::io::{Read, Write};
@@ -51,6 +54,7 @@ fn cli() -> Command {
                 .about("Validate an Envoy plugin configuration (JSON) exactly as the filter does at load; exit 1 if rejected")
                 .arg(Arg::new("input").value_name("FILE").help("the configuration (default: stdin)")),
         )
+        .subcommand(mcp::command())
         .subcommand(Command::new("stats").about("Print the Envoy filter's own counters as a Markdown table"))
         .subcommand(Command::new("profiles").about("List the profiles and their passes"))
 }
@@ -106,6 +110,7 @@ fn main() -> ExitCode {
     let m = cli().get_matches();
     match m.subcommand() {
         Some(("convert", a)) => convert(a),
+        Some(("mcp", a)) => mcp::run(a),
         Some(("kinds", _)) => {
             println!("| counter | lossy | meaning |\n|---|---|---|");
             for k in Kind::ALL {
