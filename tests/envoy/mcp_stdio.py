@@ -26,6 +26,7 @@ import mcp_agents
 from harness import verdict
 from harness.paths import ROOT
 from harness.venv import venv
+from mcp_leg import series
 
 check = verdict.check
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -49,15 +50,6 @@ def expected(tools, profile, declare=False):
     if p.returncode != 0:
         raise RuntimeError(f"toolfit normalize --profile {profile}: {p.stderr.decode()[:300]}")
     return json.loads(p.stdout)["result"]["tools"]
-
-
-def series(prom, name, **labels):
-    total = 0
-    for m in re.finditer(rf"^toolfit_{name}\{{([^}}]*)\}} (\d+)", prom, re.M):
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total += int(m.group(2))
-    return total
 
 
 class Pipe:
