@@ -1,5 +1,5 @@
 # toolfit. `make test` is the one test command (CI runs it through .ci/run); `make demo` runs the demo.
-.PHONY: build extproc wasm oci lint load soak fuzz digest mutants estimate test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
+.PHONY: cargo-cache build extproc wasm oci lint load soak fuzz digest mutants estimate test check test-agents test-clis test-mcp test-llama-server test-unit test-judges test-e2e test-deploy dashboard demo kinds bench-engine bench-envoy bench-response bench-scan
 
 # the Python suites, benchmarks and the demo import their shared harness (tests/harness/) from here
 export PYTHONPATH := $(CURDIR)/tests$(if $(PYTHONPATH),:$(PYTHONPATH))
@@ -56,8 +56,13 @@ demo: build wasm
 # filter) and the processor's own faults; each fuzz target for 20 s (make fuzz runs them longer).
 # scripts/suites.py runs the suites (--list test names them), each to its end, and closes with one
 # line, "total: N passed, M failed"; a suite that fails, stops early or runs no check counts as failed.
-test: estimate build wasm lint
+test: cargo-cache estimate build wasm lint
 	python3 scripts/suites.py test
+
+# A fresh clone's target/ and fuzz/target/ kept in ~/.cache/toolfit/cargo (scripts/cargo-cache.sh): the
+# crates from crates.io are built once, not on every CI run of a clean clone.
+cargo-cache:
+	@scripts/cargo-cache.sh
 
 # Which caches make test will fill, and roughly how long it will take: said before anything is built.
 estimate:
@@ -66,7 +71,7 @@ estimate:
 # The developers' fast tier (1:35 from warm caches on 2026-11-26): lints, unit and property tests, the suite
 # runner's own controls, one judge per family (llama.cpp 2026-10 on 2020-12, the hosted SDKs), and the
 # e2e suite through the Wasm filter. Closes with the same total line; make test stays what CI runs.
-check: build wasm lint
+check: cargo-cache build wasm lint
 	python3 scripts/suites.py check
 
 # The crate's lints (no unwrap/expect/panic/indexing on input) hold only if something runs them:
@@ -171,9 +176,10 @@ bench-scan:
 bench-response:
 	cargo bench --bench response
 
-# Latency Envoy adds with the filter vs without, same run, interleaved (prints a table; no assertions).
+# Latency Envoy adds with the filter vs without, same run, interleaved, and toolfit's own time inside the VM;
+# each figure with its spread over ROUNDS rounds (default 3) and its budget (prints tables; no assertions).
 bench-envoy: build wasm
-	python3 bench/bench_envoy.py
+	python3 bench/bench_envoy.py $(if $(ROUNDS),--rounds $(ROUNDS))
 
 # 20,000 mixed requests at concurrency 32 through Envoy with toolfit; every upstream body checked.
 load: build wasm

@@ -40,6 +40,27 @@ proxy_wasm::main! {{
 /// `<n>` the label `vm`), so each worker's VM shows, not whichever wrote last.
 const VM_GAUGES: [&str; 2] = ["vm_memory_bytes", "held_bytes"];
 
+/// The per-VM counters of toolfit's own time, named as the gauges: nanoseconds spent inside the
+/// filter's request callbacks and inside its response callbacks (Envoy's clock read on entry and on
+/// exit, host calls included), and the streams they were spent on. Their ratio is what a request
+/// costs the worker inside the VM, without the noise of a latency measured from outside.
+const VM_COUNTERS: [&str; 3] = ["vm_request_ns", "vm_response_ns", "vm_streams"];
+
+/// The label of this VM in the per-VM series: its number (`floor<n>` in the benchmarks' floor build,
+/// so a floor VM beside toolfit's in one Envoy has series of its own).
+fn vm_label() -> String {
+    if cfg!(feature = "bench-floor") {
+        format!("floor{}", vm_index())
+    } else {
+        vm_index().to_string()
+    }
+}
+
+/// Now by Envoy's clock, in nanoseconds (0 if it cannot be read: the time spent then counts as 0).
+fn now_ns() -> u64 {
+    hostcalls::get_current_time().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// This VM's number among the VMs of this `vm_id` (one per worker, and the main thread's), claimed
 /// once from a counter in the VMs' shared data.
 fn vm_index() -> u32 {
@@ -159,7 +180,7 @@ impl RootContext for Root {
         // requests in flight hold now (bounded by max_held_bytes)
         let linear = core::arch::wasm32::memory_size(0) as u64 * 65536;
         let held = u64::try_from(vm_memory().held()).unwrap_or(u64::MAX);
-        let vm = vm_index();
+        let vm = vm_label();
         for (name, value) in VM_GAUGES.into_iter().zip([linear, held]) {
             if let Some(id) = shared.metrics.id(MetricType::Gauge, &format!("toolfit.vm.{vm}.{name}")) {
                 let _ = hostcalls::record_metric(id, value);
@@ -168,7 +189,7 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), exchange: Exchange::default(), buffered: 0 }))
+        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), exchange: Exchange::default(), buffered: 0, spent: Spent::default() }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -183,6 +204,21 @@ struct Http {
     exchange: Exchange,
     /// The request body bytes Envoy holds so far.
     buffered: usize,
+    /// Nanoseconds spent in this stream's callbacks.
+    spent: Spent,
+}
+
+/// Nanoseconds spent in a stream's request callbacks and in its response callbacks.
+#[derive(Default)]
+struct Spent {
+    request: u64,
+    response: u64,
+}
+
+#[derive(Clone, Copy)]
+enum Path {
+    Request,
+    Response,
 }
 
 impl Context for Http {}
@@ -214,79 +250,39 @@ fn now_us() -> u64 {
 
 impl HttpContext for Http {
     fn on_http_request_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
-        if cfg!(feature = "bench-floor") {
-            return floor(end_of_stream, None);
-        }
-        let read = RequestRead::read(header);
-        #[cfg(feature = "test-trap")]
-        if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
-            // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
-            log::warn!("toolfit: trapping on request header {h} (test_trap_header is set)");
-            core::arch::wasm32::unreachable();
-        }
-        let h = read.headers(end_of_stream);
-        let route = property(vec!["xds", "route_name"]);
-        let meta = route_meta();
-        let Http { config, shared, exchange, .. } = self;
-        match with_env(config, shared, |env| exchange.request_headers(env, &h, route.as_deref(), &meta, &mut WasmRequest)) {
-            Headed::Ignore | Headed::Continue => Action::Continue,
-            Headed::Pause => Action::Pause,
-        }
+        self.timed(Path::Request, |h| h.http_request_headers(end_of_stream))
     }
 
     fn on_http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if cfg!(feature = "bench-floor") {
-            return floor(end_of_stream, Some(body_size));
-        }
-        if !self.exchange.reading() {
-            return Action::Continue;
-        }
-        // while paused, body_size is everything buffered so far
-        self.buffered = body_size;
-        let Http { config, shared, exchange, .. } = self;
-        if !with_env(config, shared, |env| exchange.keep_reading(env, body_size)) {
-            return Action::Continue;
-        }
-        if !end_of_stream {
-            return Action::Pause;
-        }
-        self.finish()
+        self.timed(Path::Request, |h| h.http_request_body(body_size, end_of_stream))
     }
 
     fn on_http_request_trailers(&mut self, _n: usize) -> Action {
-        if self.exchange.reading() {
-            return self.finish();
-        }
-        Action::Continue
+        self.timed(Path::Request, Http::http_request_trailers)
     }
 
     fn on_http_response_headers(&mut self, _n: usize, end_of_stream: bool) -> Action {
-        if !self.exchange.awaits_response() {
-            return Action::Continue;
-        }
-        let read = ResponseRead::read(response_header);
-        let Http { config, shared, exchange, .. } = self;
-        let next = with_env(config, shared, |env| exchange.response_headers(env, &read.headers(end_of_stream), &mut WasmResponse));
-        action(next.unwrap_or(Next::Continue))
+        self.timed(Path::Response, |h| h.http_response_headers(end_of_stream))
     }
 
     fn on_http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
-        if !self.exchange.reading_response() {
-            return Action::Continue;
-        }
-        let Http { config, shared, exchange, .. } = self;
-        action(with_env(config, shared, |env| exchange.response_body(env, &mut WasmResponse, body_size, end_of_stream)))
+        self.timed(Path::Response, |h| h.http_response_body(body_size, end_of_stream))
     }
 
     fn on_http_response_trailers(&mut self, _n: usize) -> Action {
-        let Http { config, shared, exchange, .. } = self;
-        // the trailers callback can still replace the last body bytes
-        action(with_env(config, shared, |env| exchange.response_trailers(env, &mut WasmResponse, BodyAllowed::Yes)))
+        self.timed(Path::Response, Http::http_response_trailers)
     }
 
     fn on_log(&mut self) {
-        let Http { config, shared, exchange, .. } = self;
+        let Http { config, shared, exchange, spent, .. } = self;
         with_env(config, shared, |env| exchange.done(env));
+        let vm = vm_label();
+        let mut shared = shared.borrow_mut();
+        for (name, n) in VM_COUNTERS.into_iter().zip([spent.request, spent.response, 1]) {
+            if let Some(id) = shared.metrics.id(MetricType::Counter, &format!("toolfit.vm.{vm}.{name}")) {
+                let _ = hostcalls::increment_metric(id, i64::try_from(n).unwrap_or(i64::MAX));
+            }
+        }
     }
 }
 
@@ -370,7 +366,91 @@ fn vm_memory() -> &'static Arc<Memory> {
     MEMORY.get_or_init(Memory::new)
 }
 
+/// The callbacks' work, each timed by its `HttpContext` callback (see [`VM_COUNTERS`]).
 impl Http {
+    fn timed(&mut self, path: Path, f: impl FnOnce(&mut Self) -> Action) -> Action {
+        let t0 = now_ns();
+        let action = f(self);
+        let took = now_ns().saturating_sub(t0);
+        let spent = match path {
+            Path::Request => &mut self.spent.request,
+            Path::Response => &mut self.spent.response,
+        };
+        *spent = spent.saturating_add(took);
+        action
+    }
+
+    fn http_request_headers(&mut self, end_of_stream: bool) -> Action {
+        if cfg!(feature = "bench-floor") {
+            return floor(end_of_stream, None);
+        }
+        let read = RequestRead::read(header);
+        #[cfg(feature = "test-trap")]
+        if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
+            // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
+            log::warn!("toolfit: trapping on request header {h} (test_trap_header is set)");
+            core::arch::wasm32::unreachable();
+        }
+        let h = read.headers(end_of_stream);
+        let route = property(vec!["xds", "route_name"]);
+        let meta = route_meta();
+        let Http { config, shared, exchange, .. } = self;
+        match with_env(config, shared, |env| exchange.request_headers(env, &h, route.as_deref(), &meta, &mut WasmRequest)) {
+            Headed::Ignore | Headed::Continue => Action::Continue,
+            Headed::Pause => Action::Pause,
+        }
+    }
+
+    fn http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if cfg!(feature = "bench-floor") {
+            return floor(end_of_stream, Some(body_size));
+        }
+        if !self.exchange.reading() {
+            return Action::Continue;
+        }
+        // while paused, body_size is everything buffered so far
+        self.buffered = body_size;
+        let Http { config, shared, exchange, .. } = self;
+        if !with_env(config, shared, |env| exchange.keep_reading(env, body_size)) {
+            return Action::Continue;
+        }
+        if !end_of_stream {
+            return Action::Pause;
+        }
+        self.finish()
+    }
+
+    fn http_request_trailers(&mut self) -> Action {
+        if self.exchange.reading() {
+            return self.finish();
+        }
+        Action::Continue
+    }
+
+    fn http_response_headers(&mut self, end_of_stream: bool) -> Action {
+        if !self.exchange.awaits_response() {
+            return Action::Continue;
+        }
+        let read = ResponseRead::read(response_header);
+        let Http { config, shared, exchange, .. } = self;
+        let next = with_env(config, shared, |env| exchange.response_headers(env, &read.headers(end_of_stream), &mut WasmResponse));
+        action(next.unwrap_or(Next::Continue))
+    }
+
+    fn http_response_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
+        if !self.exchange.reading_response() {
+            return Action::Continue;
+        }
+        let Http { config, shared, exchange, .. } = self;
+        action(with_env(config, shared, |env| exchange.response_body(env, &mut WasmResponse, body_size, end_of_stream)))
+    }
+
+    fn http_response_trailers(&mut self) -> Action {
+        let Http { config, shared, exchange, .. } = self;
+        // the trailers callback can still replace the last body bytes
+        action(with_env(config, shared, |env| exchange.response_trailers(env, &mut WasmResponse, BodyAllowed::Yes)))
+    }
+
     fn finish(&mut self) -> Action {
         if !self.exchange.reading() {
             return Action::Continue;

@@ -573,6 +573,12 @@ async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, 
                         }
                         // what the requests in flight hold (max_held_bytes bounds it), as the Wasm filter's
                         text.push_str(&format!("# TYPE toolfit_held_bytes gauge\ntoolfit_held_bytes {}\n", shared.memory.held()));
+                        // toolfit's own time, as the Wasm filter's per-VM counters (here the core's handling of
+                        // each message, gRPC aside)
+                        let spent = &shared.spent;
+                        for (name, n) in [("request_ns", &spent.request_ns), ("response_ns", &spent.response_ns), ("streams", &spent.streams)] {
+                            text.push_str(&format!("# TYPE toolfit_vm_{name} counter\ntoolfit_vm_{name} {}\n", n.load(Ordering::Relaxed)));
+                        }
                         (200, text)
                     }
                     "/healthz" => (200, "ok\n".to_string()),

@@ -6,9 +6,12 @@
 //!
 //! Two levels share one budget: each schema, and each schema-bearing member of a body as a whole (a
 //! `tools` array): a catalog resent unchanged costs one scan of the body, one hash and one compare.
+//! A third kind of entry, a memo, keeps whatever a caller made of one input ([`SiteCache::memo`]):
+//! the MCP leg's whole `tools/list` result, so a list sent again costs one hash and one compare.
 
 use crate::schema::{Context, Report};
 use lru::LruCache;
+use std::any::Any;
 use xxhash_rust::xxh3::Xxh3;
 
 struct Entry {
@@ -20,7 +23,12 @@ struct Entry {
     report: Report,
     counts: Counts,
     size: usize,
+    /// A memo's value (then `tool`, `output` and `report` are empty).
+    memo: Option<Box<dyn Any + Send>>,
 }
+
+/// The tool name a memo is stored under, beside the schemas (a memo is told apart by its value too).
+const MEMO: &str = "\0memo";
 
 /// One worker's cache (the Wasm VM is single-threaded; nothing here is shared between workers).
 pub struct SiteCache {
@@ -78,7 +86,7 @@ impl SiteCache {
     pub fn get(&mut self, scope: u64, tool: &str, context: Context, input: &str) -> Option<Hit> {
         let k = Self::key(scope, tool, context, input);
         match self.lru.get(&k) {
-            Some(e) if same(e.input.as_bytes(), input.as_bytes()) && &*e.tool == tool && e.context == context => {
+            Some(e) if e.memo.is_none() && same(e.input.as_bytes(), input.as_bytes()) && &*e.tool == tool && e.context == context => {
                 Some(Hit { output: e.output.as_deref().map(String::from), report: e.report.clone(), counts: e.counts })
             }
             _ => None,
@@ -95,7 +103,44 @@ impl SiteCache {
             return;
         }
         let k = Self::key(scope, tool, context, input);
-        let e = Entry { input: input.into(), tool: tool.into(), context, output: output.map(Into::into), report, counts, size };
+        let e = Entry { input: input.into(), tool: tool.into(), context, output: output.map(Into::into), report, counts, size, memo: None };
+        self.insert(k, e);
+    }
+
+    /// What a caller made of exactly this `input` under `scope` (a value of type `T` it stored with
+    /// [`SiteCache::remember`]), if it is still here. Callers count what the value says, as on a miss.
+    pub fn memo<T: Any + Clone>(&mut self, scope: u64, input: &str) -> Option<T> {
+        let k = Self::key(scope, MEMO, Context::Tool, input);
+        let e = self.lru.get(&k)?;
+        if !same(e.input.as_bytes(), input.as_bytes()) {
+            return None;
+        }
+        e.memo.as_ref()?.downcast_ref::<T>().cloned()
+    }
+
+    /// Stores `value`, what the caller made of `input` under `scope`, taking `size` bytes beside the
+    /// input (the same budget as the schemas, one entry at most half of it).
+    pub fn remember<T: Any + Send>(&mut self, scope: u64, input: &str, value: T, size: usize) {
+        let size = input.len().saturating_add(size).saturating_add(64);
+        if self.max_bytes == 0 || size > self.max_bytes / 2 {
+            return;
+        }
+        let k = Self::key(scope, MEMO, Context::Tool, input);
+        let e = Entry {
+            input: input.into(),
+            tool: Box::default(),
+            context: Context::Tool,
+            output: None,
+            report: Report::default(),
+            counts: Counts::default(),
+            size,
+            memo: Some(Box::new(value)),
+        };
+        self.insert(k, e);
+    }
+
+    fn insert(&mut self, k: u64, e: Entry) {
+        let size = e.size;
         if let Some(old) = self.lru.put(k, e) {
             self.bytes = self.bytes.saturating_sub(old.size);
         }

@@ -21,7 +21,9 @@ use envoy_types::pb::envoy::extensions::filters::http::ext_proc::v3::processing_
 use envoy_types::pb::envoy::service::ext_proc::v3::{
     processing_request, CommonResponse, HeaderMutation, HttpBody, HttpHeaders, ProcessingRequest, ProcessingResponse,
 };
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 use toolfit::api::cache::SiteCache;
 use toolfit::filter::config::Config;
 use toolfit::filter::exchange::{BodyAllowed, Exchange};
@@ -43,6 +45,17 @@ pub struct Shared {
     pub cache: Mutex<Option<SiteCache>>,
     /// What every request in flight holds (`max_held_bytes` bounds it for the whole process).
     pub memory: Arc<Memory>,
+    /// toolfit's own time, as the Wasm filter's per-VM counters: nanoseconds in the core's handling of
+    /// request messages and of response messages (gRPC aside), and the streams that ended.
+    pub spent: Spent,
+}
+
+/// The process's `toolfit_vm_request_ns`, `toolfit_vm_response_ns` and `toolfit_vm_streams`.
+#[derive(Default)]
+pub struct Spent {
+    pub request_ns: AtomicU64,
+    pub response_ns: AtomicU64,
+    pub streams: AtomicU64,
 }
 
 impl Shared {
@@ -54,6 +67,7 @@ impl Shared {
             logs: Mutex::new(LogLimiter::default()),
             cache: Mutex::new(cache),
             memory: Memory::new(),
+            spent: Spent::default(),
         }
     }
 }
@@ -128,6 +142,11 @@ impl Session {
             _ => (None, RouteMeta::default()),
         };
         let Some(request) = msg.request else { return Vec::new() };
+        let t0 = Instant::now();
+        let response = matches!(
+            request,
+            processing_request::Request::ResponseHeaders(_) | processing_request::Request::ResponseBody(_) | processing_request::Request::ResponseTrailers(_)
+        );
         let answers = match request {
             processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref(), &meta).into_iter().collect(),
             processing_request::Request::RequestBody(b) => self.request_body(b),
@@ -136,6 +155,9 @@ impl Session {
             processing_request::Request::ResponseBody(b) => self.response_body(b),
             processing_request::Request::ResponseTrailers(_) => self.response_trailers(),
         };
+        let took = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let spent = &self.shared.spent;
+        (if response { &spent.response_ns } else { &spent.request_ns }).fetch_add(took, Ordering::Relaxed);
         if observe {
             Vec::new()
         } else {
@@ -154,6 +176,7 @@ impl Session {
     pub fn end(&mut self) {
         let Session { shared, exchange, .. } = self;
         with_env(shared, |env| exchange.done(env));
+        shared.spent.streams.fetch_add(1, Ordering::Relaxed);
     }
 
     fn request_headers(&mut self, h: &HttpHeaders, route: Option<&str>, meta: &RouteMeta) -> Option<ProcessingResponse> {

@@ -77,9 +77,10 @@ impl Apart<'_> {
             env.say(&leg.route, Line { warn: true, text });
             return Listed::Keep;
         }
-        let Some(listed) = List::rewrite(env, &leg, payload) else { return Listed::Keep };
+        let Some(mut listed) = List::rewrite(env, &leg, payload) else { return Listed::Keep };
         let refused = listed.refused.is_some();
-        let Some(out) = settle(env, &leg, listed, "null") else { return Listed::Keep };
+        let new = listed.text.take();
+        let Some(out) = settle(env, &leg, &listed, new, "null") else { return Listed::Keep };
         if !refused {
             return Listed::Replace(out);
         }

@@ -11,9 +11,11 @@ use crate::filter::host::Env;
 use crate::filter::log::{clip, Line};
 use crate::filter::stats::{self, Stat};
 use crate::schema::{Context, Kind, Record, Report};
+use std::sync::Arc;
 
-/// Counts and logs what a list's rewrite did; the message the client gets (`None`: as it came).
-pub(super) fn settle(env: &mut Env, leg: &Leg, listed: List, id: &str) -> Option<String> {
+/// Counts and logs what a list's rewrite did; the message the client gets (`None`: as it came), of
+/// `text`, the message rewritten (`None`: nothing changed).
+pub(super) fn settle(env: &mut Env, leg: &Leg, listed: &List, text: Option<String>, id: &str) -> Option<String> {
     let m = &mut *env.metrics;
     leg.count(m, Stat::ToolsSeen, listed.tools as u64);
     leg.count(m, Stat::SchemasUnparsed, listed.unparsed as u64);
@@ -33,7 +35,7 @@ pub(super) fn settle(env: &mut Env, leg: &Leg, listed: List, id: &str) -> Option
     if leg.settings.observe() {
         return None;
     }
-    listed.text
+    text
 }
 
 /// Why a tool cannot be listed as its client needs it (`unfit: error`).
@@ -97,7 +99,7 @@ pub fn widens(kind: Kind) -> bool {
 /// A `tools/list` result as it goes to the client.
 pub(super) struct List {
     /// The message rewritten (`None`: nothing changed).
-    text: Option<String>,
+    pub(super) text: Option<String>,
     tools: usize,
     dropped: usize,
     unparsed: usize,
@@ -110,7 +112,93 @@ pub(super) struct List {
     pub(super) refused: Option<Unfitting>,
 }
 
+/// What the rewrite cache keeps of a list (its memo, by the `result`'s exact bytes): the result as
+/// it goes to the client (`None`: unchanged) and what the rewrite said, without the message's text.
+/// The cache's entry is `None` for a result that holds no list toolfit rewrites.
+struct Memo {
+    result: Option<String>,
+    list: Arc<List>,
+}
+
+/// A list's rewrite as [`settle`] takes it: what it did, and the message rewritten.
+pub(super) type Listing = (Arc<List>, Option<String>);
+
+/// The answer to a `tools/list` whose result was rewritten before for this profile and options,
+/// found without reading the message through: `Some(answer)` from the memo (`Some(None)`: as it came),
+/// `None` where the memo has nothing or the message is not laid out as JSON-RPC answers are (then it
+/// is read as any other). The candidate result runs from the first `"result":` to the last `}` before
+/// the message's own; it is the message's result exactly when the memo holds those bytes (a whole
+/// JSON value when stored) and the message with `{}` in their place is an object whose `result` is
+/// that `{}`. A list of 1,409 tools then costs a hash, a compare and the bytes around it.
+pub(super) fn recall(env: &mut Env, leg: &Leg, text: &str) -> Option<Option<String>> {
+    env.cache.as_ref()?;
+    let key = "\"result\"";
+    let p = text.find(key)? + key.len();
+    let p = p + text.get(p..)?.find(|c: char| !c.is_ascii_whitespace())?;
+    let p = p + 1 + text.get(p..)?.strip_prefix(':')?.find(|c: char| !c.is_ascii_whitespace())?;
+    let last = text.trim_end().len().checked_sub(1)?;
+    let e = text.get(..last)?.rfind('}')? + 1;
+    let (head, result, tail) = (text.get(..p)?, text.get(p..e)?, text.get(e..)?);
+    if !result.starts_with('{') {
+        return None;
+    }
+    let scope = memo_scope(env, leg);
+    let memo = env.cache.as_deref_mut()?.memo::<Option<Arc<Memo>>>(scope, result)?;
+    let rest = [head, "{}", tail].concat();
+    let top = raw::object(&rest)?;
+    let at = top.get("result").filter(|r| r.get() == "{}").and_then(|r| raw::offset(&rest, r.get()));
+    if at != Some(head.len()) {
+        return None;
+    }
+    if !leg.ids.is_empty() && !leg.ids.contains(&id_text(top.get("id"))) {
+        return Some(None); // an answer to another request: as it came
+    }
+    let Some(m) = memo else { return Some(None) };
+    let text = m.result.as_ref().map(|r| [head, r, tail].concat());
+    Some(settle(env, leg, &m.list, text, top.get("id").map_or("null", |r| r.get())))
+}
+
+/// The memo's scope: the profile, the engine's options and what else a list's rewrite reads.
+fn memo_scope(env: &Env, leg: &Leg) -> u64 {
+    crate::api::cache::scope(&format!("mcp list {} {:?} {}", leg.profile.name, leg.unfit, leg.tailored()), &leg.options(env.config))
+}
+
 impl List {
+    /// [`List::rewrite`] of a message whose `result` is the text `result`, from the rewrite cache
+    /// where the same result was rewritten for the same profile and options before: agents list the
+    /// same tools in every session, and a list of 1,409 tools costs a hash and a compare, not a
+    /// rewrite. The message's other members (its id) may differ; a hit counts and logs what the first
+    /// rewrite did.
+    pub(super) fn cached(env: &mut Env, leg: &Leg, text: &str, result: &str) -> Option<Listing> {
+        let (Some(at), true) = (raw::offset(text, result), env.cache.is_some()) else {
+            return List::rewrite(env, leg, text).map(|mut l| (l.text.take(), l)).map(|(t, l)| (Arc::new(l), t));
+        };
+        let end = at + result.len();
+        let (head, tail) = (text.get(..at)?, text.get(end..)?);
+        let scope = memo_scope(env, leg);
+        if let Some(memo) = env.cache.as_deref_mut().and_then(|c| c.memo::<Option<Arc<Memo>>>(scope, result)) {
+            let m = memo?;
+            return Some((m.list.clone(), m.result.as_ref().map(|r| [head, r, tail].concat())));
+        }
+        let listed = List::rewrite(env, leg, text).map(|mut l| (l.text.take(), l)).map(|(t, l)| (Arc::new(l), t));
+        // only a rewrite that changed nothing outside the result is kept (always so today: the list
+        // and its hint are inside it)
+        let memo = match &listed {
+            None => Some(None),
+            Some((_, None)) => Some(Some(None)),
+            Some((_, Some(t))) if t.starts_with(head) && t.ends_with(tail) && t.len() >= head.len() + tail.len() => {
+                t.get(head.len()..t.len() - tail.len()).map(|r| Some(Some(r.to_string())))
+            }
+            Some(_) => None,
+        };
+        if let (Some(memo), Some(c)) = (memo, env.cache.as_deref_mut()) {
+            let memo = memo.zip(listed.as_ref()).map(|(result, (list, _))| Arc::new(Memo { result, list: list.clone() }));
+            let size = memo.as_ref().map_or(0, |m| m.result.as_ref().map_or(0, String::len) + m.list.report.records.len() * 96 + m.list.unfit.len() * 128);
+            c.remember(scope, result, memo, size);
+        }
+        listed
+    }
+
     /// What the engine's rewrite of a list says, before its elements are seen to (its report taken).
     fn of(outcome: &mut api::BodyOutcome) -> List {
         List {

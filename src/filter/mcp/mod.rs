@@ -194,15 +194,16 @@ impl Leg {
         if !text.contains("\"tools\"") {
             return None;
         }
+        if let Some(answer) = recall(env, self, text) {
+            return answer;
+        }
         let top = raw::object(text)?;
         if !self.ids.is_empty() && !self.ids.contains(&id_text(top.get("id"))) {
             return None; // an answer to another request (or under a wrong id): as it came
         }
-        if !top.get("result").is_some_and(|r| r.get().starts_with('{')) {
-            return None;
-        }
-        let listed = List::rewrite(env, self, text)?;
-        settle(env, self, listed, top.get("id").map_or("null", |r| r.get()))
+        let result = top.get("result").filter(|r| r.get().starts_with('{'))?;
+        let (listed, new) = List::cached(env, self, text, result.get())?;
+        settle(env, self, &listed, new, top.get("id").map_or("null", |r| r.get()))
     }
 
     /// The list goes to this client alone: its profile is not the route's.

@@ -68,9 +68,22 @@ const LIST: &str = r#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"get.we
 
 /// One exchange on an MCP route: the request's headers and body, then the answer's.
 fn exchange(config: &Config, m: &mut Counts, h: &Headers, body: &str, session: Option<&str>, answer: (&str, &str)) -> (Host, Host) {
+    exchange_cached(config, m, None, h, body, session, answer)
+}
+
+/// [`exchange`] with the host's rewrite cache.
+fn exchange_cached(
+    config: &Config,
+    m: &mut Counts,
+    cache: Option<&mut crate::api::cache::SiteCache>,
+    h: &Headers,
+    body: &str,
+    session: Option<&str>,
+    answer: (&str, &str),
+) -> (Host, Host) {
     let mut logs = LogLimiter::default();
     let mut log = |_: Level, _: &str| {};
-    let mut env = Env { config, metrics: m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
+    let mut env = Env { config, metrics: m, logs: &mut logs, cache, memory: &Memory::new(), now_us: now, log: &mut log };
     let mut x = Exchange::default();
     let mut req = Host::default();
     let headed = x.request_headers(&mut env, h, Some("mcp"), &RouteMeta::default(), &mut req);
@@ -544,4 +557,66 @@ fn a_stdio_profile_given_holds_and_batches_are_read() {
     let answer = format!("[{},{}]", r#"{"jsonrpc":"2.0","id":1,"result":{}}"#, LIST.replace(r#""id":2"#, r#""id":"l""#));
     let out = stdio_line(&mut s, &mut m, &answer, false).unwrap_or_default();
     assert!(out.starts_with(r#"[{"jsonrpc":"2.0","id":1,"result":{}},"#) && out.contains("get.weather") && !out.contains(r#""pattern":"#), "{out}");
+}
+
+/// A list sent again (another session, another id) is answered from the rewrite cache's memo of its
+/// `result`: the same message but for its id, the same counters moved, and no schema looked up. A
+/// result one byte apart, or another client's profile, is rewritten afresh.
+#[test]
+fn a_list_sent_again_is_answered_from_its_memo() {
+    let cfg = config("");
+    let mut cache = crate::api::cache::SiteCache::new(8 << 20);
+    let list = |m: &mut Counts, c: &mut crate::api::cache::SiteCache, sid: &str, id: u32, answer: &str| {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+        let answer = answer.replacen(r#""id":2"#, &format!(r#""id":{id}"#), 1);
+        let (_, res) = exchange_cached(&cfg, m, Some(c), &post(Some(sid)), &body, None, ("application/json", &answer));
+        String::from_utf8(res.chunk).unwrap_or_default()
+    };
+    let codex = "s1.tf.openai.codex-mcp-client";
+    let (mut once, mut twice) = (Counts::default(), Counts::default());
+    let first = list(&mut once, &mut cache, codex, 2, LIST);
+    let looked = (cache.hits, cache.misses);
+    assert!(looked.1 > 0, "the first list's schemas were rewritten, not found");
+    let again = list(&mut twice, &mut cache, codex, 7, LIST);
+    assert_eq!(again, first.replacen(r#""id":2"#, r#""id":7"#, 1), "the memo's answer is the rewrite's, under the new id");
+    assert!(again.contains("get_weather__032e"), "{again}");
+    assert_eq!((cache.hits, cache.misses), looked, "no schema was looked up: the memo answered");
+    let mut counted: Vec<_> = once.0.iter().filter(|(_, n)| **n > 0).collect();
+    let mut recounted: Vec<_> = twice.0.iter().filter(|(_, n)| **n > 0).collect();
+    counted.sort();
+    recounted.sort();
+    assert!(!counted.is_empty());
+    assert_eq!(counted, recounted, "a hit counts what the rewrite did");
+    // controls: one byte apart is no hit; Gemini's client gets its own rewrite (dots kept)
+    let other = list(&mut Counts::default(), &mut cache, codex, 8, &LIST.replace("^\\\\p{Lu}", "^\\\\p{Ll}"));
+    assert_ne!(cache.misses, looked.1, "a changed result is rewritten afresh: {other}");
+    let gemini = list(&mut Counts::default(), &mut cache, "s1.tf.gemini.gemini-cli-mcp-client", 9, LIST);
+    assert!(gemini.contains(r#""name":"get.weather""#) && !gemini.contains("get_weather__032e"), "{gemini}");
+    // every layout answers from the memo as it would without a cache: the result first (the TypeScript
+    // SDK's order), whitespace, an id with braces and the word result in it, a batch
+    let result = LIST.split_once(r#""result":"#).map_or("", |(_, r)| &r[..r.len() - 1]);
+    let uncached = |sid: &str, answer: &str| {
+        let (_, res) =
+            exchange(&cfg, &mut Counts::default(), &post(Some(sid)), r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, None, ("application/json", answer));
+        String::from_utf8(res.chunk).unwrap_or_default()
+    };
+    assert_eq!(uncached(codex, LIST), first);
+    for (i, answer) in [
+        format!(r#"{{"result":{result},"jsonrpc":"2.0","id":2}}"#),
+        format!("{{ \"jsonrpc\" : \"2.0\", \"id\" : 2, \"result\" :\n {result} \n}}\n"),
+        format!(r#"{{"jsonrpc":"2.0","id":"}}\"result\":{{","result":{result}}}"#),
+        format!(r#"{{"result":{result},"id":"a}}b"}}"#),
+        format!(r#"[{{"jsonrpc":"2.0","id":2,"result":{result}}}]"#),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
+        let (_, res) = exchange_cached(&cfg, &mut Counts::default(), Some(&mut cache), &post(Some(codex)), body, None, ("application/json", answer));
+        let got = String::from_utf8(res.chunk).unwrap_or_default();
+        let want = uncached(codex, answer);
+        assert_eq!(got, want, "{answer}");
+        // the ones answering id 2 are lists rewritten; the others answer another request
+        assert_eq!(got.contains("get_weather__032e"), ![2, 3].contains(&i), "{got}");
+    }
 }
