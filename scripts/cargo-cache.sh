@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A fresh clone's cargo build directories (target/ and fuzz/target/) kept under ~/.cache/toolfit/cargo:
-# CI runs make test on a clean clone, which otherwise compiles every crate from crates.io again (about
-# 11 min for the workspace and 6 for the fuzz targets on 2 cores). One directory for every clone: cargo
+# CI runs make test on a clean clone, which otherwise compiles every crate from crates.io again (the
+# workspace's build: 9 min 44 s without, 7 min 9 s with, on 2 cores). One directory for every clone: cargo
 # keeps each clone's own crates apart (their ids hold their path) and rebuilds them when their sources
 # are newer, as in any clone; the crates from crates.io are built once. The binaries at target/release/
 # are the last build's, so two clones must not run make test at the same time. A checkout that already
