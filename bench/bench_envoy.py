@@ -58,9 +58,9 @@ def vm_counters(admin):
     for vm, name, v in re.findall(r"^toolfit_vm_(\w+?)_vm_(request_ns|response_ns|streams)(?:\{[^}]*\})? (\d+)", prom, re.M):
         build = "floor" if vm.startswith("floor") else "toolfit"
         got[build][name] = got[build].get(name, 0) + int(v)
-    for vm, name, v in re.findall(r'^toolfit_vm_(request_ns|response_ns|streams)\{[^}]*vm="(\w+)"[^}]*\} (\d+)', prom, re.M):
-        build = "floor" if name.startswith("floor") else "toolfit"
-        got[build][vm] = got[build].get(vm, 0) + int(v)
+    for name, vm, v in re.findall(r'^toolfit_vm_(request_ns|response_ns|streams)\{[^}]*vm="(\w+)"[^}]*\} (\d+)', prom, re.M):
+        build = "floor" if vm.startswith("floor") else "toolfit"
+        got[build][name] = got[build].get(name, 0) + int(v)
     return got
 
 

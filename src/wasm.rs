@@ -245,7 +245,7 @@ fn route_meta() -> RouteMeta {
 }
 
 fn now_us() -> u64 {
-    hostcalls::get_current_time().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX))
+    now_ns() / 1000
 }
 
 impl HttpContext for Http {

@@ -68,7 +68,14 @@ def demo():
           and 'toolfit_requests_rewritten{route="chat",profile="llama-cpp"} 1' in out, (out + p.stderr)[-1500:])
 
 
+def own_time(prom):
+    """toolfit's own-time counters summed over the VMs (the process, for ext_proc): (request_ns, streams)."""
+    total = lambda n: sum(int(v) for v in re.findall(rf"^toolfit_vm_{n}(?:\{{[^}}]*\}})? (\d+)", prom, re.M))
+    return total("request_ns"), total("streams")
+
+
 def exact_mode(e, rec):
+    spent = own_time(e.prom())
     # 1. each body format rewritten; bytes equal what the engine produces for the same body
     bodies = [
         ("/v1/chat/completions", "openai-chat", chat_body(NEEDS_FIX)),
@@ -192,6 +199,11 @@ def exact_mode(e, rec):
     r = last(rec)
     check("body over max_body_bytes: forwarded unchanged with its length, no 413", status == 200 and r.get("body") == big and r["headers"].get("content-length") == str(len(big)), f"status {status}")
     check("skipped_too_large counted", metric(e.prom(), "toolfit_skipped_too_large", "chat") == 1)
+    # toolfit's own time (docs/stats.md): the counters moved by at least the requests above, each stream
+    # counted once it ended, and time spent in them (before any request they read lower)
+    now = own_time(e.prom())
+    check(f"own-time counters: toolfit_vm_streams moved by at least {len(bodies)}, toolfit_vm_request_ns moved ({spent} -> {now})",
+          now[1] - spent[1] >= len(bodies) and now[0] > spent[0])
     # the metric names it exports with toolfit
     return set(re.findall(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{| )", e.prom(), re.M))
 

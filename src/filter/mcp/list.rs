@@ -142,7 +142,7 @@ pub(super) fn recall(env: &mut Env, leg: &Leg, text: &str) -> Option<Option<Stri
     if !result.starts_with('{') {
         return None;
     }
-    let scope = memo_scope(env, leg);
+    let scope = memo_scope(env.config, leg);
     let memo = env.cache.as_deref_mut()?.memo::<Option<Arc<Memo>>>(scope, result)?;
     let rest = [head, "{}", tail].concat();
     let top = raw::object(&rest)?;
@@ -159,28 +159,21 @@ pub(super) fn recall(env: &mut Env, leg: &Leg, text: &str) -> Option<Option<Stri
 }
 
 /// The memo's scope: the profile, the engine's options and what else a list's rewrite reads.
-fn memo_scope(env: &Env, leg: &Leg) -> u64 {
-    crate::api::cache::scope(&format!("mcp list {} {:?} {}", leg.profile.name, leg.unfit, leg.tailored()), &leg.options(env.config))
+fn memo_scope(config: &crate::filter::config::Config, leg: &Leg) -> u64 {
+    crate::api::cache::scope(&format!("mcp list {} {:?} {}", leg.profile.name, leg.unfit, leg.tailored()), &leg.options(config))
 }
 
 impl List {
-    /// [`List::rewrite`] of a message whose `result` is the text `result`, from the rewrite cache
-    /// where the same result was rewritten for the same profile and options before: agents list the
-    /// same tools in every session, and a list of 1,409 tools costs a hash and a compare, not a
-    /// rewrite. The message's other members (its id) may differ; a hit counts and logs what the first
-    /// rewrite did.
+    /// [`List::rewrite`] of a message whose `result` is the text `result`, kept in the rewrite cache
+    /// as its memo (see [`recall`], which answers from it): agents list the same tools in every
+    /// session, and a list of 1,409 tools sent again then costs a hash and a compare, not a rewrite.
     pub(super) fn cached(env: &mut Env, leg: &Leg, text: &str, result: &str) -> Option<Listing> {
-        let (Some(at), true) = (raw::offset(text, result), env.cache.is_some()) else {
-            return List::rewrite(env, leg, text).map(|mut l| (l.text.take(), l)).map(|(t, l)| (Arc::new(l), t));
-        };
-        let end = at + result.len();
-        let (head, tail) = (text.get(..at)?, text.get(end..)?);
-        let scope = memo_scope(env, leg);
-        if let Some(memo) = env.cache.as_deref_mut().and_then(|c| c.memo::<Option<Arc<Memo>>>(scope, result)) {
-            let m = memo?;
-            return Some((m.list.clone(), m.result.as_ref().map(|r| [head, r, tail].concat())));
-        }
-        let listed = List::rewrite(env, leg, text).map(|mut l| (l.text.take(), l)).map(|(t, l)| (Arc::new(l), t));
+        let listed = List::rewrite(env, leg, text).map(|mut l| {
+            let new = l.text.take();
+            (Arc::new(l), new)
+        });
+        let at = raw::offset(text, result).filter(|_| env.cache.is_some());
+        let (Some(head), Some(tail)) = (at.and_then(|at| text.get(..at)), at.and_then(|at| text.get(at + result.len()..))) else { return listed };
         // only a rewrite that changed nothing outside the result is kept (always so today: the list
         // and its hint are inside it)
         let memo = match &listed {
@@ -192,6 +185,7 @@ impl List {
             Some(_) => None,
         };
         if let (Some(memo), Some(c)) = (memo, env.cache.as_deref_mut()) {
+            let scope = memo_scope(env.config, leg);
             let memo = memo.zip(listed.as_ref()).map(|(result, (list, _))| Arc::new(Memo { result, list: list.clone() }));
             let size = memo.as_ref().map_or(0, |m| m.result.as_ref().map_or(0, String::len) + m.list.report.records.len() * 96 + m.list.unfit.len() * 128);
             c.remember(scope, result, memo, size);
