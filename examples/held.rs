@@ -56,7 +56,7 @@ impl RequestHost for Host {
     fn remove_header(&mut self, _: &str) -> bool {
         true
     }
-    fn set_body(&mut self, _: usize, b: &[u8]) -> bool {
+    fn set_body(&mut self, _: usize, _: usize, b: &[u8]) -> bool {
         self.0 = Some(b.to_vec());
         true
     }
@@ -110,7 +110,7 @@ fn main() {
             let before = LIVE.load(Ordering::Relaxed);
             PEAK.store(before, Ordering::Relaxed);
             // the host's copy of the body is made inside, as the Wasm shim reads it
-            let _ = x.request_end(&mut env, || Some(b.clone()), b.len(), &mut host);
+            let _ = x.request_end(&mut env, |_| Some(b.clone()), b.len(), &mut host);
             let factor = (PEAK.load(Ordering::Relaxed) - before) as f64 / b.len() as f64;
             worst = worst.max(factor);
             row.push_str(&format!(" {factor:>13.2}x"));

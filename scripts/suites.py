@@ -56,6 +56,7 @@ def tiers():
             ("bedrock", ["python3", "tests/envoy/bedrock.py"]),
             ("faults", ["python3", "tests/envoy/faults.py"]),
             ("hostile", ["python3", "tests/envoy/hostile.py"]),
+            ("streaming", ["python3", "tests/envoy/streaming.py"]),
             ("extproc", ["python3", "tests/envoy/extproc.py"]),
             ("llama-server", [py, "tests/envoy/llama_server.py"]),
             ("agents", [py, "tests/envoy/mcp_agents.py"]),
@@ -75,6 +76,7 @@ def tiers():
             ("llama judges (2026-10)", [py, "tests/judges/llama_judges.py", "--quick"]),
             ("hosted judges", [py, "tests/judges/hosted_judges.py"]),
             ("e2e (wasm)", ["python3", "tests/envoy/e2e.py", "--delivery=wasm"]),
+            ("streaming (wasm)", ["python3", "tests/envoy/streaming.py", "--delivery=wasm"]),
         ],
     }
 

@@ -189,7 +189,14 @@ impl RootContext for Root {
     }
 
     fn create_http_context(&self, _id: u32) -> Option<Box<dyn HttpContext>> {
-        Some(Box::new(Http { config: self.config.clone(), shared: self.shared.clone(), exchange: Exchange::default(), buffered: 0, spent: Spent::default() }))
+        Some(Box::new(Http {
+            config: self.config.clone(),
+            shared: self.shared.clone(),
+            exchange: Exchange::default(),
+            released: 0,
+            seen: 0,
+            spent: Spent::default(),
+        }))
     }
 
     fn get_type(&self) -> Option<ContextType> {
@@ -202,8 +209,10 @@ struct Http {
     shared: Rc<RefCell<Shared>>,
     /// The request and its response as the core keeps them.
     exchange: Exchange,
-    /// The request body bytes Envoy holds so far.
-    buffered: usize,
+    /// The request body bytes let go: Envoy holds the body from this offset on.
+    released: usize,
+    /// The request body bytes handed to the core so far.
+    seen: usize,
     /// Nanoseconds spent in this stream's callbacks.
     spent: Spent,
 }
@@ -286,8 +295,11 @@ impl HttpContext for Http {
     }
 }
 
-/// The request body and headers, as `crate::filter::request` changes them.
-struct WasmRequest;
+/// The request body and headers, as `crate::filter::request` changes them; Envoy holds the body from
+/// offset `released` on.
+struct WasmRequest {
+    released: usize,
+}
 
 impl RequestHost for WasmRequest {
     fn set_header(&mut self, name: &str, value: &str) -> bool {
@@ -296,8 +308,21 @@ impl RequestHost for WasmRequest {
     fn remove_header(&mut self, name: &str) -> bool {
         hostcalls::remove_map_value(MapType::HttpRequestHeaders, name).is_ok()
     }
-    fn set_body(&mut self, size: usize, bytes: &[u8]) -> bool {
-        hostcalls::set_buffer(BufferType::HttpRequestBody, 0, size, bytes).is_ok()
+    fn set_body(&mut self, at: usize, size: usize, bytes: &[u8]) -> bool {
+        // Envoy's buffer can only be replaced whole (in one call, so a failure leaves it as it was):
+        // the held bytes before `at` go back in front of the new ones
+        let keep = at.saturating_sub(self.released);
+        let held = size.saturating_sub(self.released);
+        if keep == 0 {
+            return hostcalls::set_buffer(BufferType::HttpRequestBody, 0, held, bytes).is_ok();
+        }
+        let Ok(Some(mut new)) = hostcalls::get_buffer(BufferType::HttpRequestBody, 0, keep) else { return false };
+        if new.len() != keep {
+            return false;
+        }
+        new.reserve_exact(bytes.len());
+        new.extend_from_slice(bytes);
+        hostcalls::set_buffer(BufferType::HttpRequestBody, 0, held, &new).is_ok()
     }
     fn reject(&mut self, status: u16, body: &[u8]) -> bool {
         let headers = REJECT_HEADERS.to_vec();
@@ -395,7 +420,7 @@ impl Http {
         let route = property(vec!["xds", "route_name"]);
         let meta = route_meta();
         let Http { config, shared, exchange, .. } = self;
-        match with_env(config, shared, |env| exchange.request_headers(env, &h, route.as_deref(), &meta, &mut WasmRequest)) {
+        match with_env(config, shared, |env| exchange.request_headers(env, &h, route.as_deref(), &meta, &mut WasmRequest { released: 0 })) {
             Headed::Ignore | Headed::Continue => Action::Continue,
             Headed::Pause => Action::Pause,
         }
@@ -408,16 +433,27 @@ impl Http {
         if !self.exchange.reading() {
             return Action::Continue;
         }
-        // while paused, body_size is everything buffered so far
-        self.buffered = body_size;
+        // Envoy holds the body from `released` on (all it buffered while paused, else this piece);
+        // the bytes past `seen` are new, and read only if the core asks for them
+        let total = self.released.saturating_add(body_size);
+        let fresh = total.saturating_sub(self.seen);
+        let offset = self.seen.saturating_sub(self.released);
+        let read = || hostcalls::get_buffer(BufferType::HttpRequestBody, offset, fresh).ok().map(Option::unwrap_or_default);
         let Http { config, shared, exchange, .. } = self;
-        if !with_env(config, shared, |env| exchange.keep_reading(env, body_size)) {
+        let go = with_env(config, shared, |env| exchange.request_piece(env, total, fresh, read));
+        self.seen = total;
+        if !self.exchange.reading() {
             return Action::Continue;
         }
-        if !end_of_stream {
-            return Action::Pause;
+        if end_of_stream {
+            return self.finish();
         }
-        self.finish()
+        // a piece goes on whole or waits with the others: Envoy's buffer cannot be let go in part
+        if go >= total {
+            self.released = total;
+            return Action::Continue;
+        }
+        Action::Pause
     }
 
     fn http_request_trailers(&mut self) -> Action {
@@ -455,10 +491,14 @@ impl Http {
         if !self.exchange.reading() {
             return Action::Continue;
         }
-        let size = self.buffered;
-        // read into the VM only if the core takes it (the memory of the requests in flight has room)
-        let read = || hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size).ok().map(Option::unwrap_or_default);
+        let (size, released) = (self.seen, self.released);
+        // read into the VM only if the core takes it (the memory of the requests in flight has room),
+        // from where it holds the body
+        let read = |at: usize| {
+            let at = at.max(released);
+            hostcalls::get_buffer(BufferType::HttpRequestBody, at - released, size.saturating_sub(at)).ok().map(Option::unwrap_or_default)
+        };
         let Http { config, shared, exchange, .. } = self;
-        action(with_env(config, shared, |env| exchange.request_end(env, read, size, &mut WasmRequest)))
+        action(with_env(config, shared, |env| exchange.request_end(env, read, size, &mut WasmRequest { released })))
     }
 }

@@ -14,6 +14,7 @@ mod members;
 mod namemap;
 pub mod names;
 pub mod raw;
+pub mod scan;
 mod site;
 pub mod skim;
 mod strict;
@@ -94,6 +95,27 @@ pub fn model(body: &[u8]) -> Option<String> {
         Some(o) => o.str("model"),
         None => None,
     }
+}
+
+/// Whether rewriting a `format` body for `profile` may change its top-level member `key`, or needs
+/// to read it whole: a member holding schemas (any format's, as the rewrite cache's members), one
+/// that declares the request's tools or names them again where the profile renames tools (names the
+/// API refuses, namespaces lifted), and a request-level switch the profile decides over every tool
+/// together (Cohere's `strict_tools`). Every other member goes to the engine only for its key (and its
+/// text when short: `model`), and comes out as it went in: a body streamed past toolfit is held from
+/// the first member this says yes to, the members before it go on as they came (`filter::incoming`).
+pub fn changes(key: &str, format: Format, profile: &Profile) -> bool {
+    if format::holds_schemas(key) {
+        return true;
+    }
+    if profile.target.strict_tools.is_some() && key == "strict_tools" {
+        return true;
+    }
+    let Some(d) = format.descriptor() else { return false };
+    let lifts = profile.target.namespaces == crate::schema::target::Namespaces::Lift && d.tools.nested.is_some();
+    let renames = profile.target.names.is_some() || lifts;
+    let first = |paths: &[&[raw::Step]]| paths.iter().any(|p| matches!(p.first(), Some(raw::Step::Key(k)) if *k == key));
+    first(d.declared) || (renames && first(d.mentioned))
 }
 
 /// Why a body was left as it was.

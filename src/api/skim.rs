@@ -181,7 +181,7 @@ pub fn whole(text: &str) -> Option<&str> {
 
 /// A key as serde_json decodes it: the text between the quotes, or, with escapes, serde_json's own
 /// reading (which refuses what it refuses, such as a lone surrogate).
-fn key_text(quoted: &str) -> Option<String> {
+pub(crate) fn key_text(quoted: &str) -> Option<String> {
     match quoted.get(1..quoted.len().saturating_sub(1)) {
         Some(inner) if !inner.contains('\\') => Some(inner.to_owned()),
         _ => serde_json::from_str(quoted).ok(),
@@ -343,7 +343,7 @@ fn stops(c: u8) -> bool {
 }
 
 /// The index of the first quote, backslash or control byte at or after `at` (`b.len()` if none).
-fn special(b: &[u8], at: usize) -> usize {
+pub(crate) fn special(b: &[u8], at: usize) -> usize {
     let Some(rest) = b.get(at..) else { return b.len() };
     let mut chunks = rest.chunks_exact(16);
     let mut base = at;
@@ -415,7 +415,7 @@ fn block_words(c: &[u8]) -> u32 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
@@ -454,70 +454,73 @@ mod tests {
         assert_eq!(lists, want, "lists {text:?}");
     }
 
+    /// Texts at the edges of the grammar, valid and not (the incremental scan is held to them too).
+    pub(crate) const EDGES: &[&str] = &[
+        "{}",
+        " { } ",
+        "[]",
+        "[ ]",
+        "{",
+        "}",
+        "",
+        " ",
+        "null",
+        "{} x",
+        "{}\n",
+        "[1,]",
+        "{\"a\":1,}",
+        "{\"a\" 1}",
+        "{1:2}",
+        r#"{"a":[1,2,{"b":[[]],"c":{}}],"d":"x\"y","e":-0.5e+10,"f":true,"g":null,"h":false}"#,
+        r#"{"a":01}"#,
+        r#"{"a":-}"#,
+        r#"{"a":1.}"#,
+        r#"{"a":1e}"#,
+        r#"{"a":1E+}"#,
+        r#"{"a":.5}"#,
+        r#"{"a":+1}"#,
+        r#"{"a":0.0e0}"#,
+        r#"{"a":tru}"#,
+        r#"{"a":truex}"#,
+        r#"{"a":nul}"#,
+        r#"{"a":"\q"}"#,
+        r#"{"a":"\u12G4"}"#,
+        r#"{"a":"\u12"}"#,
+        r#"{"a":"\ud800"}"#,
+        r#"{"\ud800":1}"#,
+        r#"{"\u0041":1}"#,
+        r#"{"a\"b":1}"#,
+        "{\"a\":\"\t\"}",
+        "{\"a\":\"x\u{7f}y\"}",
+        r#"{"a":[1 2]}"#,
+        r#"{"a":{"b" 1}}"#,
+        r#"{"a":{"b":1 "c":2}}"#,
+        r#"{"a":{,}}"#,
+        r#"{"a":[,]}"#,
+        r#"{"a":[1]]}"#,
+        r#"{"a":{}}}"#,
+        r#"{"a":"é—😀"}"#,
+        r#"["x",{"a":[]},3]"#,
+        r#"{"a":1}{"b":2}"#,
+        r#"{"a":1} "#,
+        "{\"a\":1}\u{0}",
+        r#"{"a":"0123456789abcdef0123456789abcdef\"0123456789abcdef"}"#,
+        r#"[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},1,"x",[{}],{"function":2},{}]"#,
+        r#"[{"function":{"a":1},"function":{"b":[2]},"x":{"function":{}}},{"\u0066unction":{"c":3}}]"#,
+        r#"[{"function":{"a":1,}}]"#,
+        r#"[{"function":{"a" 1}}]"#,
+        r#"[{"function":{}}]]"#,
+        r#"[{"function":{}} x"#,
+        r#"[{"function":{"a":1}}"#,
+        r#"[{"function":{"\ud800":1}}]"#,
+        r#"{"tools":[{"function":{"\ud800":1}}],"model":"m","tools":[{"function":{"a":1}},2]}"#,
+        r#"{"tools":[{"type":"function"}],"x":[1,2}"#,
+        r#"{"tools":{"a":[]},"tools":[],"tools":"[x"}"#,
+    ];
+
     #[test]
     fn agrees_with_serde_json_on_edge_cases() {
-        for t in [
-            "{}",
-            " { } ",
-            "[]",
-            "[ ]",
-            "{",
-            "}",
-            "",
-            " ",
-            "null",
-            "{} x",
-            "{}\n",
-            "[1,]",
-            "{\"a\":1,}",
-            "{\"a\" 1}",
-            "{1:2}",
-            r#"{"a":[1,2,{"b":[[]],"c":{}}],"d":"x\"y","e":-0.5e+10,"f":true,"g":null,"h":false}"#,
-            r#"{"a":01}"#,
-            r#"{"a":-}"#,
-            r#"{"a":1.}"#,
-            r#"{"a":1e}"#,
-            r#"{"a":1E+}"#,
-            r#"{"a":.5}"#,
-            r#"{"a":+1}"#,
-            r#"{"a":0.0e0}"#,
-            r#"{"a":tru}"#,
-            r#"{"a":truex}"#,
-            r#"{"a":nul}"#,
-            r#"{"a":"\q"}"#,
-            r#"{"a":"\u12G4"}"#,
-            r#"{"a":"\u12"}"#,
-            r#"{"a":"\ud800"}"#,
-            r#"{"\ud800":1}"#,
-            r#"{"\u0041":1}"#,
-            r#"{"a\"b":1}"#,
-            "{\"a\":\"\t\"}",
-            "{\"a\":\"x\u{7f}y\"}",
-            r#"{"a":[1 2]}"#,
-            r#"{"a":{"b" 1}}"#,
-            r#"{"a":{"b":1 "c":2}}"#,
-            r#"{"a":{,}}"#,
-            r#"{"a":[,]}"#,
-            r#"{"a":[1]]}"#,
-            r#"{"a":{}}}"#,
-            r#"{"a":"é—😀"}"#,
-            r#"["x",{"a":[]},3]"#,
-            r#"{"a":1}{"b":2}"#,
-            r#"{"a":1} "#,
-            "{\"a\":1}\u{0}",
-            r#"{"a":"0123456789abcdef0123456789abcdef\"0123456789abcdef"}"#,
-            r#"[{"type":"function","function":{"name":"a","parameters":{"type":"object"}}},1,"x",[{}],{"function":2},{}]"#,
-            r#"[{"function":{"a":1},"function":{"b":[2]},"x":{"function":{}}},{"\u0066unction":{"c":3}}]"#,
-            r#"[{"function":{"a":1,}}]"#,
-            r#"[{"function":{"a" 1}}]"#,
-            r#"[{"function":{}}]]"#,
-            r#"[{"function":{}} x"#,
-            r#"[{"function":{"a":1}}"#,
-            r#"[{"function":{"\ud800":1}}]"#,
-            r#"{"tools":[{"function":{"\ud800":1}}],"model":"m","tools":[{"function":{"a":1}},2]}"#,
-            r#"{"tools":[{"type":"function"}],"x":[1,2}"#,
-            r#"{"tools":{"a":[]},"tools":[],"tools":"[x"}"#,
-        ] {
+        for t in EDGES {
             same(t);
         }
         let deep = format!("{{\"a\":{}{}}}", "[".repeat(5000), "]".repeat(5000));
@@ -561,7 +564,7 @@ mod tests {
         }
     }
 
-    fn json() -> impl Strategy<Value = String> {
+    pub(crate) fn json() -> impl Strategy<Value = String> {
         let leaf = prop_oneof![
             Just("null".to_owned()),
             Just("true".to_owned()),

@@ -21,14 +21,14 @@ pub fn within_limit(cfg: &Config, total: usize) -> bool {
     total <= cfg.max_body_bytes
 }
 
-/// Puts `new` in place of the `size` body bytes the host holds, with its length under `Exact`
-/// framing. `false`: it failed, and what goes on is consistent (the original length with the
-/// original body).
-pub fn replace(cfg: &Config, host: &mut dyn RequestHost, size: usize, new: &[u8]) -> bool {
-    if cfg.framing == Framing::Exact && !host.set_header("content-length", &new.len().to_string()) {
+/// Puts `new` in place of the body's bytes from offset `at` to its end `size` (the host holds them),
+/// with the new length under `Exact` framing. `false`: it failed, and what goes on is consistent (the
+/// original length with the original body).
+pub fn replace(cfg: &Config, host: &mut dyn RequestHost, at: usize, size: usize, new: &[u8]) -> bool {
+    if cfg.framing == Framing::Exact && !host.set_header("content-length", &(at + new.len()).to_string()) {
         return false; // length unchanged, body unchanged: consistent
     }
-    if !host.set_body(size, new) {
+    if !host.set_body(at, size, new) {
         if cfg.framing == Framing::Exact {
             // put the original length back: the original body is still there
             let _ = host.set_header("content-length", &size.to_string());

@@ -180,6 +180,11 @@ impl Models {
         Models(pairs.iter().filter_map(|(k, p)| Some((k.to_ascii_lowercase(), Profile::by_name(p)?))).collect())
     }
 
+    /// The profiles it picks, in order.
+    pub fn profiles(&self) -> impl Iterator<Item = &'static Profile> + '_ {
+        self.0.iter().map(|(_, p)| *p)
+    }
+
     /// The patterns, in order.
     pub fn patterns(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(|(p, _)| p.as_str())

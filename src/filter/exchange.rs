@@ -5,7 +5,9 @@
 //! share, a clock and a log), and carries out what comes back: body and header changes go through
 //! [`RequestHost`] and [`ResponseHost`], the rest is a [`Next`] or a [`Headed`].
 
+use super::config::Framing;
 use super::host::{Env, Headed, Headers, Level, RequestHost, ResponseHeaders, ResponseHost, RouteMeta};
+use super::incoming::{Incoming, Step};
 use super::log::Line;
 use super::mcp;
 use super::memory::{Held, REWRITE_FACTOR};
@@ -31,8 +33,8 @@ impl Env<'_> {
 enum Request {
     /// Not read (passed past `max_body_bytes`, or done).
     Idle,
-    /// Its body is being read.
-    Reading(Plan),
+    /// Its body is being read, as it streams.
+    Reading(Plan, Box<Incoming>),
 }
 
 /// An exchange on an inference route whose body toolfit reads: the request's plan while its body is
@@ -80,7 +82,8 @@ impl Exchange {
         // every counter of the route and profile, defined once: zeros rather than missing series
         env.metrics.prepare(&plan.route, plan.profile.name);
         let Some(next) = request::hold_headers(env.config, &plan, host, env.metrics) else { return Headed::Ignore };
-        *self = Exchange::Inference(Box::new(Inference { request: Request::Reading(plan), held: Held::default(), reply: None, response: Flow::Off }));
+        let stream = Box::new(Incoming::new(plan.settings.observe()));
+        *self = Exchange::Inference(Box::new(Inference { request: Request::Reading(plan, stream), held: Held::default(), reply: None, response: Flow::Off }));
         match next {
             Next::Continue => Headed::Continue,
             Next::Pause => Headed::Pause,
@@ -91,7 +94,7 @@ impl Exchange {
     pub fn reading(&self) -> bool {
         match self {
             Exchange::Pass => false,
-            Exchange::Inference(i) => matches!(i.request, Request::Reading(_)),
+            Exchange::Inference(i) => matches!(i.request, Request::Reading(..)),
             Exchange::Mcp(m) => m.reading(),
         }
     }
@@ -102,7 +105,7 @@ impl Exchange {
         match self {
             Exchange::Pass => false,
             Exchange::Inference(i) => {
-                let Request::Reading(plan) = &i.request else { return false };
+                let Request::Reading(plan, _) = &i.request else { return false };
                 if request::keep_buffering(env.config, plan, total, env.metrics) {
                     return true;
                 }
@@ -113,30 +116,58 @@ impl Exchange {
         }
     }
 
-    /// The request body has ended: `size` bytes, which `read` hands over (`None`: the host could not
-    /// read them, which is counted and leaves the request as it came). They are read only if the
-    /// memory of the requests in flight has room for their rewrite (else they go on unread, counted);
-    /// then rewritten, logged, and carried out through `host`. `Pause`: toolfit answered the request
-    /// itself.
+    /// A piece of the request body has come, `total` bytes in all so far, `size` of them new: `read`
+    /// hands those over, and is called only if toolfit needs them now (an inference body is scanned
+    /// up to its first member a rewrite may change, then held; an MCP message is read whole at its
+    /// end). Returns the offset before which the body may go on: every byte before it is decided, and
+    /// goes as it came (`usize::MAX`: all of it; toolfit reads no more of this body).
+    pub fn request_piece<B: AsRef<[u8]>>(&mut self, env: &mut Env, total: usize, size: usize, read: impl FnOnce() -> Option<B>) -> usize {
+        if !self.keep_reading(env, total) {
+            return usize::MAX;
+        }
+        let go = match self {
+            Exchange::Pass => usize::MAX,
+            // an MCP message is read whole: nothing of it goes before its end
+            Exchange::Mcp(_) => 0,
+            Exchange::Inference(i) => i.piece(env, total, size, read),
+        };
+        self.settle(env);
+        go
+    }
+
+    /// The request body has ended: `size` bytes. `read(at)` hands over its bytes from offset `at` on
+    /// (what the host holds; `None`: the host could not read them, which is counted and leaves the
+    /// request as it came). They are read only if the memory of the requests in flight has room for
+    /// their rewrite (else they go on unread, counted); then rewritten, logged, and carried out through
+    /// `host`. `Pause`: toolfit answered the request itself.
     pub fn request_end<'b, B: Into<Cow<'b, [u8]>>>(
         &mut self,
         env: &mut Env,
-        read: impl FnOnce() -> Option<B>,
+        read: impl FnOnce(usize) -> Option<B>,
         size: usize,
         host: &mut dyn RequestHost,
     ) -> Next {
         if !self.reading() {
             return Next::Continue;
         }
-        if !self.hold(env, size.saturating_mul(REWRITE_FACTOR)) {
-            self.over_budget(env, size);
+        let (from, need) = match self {
+            Exchange::Inference(i) => (i.unread_from(size), i.cost(env, size)),
+            _ => (Some(0), size.saturating_mul(REWRITE_FACTOR)),
+        };
+        if !self.hold(env, self.kept().saturating_add(need)) {
+            self.over_budget(env, from.map_or(0, |at| size.saturating_sub(at)));
             return Next::Continue;
         }
-        let body: Option<Cow<'b, [u8]>> = read().map(Into::into);
         let next = match self {
             Exchange::Pass => Next::Continue,
-            Exchange::Inference(i) => i.request_end(env, body, size, host),
-            Exchange::Mcp(m) => m.request_end(env, body.as_deref(), size, host),
+            Exchange::Inference(i) => {
+                let body: Option<Option<Cow<'b, [u8]>>> = from.map(|at| read(at).map(Into::into));
+                i.request_end(env, from.unwrap_or(size), body, size, host)
+            }
+            Exchange::Mcp(m) => {
+                let body: Option<Cow<'b, [u8]>> = read(0).map(Into::into);
+                m.request_end(env, body.as_deref(), size, host)
+            }
         };
         self.settle(env);
         next
@@ -170,23 +201,18 @@ impl Exchange {
     /// The request body of `size` bytes goes on unread: the requests in flight hold all the memory
     /// toolfit may use.
     fn over_budget(&mut self, env: &mut Env, size: usize) {
-        let held = env.memory.held();
-        let route = match self {
-            Exchange::Pass => return,
-            Exchange::Inference(i) => match std::mem::replace(&mut i.request, Request::Idle) {
-                Request::Reading(plan) => {
-                    plan.count(env.metrics, Stat::SkippedOverBudget, 1);
-                    plan.route
+        match self {
+            Exchange::Pass => {}
+            Exchange::Inference(i) => {
+                if let Request::Reading(plan, _) = std::mem::replace(&mut i.request, Request::Idle) {
+                    over_budget(env, &plan, size);
                 }
-                Request::Idle => return,
-            },
-            Exchange::Mcp(m) => m.over_budget(env),
-        };
-        let text = format!(
-            "route={route} a request body of {size} bytes went on unread: requests in flight hold {held} of max_held_bytes {} (skipped_over_budget)",
-            env.config.max_held_bytes
-        );
-        env.say(&label(&route), Line { warn: true, text });
+            }
+            Exchange::Mcp(m) => {
+                let route = m.over_budget(env);
+                say_over_budget(env, &route, size);
+            }
+        }
     }
 
     /// The response's headers. `None`: the response is not read (nothing to repair or check); else
@@ -202,6 +228,15 @@ impl Exchange {
             }
             // MCP requests ask for identity: the content encoding is not read
             Exchange::Mcp(m) => m.awaits_response().then(|| m.response_headers(env, h.status, h.end_of_stream, h.content_type, h.session, host)),
+        }
+    }
+
+    /// What the request left for its response (the tests' view).
+    #[cfg(test)]
+    pub(crate) fn reply(&self) -> Option<&Reply> {
+        match self {
+            Exchange::Inference(i) => i.reply.as_ref(),
+            _ => None,
         }
     }
 
@@ -290,14 +325,43 @@ impl Exchange {
         }
     }
 
-    /// Bytes the response path holds (what the processing of a host's next message grows with).
+    /// Bytes the request and response paths keep (what the processing of a host's next message grows
+    /// with).
     pub fn kept(&self) -> usize {
         match self {
             Exchange::Pass => 0,
-            Exchange::Inference(i) => i.response.kept(),
+            Exchange::Inference(i) => {
+                i.response.kept()
+                    + match &i.request {
+                        Request::Reading(_, stream) => stream.kept(),
+                        Request::Idle => 0,
+                    }
+            }
             Exchange::Mcp(m) => m.kept(),
         }
     }
+}
+
+/// Whether the body is held from a top-level key on: a key too long to keep, or one a rewrite for any
+/// profile the request may get changes (`api::changes`).
+fn holds(plan: &Plan) -> impl FnMut(Option<&str>) -> bool {
+    let (format, profiles) = (plan.format, plan.profiles());
+    move |key| key.is_none_or(|k| profiles.iter().any(|p| crate::api::changes(k, format, p)))
+}
+
+/// An inference request's body of `size` bytes goes on unread, for want of memory: counted and said.
+fn over_budget(env: &mut Env, plan: &Plan, size: usize) {
+    plan.count(env.metrics, Stat::SkippedOverBudget, 1);
+    say_over_budget(env, &plan.route, size);
+}
+
+fn say_over_budget(env: &mut Env, route: &str, size: usize) {
+    let text = format!(
+        "route={route} a request body of {size} bytes went on unread: requests in flight hold {} of max_held_bytes {} (skipped_over_budget)",
+        env.memory.held(),
+        env.config.max_held_bytes
+    );
+    env.say(&label(route), Line { warn: true, text });
 }
 
 /// Whether a host can still send body bytes with the response's trailers.
@@ -308,19 +372,110 @@ pub enum BodyAllowed {
 }
 
 impl Inference {
-    fn request_end(&mut self, env: &mut Env, body: Option<Cow<'_, [u8]>>, size: usize, host: &mut dyn RequestHost) -> Next {
-        let Request::Reading(plan) = std::mem::replace(&mut self.request, Request::Idle) else { return Next::Continue };
-        let Some(body) = body else {
+    /// A piece of a body being read (see [`Exchange::request_piece`]).
+    fn piece<B: AsRef<[u8]>>(&mut self, env: &mut Env, total: usize, size: usize, read: impl FnOnce() -> Option<B>) -> usize {
+        let Request::Reading(plan, stream) = &mut self.request else { return usize::MAX };
+        // exact framing: the headers wait for the body's new length, so nothing goes before its end
+        let waits = env.config.framing == Framing::Exact && !plan.settings.observe();
+        let limit = |at: usize| if waits { 0 } else { at };
+        if !stream.wants() {
+            return limit(stream.held_from().unwrap_or(total));
+        }
+        // the piece is read into memory beside what the exchange keeps: it must fit
+        if !self.held.resize(env.memory, stream.kept().saturating_add(size), env.config.max_held_bytes) {
+            if let Request::Reading(plan, _) = std::mem::replace(&mut self.request, Request::Idle) {
+                over_budget(env, &plan, size);
+            }
+            return usize::MAX;
+        }
+        let Some(piece) = read() else {
             plan.count(env.metrics, Stat::InternalErrors, 1);
+            self.request = Request::Idle;
+            return usize::MAX;
+        };
+        match stream.piece(piece.as_ref(), &mut holds(plan)) {
+            Step::Go(at) => limit(at),
+            Step::Bad => {
+                plan.count(env.metrics, Stat::SkippedNotJson, 1);
+                self.request = Request::Idle;
+                usize::MAX
+            }
+        }
+    }
+
+    /// The offset from which the host's bytes of a body of `size` are needed at its end: the part not
+    /// handed over in pieces, or the part held (`None`: none).
+    fn unread_from(&self, size: usize) -> Option<usize> {
+        let Request::Reading(_, stream) = &self.request else { return None };
+        if stream.wants() && stream.seen() < size {
+            return Some(stream.seen());
+        }
+        stream.held_from()
+    }
+
+    /// What the body's end may cost in memory: the bytes read and rewritten ([`REWRITE_FACTOR`] times
+    /// what is read from the host), and twice those the host writes back in front of the new ones (it
+    /// holds whole pieces, or in exact framing the whole body, and replaces a buffer whole: the bytes
+    /// read back, and the new buffer made of them).
+    fn cost(&self, env: &Env, size: usize) -> usize {
+        let Request::Reading(plan, stream) = &self.request else { return 0 };
+        let Some(at) = self.unread_from(size) else { return 0 };
+        let waits = env.config.framing == Framing::Exact && !plan.settings.observe();
+        let host_from = if waits { 0 } else { stream.piece_at().min(at) };
+        (at - host_from).saturating_mul(2).saturating_add(size.saturating_sub(at).saturating_mul(REWRITE_FACTOR))
+    }
+
+    /// The body's end: `bytes` are the host's from offset `from` on ([`Self::unread_from`]; `None`:
+    /// none were needed; `Some(None)`: the host could not read them).
+    fn request_end(&mut self, env: &mut Env, from: usize, bytes: Option<Option<Cow<'_, [u8]>>>, size: usize, host: &mut dyn RequestHost) -> Next {
+        let Request::Reading(plan, mut stream) = std::mem::replace(&mut self.request, Request::Idle) else { return Next::Continue };
+        let bytes = match bytes {
+            Some(None) => {
+                plan.count(env.metrics, Stat::InternalErrors, 1);
+                return Next::Continue;
+            }
+            Some(Some(b)) => Some(b),
+            None => None,
+        };
+        let from_host = |at: usize| bytes.as_deref().and_then(|b| b.get(at.checked_sub(from)?..));
+        if stream.wants() && stream.seen() < size {
+            // the rest of the body, not handed over in pieces, is scanned now
+            let rest = from_host(stream.seen()).unwrap_or_default();
+            if stream.piece(rest, &mut holds(&plan)) == Step::Bad {
+                plan.count(env.metrics, Stat::SkippedNotJson, 1);
+                return Next::Continue;
+            }
+        }
+        let part = match stream.held_from() {
+            Some(at) => stream.part(from_host(at)),
+            None => stream.part(None).or_else(|| stream.unheld()),
+        };
+        let Some(part) = part else {
+            plan.count(env.metrics, Stat::SkippedNotJson, 1);
             return Next::Continue;
         };
+        let at = stream.held_from().unwrap_or(size);
+        drop(bytes);
         let mut clock = env.now_us;
-        let (verdict, line, reply) = request::finish(env.config, &plan, body, env.metrics, &mut clock, env.cache.as_deref_mut());
+        let prefix = part.text.get(..part.prefix).map(<[u8]>::to_vec).unwrap_or_default();
+        let (verdict, line, reply) = request::finish_part(env.config, &plan, Cow::Owned(part.text), size, env.metrics, &mut clock, env.cache.as_deref_mut());
         self.reply = reply;
         if let Some(line) = line {
             env.say(&plan.route, line);
         }
-        request::apply(env.config, &plan, verdict, size, host, env.metrics)
+        // the engine's verdict on what it read is the verdict on the held bytes: the stubs before
+        // them come out as they went in (a rewrite that changed them is toolfit's own failure)
+        let verdict = match verdict {
+            request::Verdict::Replace(new) => match new.strip_prefix(prefix.as_slice()) {
+                Some(tail) if at < size => request::Verdict::Replace(tail.to_vec()),
+                _ => {
+                    plan.count(env.metrics, Stat::InternalErrors, 1);
+                    request::Verdict::Forward
+                }
+            },
+            v => v,
+        };
+        request::apply(env.config, &plan, verdict, at, size, host, env.metrics)
     }
 
     fn response_trailers(&mut self, env: &mut Env, host: &mut dyn ResponseHost, body_allowed: BodyAllowed) -> Next {
@@ -392,7 +547,7 @@ mod tests {
         assert_eq!(host.calls, ["set accept-encoding: identity", "remove content-length"]);
         assert!(x.reading() && x.keep_reading(&mut env, 10));
         let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}}]}"#;
-        assert_eq!(x.request_end(&mut env, || Some(&body[..]), body.len(), &mut host), Next::Continue);
+        assert_eq!(x.request_end(&mut env, |_| Some(&body[..]), body.len(), &mut host), Next::Continue);
         assert!(!x.reading() && x.awaits_response());
         let sent = String::from_utf8_lossy(host.body.as_deref().unwrap_or_default()).into_owned();
         assert!(sent.contains(r#""name":"gh_search""#), "{sent}");
@@ -441,7 +596,7 @@ mod tests {
             assert!(!x.reading() && host.calls.is_empty());
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
             assert!(!x.keep_reading(&mut env, 1001) && !x.reading(), "past max_body_bytes: read no further");
-            assert_eq!(x.request_end(&mut env, || Some(&b"{}"[..]), 2, &mut host), Next::Continue, "nothing to finish");
+            assert_eq!(x.request_end(&mut env, |_| Some(&b"{}"[..]), 2, &mut host), Next::Continue, "nothing to finish");
             assert_eq!(
                 x.response_headers(
                     &mut env,
@@ -452,7 +607,7 @@ mod tests {
             );
             // a body the host could not read: counted, left alone
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
-            assert_eq!(x.request_end(&mut env, || None::<Vec<u8>>, 2, &mut host), Next::Continue);
+            assert_eq!(x.request_end(&mut env, |_| None::<Vec<u8>>, 2, &mut host), Next::Continue);
         }
         let got = |m: &Counts, c: &str| m.0.get(&metric_name("chat", "openai-strict", c)).copied().unwrap_or(0);
         assert_eq!((got(&metrics, "skipped_too_large"), got(&metrics, "internal_errors")), (1, 1));
@@ -464,7 +619,7 @@ mod tests {
                 let mut x = Exchange::default();
                 assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
                 let body = br#"{"messages":[],"tools":[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object"}}}]}"#;
-                let _ = x.request_end(&mut env, || Some(&body[..]), body.len(), &mut host);
+                let _ = x.request_end(&mut env, |_| Some(&body[..]), body.len(), &mut host);
                 assert!(x
                     .response_headers(
                         &mut env,
@@ -501,7 +656,7 @@ mod tests {
         for x in [&mut first, &mut second] {
             assert_eq!(x.request_headers(&mut env, &post, Some("chat"), &RouteMeta::default(), &mut host), Headed::Continue);
         }
-        let _ = first.request_end(&mut env, || Some(&body[..]), body.len(), &mut host);
+        let _ = first.request_end(&mut env, |_| Some(&body[..]), body.len(), &mut host);
         assert!(host.body.take().is_some() && first.awaits_response(), "the first is rewritten");
         let kept = memory.held();
         assert!(kept > 0 && kept < body.len() * REWRITE_FACTOR, "it keeps its tool lists only: {kept}");
@@ -511,7 +666,7 @@ mod tests {
         let mut read = false;
         let next = second.request_end(
             &mut env,
-            || {
+            |_| {
                 read = true;
                 Some(&body[..])
             },

@@ -252,8 +252,9 @@ impl RouteMeta {
 pub trait RequestHost {
     fn set_header(&mut self, name: &str, value: &str) -> bool;
     fn remove_header(&mut self, name: &str) -> bool;
-    /// Puts `bytes` in place of the `size` body bytes the host buffered.
-    fn set_body(&mut self, size: usize, bytes: &[u8]) -> bool;
+    /// Puts `bytes` in place of the body's bytes from offset `at` to its end `size` (bytes the host
+    /// holds: toolfit never lets a byte go that it may change).
+    fn set_body(&mut self, at: usize, size: usize, bytes: &[u8]) -> bool;
     /// Answers the client with `status` and a JSON `body` instead of forwarding the request.
     fn reject(&mut self, status: u16, body: &[u8]) -> bool;
 }
@@ -282,6 +283,8 @@ pub(crate) mod testing {
         pub set: Vec<(String, String)>,
         pub removed: Vec<String>,
         pub body: Option<Vec<u8>>,
+        /// The offset `body` replaces the body from.
+        pub body_at: usize,
         pub chunk: Vec<u8>,
     }
 
@@ -296,7 +299,8 @@ pub(crate) mod testing {
             self.removed.push(name.into());
             true
         }
-        fn set_body(&mut self, _: usize, bytes: &[u8]) -> bool {
+        fn set_body(&mut self, at: usize, _: usize, bytes: &[u8]) -> bool {
+            self.body_at = at;
             self.body = Some(bytes.to_vec());
             true
         }

@@ -8,6 +8,7 @@ pub mod encoding;
 pub mod exchange;
 pub mod headers;
 pub mod host;
+pub mod incoming;
 pub mod log;
 pub mod mcp;
 pub mod memory;

@@ -43,6 +43,11 @@ impl Plan {
     pub fn count(&self, m: &mut dyn Metrics, s: Stat, n: u64) {
         stats::count(m, &self.route, self.profile.name, s, n);
     }
+
+    /// Every profile the request may be rewritten for: the route's, and each its model map may pick.
+    pub fn profiles(&self) -> Vec<&'static Profile> {
+        std::iter::once(self.profile).chain(self.models.profiles()).collect()
+    }
 }
 
 #[derive(Debug)]
@@ -146,12 +151,13 @@ pub fn hold_headers(cfg: &Config, plan: &Plan, host: &mut dyn RequestHost, m: &m
     next
 }
 
-/// Carries out a verdict on the buffered body of `size` bytes. `Pause`: toolfit answered the request.
-pub fn apply(cfg: &Config, plan: &Plan, verdict: Verdict, size: usize, host: &mut dyn RequestHost, m: &mut dyn Metrics) -> Next {
+/// Carries out a verdict on the body of `size` bytes, whose bytes from offset `at` on the verdict's
+/// new bytes replace. `Pause`: toolfit answered the request.
+pub fn apply(cfg: &Config, plan: &Plan, verdict: Verdict, at: usize, size: usize, host: &mut dyn RequestHost, m: &mut dyn Metrics) -> Next {
     match verdict {
         Verdict::Forward => Next::Continue,
         Verdict::Replace(new) => {
-            if !body::replace(cfg, host, size, &new) {
+            if !body::replace(cfg, host, at, size, &new) {
                 plan.count(m, Stat::InternalErrors, 1);
             }
             Next::Continue
@@ -197,12 +203,27 @@ pub fn finish<'b>(
     body: impl Into<Cow<'b, [u8]>>,
     m: &mut dyn Metrics,
     elapsed_us: &mut dyn FnMut() -> u64,
+    cache: Option<&mut SiteCache>,
+) -> (Verdict, Option<Line>, Option<Reply>) {
+    let body = body.into();
+    let size = body.len();
+    finish_part(cfg, plan, body, size, m, elapsed_us, cache)
+}
+
+/// [`finish`] of what the engine reads of a body of `size` bytes (a streamed body's stubs and held
+/// bytes, `super::stream`): counted as that body.
+pub fn finish_part<'b>(
+    cfg: &Config,
+    plan: &Plan,
+    body: Cow<'b, [u8]>,
+    size: usize,
+    m: &mut dyn Metrics,
+    elapsed_us: &mut dyn FnMut() -> u64,
     mut cache: Option<&mut SiteCache>,
 ) -> (Verdict, Option<Line>, Option<Reply>) {
     let t0 = elapsed_us();
-    let owned = body.into();
+    let owned = body;
     let body: &[u8] = &owned;
-    let size = body.len();
     let mapped;
     let plan = match by_model(plan, body) {
         Some(p) => {
@@ -251,13 +272,14 @@ pub fn finish<'b>(
             return (Verdict::Reject(400, strict_error(plan.format, &tool, &path, &why)), Some(line), None);
         }
     }
-    plan.count(m, Stat::BytesIn, body.len() as u64);
+    plan.count(m, Stat::BytesIn, size as u64);
     let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed).map(observed);
+    let read = body.len();
     let reply = reply(cfg, plan, owned, &o);
     match o.body {
         Some(new) => {
             plan.count(m, Stat::RequestsRewritten, 1);
-            plan.count(m, Stat::BytesOut, new.len() as u64);
+            plan.count(m, Stat::BytesOut, (size + new.len()).saturating_sub(read) as u64);
             if plan.settings.observe() {
                 return (Verdict::Forward, line, reply);
             }
@@ -604,7 +626,7 @@ mod tests {
                 self.0.push(format!("remove {name}"));
                 true
             }
-            fn set_body(&mut self, _: usize, _: &[u8]) -> bool {
+            fn set_body(&mut self, _: usize, _: usize, _: &[u8]) -> bool {
                 true
             }
             fn reject(&mut self, _: u16, _: &[u8]) -> bool {

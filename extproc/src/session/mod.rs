@@ -76,8 +76,10 @@ pub struct Session {
     shared: Arc<Shared>,
     /// The request and its response as the core keeps them.
     exchange: Exchange,
-    /// Pieces of a streamed request body, kept until the last one.
+    /// The bytes of a streamed request body not let go yet, kept until they may go (the core says when).
     body: Vec<u8>,
+    /// The request body bytes let go: `body` starts at this offset.
+    released: usize,
     /// How the request body comes, and what waits on it.
     request_body: RequestBody,
     /// How the response body comes, and what waits on it.
@@ -108,7 +110,14 @@ enum ResponseBody {
 
 impl Session {
     pub fn new(shared: Arc<Shared>) -> Session {
-        Session { shared, exchange: Exchange::default(), body: Vec::new(), request_body: RequestBody::Buffered, response_body: ResponseBody::Streamed }
+        Session {
+            shared,
+            exchange: Exchange::default(),
+            body: Vec::new(),
+            released: 0,
+            request_body: RequestBody::Buffered,
+            response_body: ResponseBody::Streamed,
+        }
     }
 
     /// The request body comes in pieces.
@@ -200,18 +209,26 @@ impl Session {
         if !self.exchange.reading() {
             return vec![self.pass_body(b)];
         }
-        let total = self.body.len() + b.body.len();
+        let total = self.released + self.body.len() + b.body.len();
         let Session { shared, exchange, .. } = self;
-        if !with_env(shared, |env| exchange.keep_reading(env, total)) {
-            // past max_body_bytes: what was kept goes on as it came
+        let go = with_env(shared, |env| exchange.request_piece(env, total, b.body.len(), || Some(b.body.as_slice())));
+        if !self.exchange.reading() {
+            // past max_body_bytes, not JSON, no memory: what was kept goes on as it came
             let mut kept = std::mem::take(&mut self.body);
             kept.extend_from_slice(&b.body);
             return self.release_headers().into_iter().chain([self.pass_body(HttpBody { body: kept, ..b })]).collect();
         }
         if self.streamed() && !b.end_of_stream {
-            // a piece: kept, answered with the whole at the end
+            // a piece: what the core has decided goes on now (none while the headers wait), the rest
+            // is kept until it may go
             self.body.extend_from_slice(&b.body);
-            return Vec::new();
+            let n = go.min(total).saturating_sub(self.released).min(self.body.len());
+            if n == 0 || matches!(self.request_body, RequestBody::Streamed { held: Some(_) }) {
+                return Vec::new();
+            }
+            self.released += n;
+            let out: Vec<u8> = self.body.drain(..n).collect();
+            return vec![streamed_answer(out, false)];
         }
         let body = if self.body.is_empty() { b.body } else { [std::mem::take(&mut self.body), b.body].concat() };
         self.finish(body, Ends::WithBody)
@@ -245,8 +262,9 @@ impl Session {
         out
     }
 
-    /// Rewrites the whole request body; the answers that carry the verdict (the held headers first).
-    /// `ends`: whether the stream ends with the body or in trailers.
+    /// Rewrites the request body (`body`: its bytes from `released` on, what was not let go); the
+    /// answers that carry the verdict (the held headers first). `ends`: whether the stream ends with
+    /// the body or in trailers.
     fn finish(&mut self, body: Vec<u8>, ends: Ends) -> Vec<ProcessingResponse> {
         if !self.exchange.reading() {
             return vec![body_answer(Leg::Request, None)];
@@ -257,9 +275,15 @@ impl Session {
         };
         let held = waiting.is_some();
         let mut m = waiting.unwrap_or_default();
-        let size = body.len();
+        let released = self.released;
+        let size = released + body.len();
         let Session { shared, exchange, .. } = self;
-        let _ = with_env(shared, |env| exchange.request_end(env, || Some(body.as_slice()), size, &mut m));
+        let _ = with_env(shared, |env| exchange.request_end(env, |at| body.get(at.saturating_sub(released)..), size, &mut m));
+        if let Some(tail) = m.body.take() {
+            // the new bytes replace the body from `body_at` on: the kept bytes before it stay
+            let keep = m.body_at.saturating_sub(released).min(body.len());
+            m.body = Some([body.get(..keep).unwrap_or_default(), tail.as_slice()].concat());
+        }
         if let Some((status, err)) = m.reject.take() {
             return vec![reject(status, err)];
         }

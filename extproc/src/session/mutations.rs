@@ -10,6 +10,9 @@ pub(super) struct Mutations {
     pub(super) set: Vec<(String, String)>,
     pub(super) remove: Vec<String>,
     pub(super) body: Option<Vec<u8>>,
+    /// The offset `body` replaces the request body from (until the session puts the bytes before it
+    /// back in front).
+    pub(super) body_at: usize,
     pub(super) reject: Option<(u16, Vec<u8>)>,
 }
 
@@ -51,7 +54,8 @@ impl RequestHost for Mutations {
         self.remove.push(name.to_ascii_lowercase());
         true
     }
-    fn set_body(&mut self, _size: usize, bytes: &[u8]) -> bool {
+    fn set_body(&mut self, at: usize, _size: usize, bytes: &[u8]) -> bool {
+        self.body_at = at;
         self.body = Some(bytes.to_vec());
         true
     }

@@ -414,7 +414,7 @@ impl State {
             return Next::Continue;
         }
         let new = splice(text, edits);
-        if !body::replace(env.config, host, size, new.as_bytes()) {
+        if !body::replace(env.config, host, 0, size, new.as_bytes()) {
             self.leg.count(env.metrics, Stat::InternalErrors, 1);
         }
         Next::Continue

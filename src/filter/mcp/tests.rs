@@ -89,7 +89,7 @@ fn exchange_cached(
     let headed = x.request_headers(&mut env, h, Some("mcp"), &RouteMeta::default(), &mut req);
     assert_ne!(headed, Headed::Ignore);
     if x.reading() {
-        let _ = x.request_end(&mut env, || Some(body.as_bytes()), body.len(), &mut req);
+        let _ = x.request_end(&mut env, |_| Some(body.as_bytes()), body.len(), &mut req);
     }
     let mut res = Host::default();
     let _ = x.response_headers(&mut env, &ResponseHeaders { status: 200, content_type: Some(answer.0), session, ..Default::default() }, &mut res);
@@ -238,7 +238,7 @@ fn sse_answers_are_rewritten_event_by_event_in_any_pieces() {
         let mut h = Host::default();
         let _ = x.request_headers(&mut env, &post(Some("s.tf.openai.other")), Some("mcp"), &RouteMeta::default(), &mut h);
         let body = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
-        let _ = x.request_end(&mut env, || Some(body.as_bytes()), body.len(), &mut h);
+        let _ = x.request_end(&mut env, |_| Some(body.as_bytes()), body.len(), &mut h);
         let _ = x.response_headers(&mut env, &ResponseHeaders { status: 200, content_type: Some("text/event-stream"), ..Default::default() }, &mut h);
         let mut out = Vec::new();
         let bytes = stream.as_bytes();
