@@ -232,14 +232,34 @@ enum Path {
 
 impl Context for Http {}
 
-/// A header's value: read as bytes, since the SDK's `get_map_value` unwraps them as UTF-8 and traps
-/// the VM on any other byte a client or upstream may send (see `filter::headers::text`).
-fn map_value(map: MapType, name: &str) -> Option<String> {
-    hostcalls::get_map_value_bytes(map, name).ok().flatten().map(headers::text)
+#[link(wasm_import_module = "env")]
+extern "C" {
+    /// The ABI's own call: the SDK's `get_map_bytes` panics (traps the VM) on a status it does not
+    /// expect and on a header name that is not UTF-8.
+    fn proxy_get_header_map_pairs(map_type: u32, return_map_data: *mut *mut u8, return_map_size: *mut usize) -> u32;
 }
 
-fn header(name: &str) -> Option<String> {
-    map_value(MapType::HttpRequestHeaders, name)
+/// A header map (request or response headers), read whole in one host call: the serialised map, as
+/// bytes the VM owns (empty if it cannot be read). `filter::headers::pairs` reads it.
+fn header_map(map: MapType) -> Vec<u8> {
+    let mut data: *mut u8 = std::ptr::null_mut();
+    let mut size: usize = 0;
+    // SAFETY: the host writes a pointer it allocated through this module's allocator
+    // (`proxy_on_memory_allocate`, the SDK's, which hands out a `Vec<u8>`'s buffer of exactly that
+    // size) and its size; ownership passes to the module, so the bytes are taken back as that `Vec`.
+    unsafe {
+        if proxy_get_header_map_pairs(map as u32, &mut data, &mut size) != 0 || data.is_null() {
+            return Vec::new();
+        }
+        Vec::from_raw_parts(data, size, size)
+    }
+}
+
+/// The headers `read` takes (by name, lower case) from one read of `map`.
+fn headers_of<R>(map: MapType, read: impl FnOnce(&mut dyn FnMut(&str) -> Option<String>) -> R) -> R {
+    let bytes = header_map(map);
+    let pairs = headers::pairs(&bytes).unwrap_or_default();
+    read(&mut |name| headers::first(&pairs, name))
 }
 
 fn property(path: Vec<&str>) -> Option<String> {
@@ -367,13 +387,10 @@ fn floor(end_of_stream: bool, body_size: Option<usize>) -> Action {
     Action::Continue
 }
 
-fn response_header(name: &str) -> Option<String> {
-    map_value(MapType::HttpResponseHeaders, name)
-}
-
+/// A request header's value, read alone (the test build's trap header).
 #[cfg(feature = "test-trap")]
 fn header_opt(name: &Option<String>) -> Option<String> {
-    name.as_deref().and_then(header)
+    hostcalls::get_map_value_bytes(MapType::HttpRequestHeaders, name.as_deref()?).ok().flatten().map(headers::text)
 }
 
 /// Runs `f` with the core's view of this plugin: its configuration, counters, log rate limit and
@@ -409,7 +426,7 @@ impl Http {
         if cfg!(feature = "bench-floor") {
             return floor(end_of_stream, None);
         }
-        let read = RequestRead::read(header);
+        let read = headers_of(MapType::HttpRequestHeaders, |get| RequestRead::read(get));
         #[cfg(feature = "test-trap")]
         if let (Some(h), Some(_)) = (&self.config.test_trap_header, header_opt(&self.config.test_trap_header)) {
             // test build only (see Config::test_trap_header): shows what Envoy's failure policy does
@@ -467,7 +484,7 @@ impl Http {
         if !self.exchange.awaits_response() {
             return Action::Continue;
         }
-        let read = ResponseRead::read(response_header);
+        let read = headers_of(MapType::HttpResponseHeaders, |get| ResponseRead::read(get));
         let Http { config, shared, exchange, .. } = self;
         let next = with_env(config, shared, |env| exchange.response_headers(env, &read.headers(end_of_stream), &mut WasmResponse));
         action(next.unwrap_or(Next::Continue))

@@ -47,7 +47,8 @@ fn code_of(files: &BTreeMap<Module, String>) -> BTreeMap<Module, String> {
         while let Some(l) = lines.next() {
             if l.trim() == "#[cfg(test)]" {
                 let next = lines.peek().map(|n| n.trim()).unwrap_or("");
-                let decl = next.strip_prefix("pub ").unwrap_or(next).strip_prefix("mod ").unwrap_or("");
+                let visible = next.strip_prefix("pub(crate) ").or_else(|| next.strip_prefix("pub ")).unwrap_or(next);
+                let decl = visible.strip_prefix("mod ").unwrap_or("");
                 if let Some(child) = decl.strip_suffix(';') {
                     test_only.push([m.as_slice(), &[child.to_string()]].concat());
                     lines.next();

@@ -121,6 +121,21 @@ impl Num {
     }
 }
 
+/// A container a value opens.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Object,
+    Array,
+}
+
+/// Where a piece's read is: the offset the piece starts at, the byte read, and where the key or value
+/// the top-level member keeps started in it.
+struct At {
+    base: usize,
+    i: usize,
+    mark: usize,
+}
+
 /// What the top-level member in progress keeps of its key or value.
 #[derive(Default)]
 struct Keep {
@@ -158,6 +173,26 @@ impl Keep {
         }
         String::from_utf8(std::mem::take(&mut self.bytes)).ok()
     }
+}
+
+/// Where a UTF-8 sequence that `b` ends inside (too few continuation bytes after its lead byte)
+/// begins, or `b.len()`: what is after it is checked with the next piece.
+fn incomplete(b: &[u8]) -> usize {
+    let from = b.len().saturating_sub(3);
+    for at in (from..b.len()).rev() {
+        let Some(&c) = b.get(at) else { break };
+        if c & 0xc0 == 0x80 {
+            continue;
+        }
+        let width = match c {
+            0xc0..=0xdf => 2,
+            0xe0..=0xef => 3,
+            0xf0..=0xff => 4,
+            _ => 1,
+        };
+        return if b.len() - at < width { at } else { b.len() };
+    }
+    b.len()
 }
 
 /// The scan of one body, fed its pieces in order.
@@ -256,14 +291,14 @@ impl Scan {
             self.carry.clear();
             rest = tail;
         }
-        match simdutf8::compat::from_utf8(rest) {
-            Ok(_) => true,
-            Err(e) if e.error_len().is_none() => {
-                self.carry.extend_from_slice(rest.get(e.valid_up_to()..).unwrap_or_default());
-                true
-            }
-            Err(_) => false,
+        // a sequence the piece ends inside is carried over to the next: the rest is checked whole
+        let cut = incomplete(rest);
+        let (whole, tail) = rest.split_at(cut);
+        if simdutf8::basic::from_utf8(whole).is_err() {
+            return false;
         }
+        self.carry.extend_from_slice(tail);
+        true
     }
 
     /// Whether the innermost open container is an object.
@@ -272,13 +307,13 @@ impl Scan {
         self.stack.get(d / 64).is_some_and(|w| w & (1 << (d % 64)) != 0)
     }
 
-    fn open(&mut self, object: bool) {
+    fn open(&mut self, kind: Open) {
         let (word, bit) = (self.depth / 64, self.depth % 64);
         if word == self.stack.len() {
             self.stack.push(0);
         }
         if let Some(w) = self.stack.get_mut(word) {
-            *w = if object { *w | (1 << bit) } else { *w & !(1 << bit) };
+            *w = if kind == Open::Object { *w | (1 << bit) } else { *w & !(1 << bit) };
         }
         self.depth += 1;
     }
@@ -292,153 +327,179 @@ impl Scan {
     }
 
     fn read(&mut self, b: &[u8], holds: &mut dyn FnMut(Option<&str>) -> bool) -> Fed {
-        let base = self.seen;
         // where the key or value the top-level member keeps started in this piece
-        let mut mark = 0;
-        let mut i = 0;
-        while let Some(&c) = b.get(i) {
-            match self.st {
-                St::Str { key } => {
-                    let j = special(b, i);
-                    match b.get(j) {
-                        None => i = j,
-                        Some(b'"') => {
-                            i = j + 1;
-                            let top = self.depth == 1;
-                            if key {
-                                if top {
-                                    let raw = self.keep.end(b.get(mark..i).unwrap_or_default());
-                                    let decoded = match raw.as_deref() {
-                                        Some(q) => match key_text(q) {
-                                            Some(k) => Some(k),
-                                            None => return self.bad(),
-                                        },
-                                        None => None,
-                                    };
-                                    if holds(decoded.as_deref()) {
-                                        return Fed::Held(self.key_at);
-                                    }
-                                    self.key = decoded;
-                                }
-                                self.st = St::Colon;
-                            } else {
-                                let text = if top { Some(self.keep.end(b.get(mark..i).unwrap_or_default())) } else { None };
-                                self.value_done(base + i, text.flatten());
-                            }
-                        }
-                        Some(b'\\') => {
-                            self.st = St::Esc { key };
-                            i = j + 1;
-                        }
-                        Some(_) => return self.bad(),
-                    }
-                    continue;
-                }
-                St::Esc { key } => {
-                    self.st = match c {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => St::Str { key },
-                        b'u' => St::Hex { key, left: 4 },
-                        _ => return self.bad(),
-                    };
-                }
-                St::Hex { key, left } => {
-                    if !c.is_ascii_hexdigit() {
-                        return self.bad();
-                    }
-                    self.st = if left > 1 { St::Hex { key, left: left - 1 } } else { St::Str { key } };
-                }
-                St::Num(n) => match n.next(c) {
-                    Some(next) => self.st = St::Num(next),
-                    None if n.complete() => {
-                        // the byte after the number is read again, as what follows a value
-                        let text = if self.depth == 1 { Some(self.keep.end(b.get(mark..i).unwrap_or_default())) } else { None };
-                        self.value_done(base + i, text.flatten());
-                        continue;
-                    }
-                    None => return self.bad(),
-                },
-                St::Lit { word, at } => {
-                    if word.get(usize::from(at)) != Some(&c) {
-                        return self.bad();
-                    }
-                    if usize::from(at) + 1 == word.len() {
-                        let text = if self.depth == 1 { Some(self.keep.end(b.get(mark..i + 1).unwrap_or_default())) } else { None };
-                        self.value_done(base + i + 1, text.flatten());
-                    } else {
-                        self.st = St::Lit { word, at: at + 1 };
-                    }
-                }
-                _ if matches!(c, b' ' | b'\t' | b'\n' | b'\r') => {}
-                St::Start => {
-                    if c != b'{' {
-                        self.st = St::NotObject(base + i);
-                        return Fed::NotObject(base + i);
-                    }
-                    self.open(true);
-                    self.st = St::KeyOrEnd;
-                }
-                St::KeyOrEnd | St::Key => match c {
-                    b'"' => {
-                        if self.depth == 1 {
-                            self.key_at = base + i;
-                            self.keep.start();
-                            mark = i;
-                        }
-                        self.st = St::Str { key: true };
-                    }
-                    b'}' if self.st == St::KeyOrEnd => self.close(base + i + 1, b.get(mark..i + 1)),
-                    _ => return self.bad(),
-                },
-                St::Colon => {
-                    if c != b':' {
-                        return self.bad();
-                    }
-                    self.st = St::Value;
-                }
-                St::Value | St::ValueOrEnd => {
-                    if c == b']' && self.st == St::ValueOrEnd {
-                        self.close(base + i + 1, b.get(mark..i + 1));
-                        i += 1;
-                        continue;
-                    }
-                    if self.depth == 1 {
-                        self.value_at = base + i;
-                        self.keep.start();
-                        mark = i;
-                    }
-                    self.st = match c {
-                        b'"' => St::Str { key: false },
-                        b'{' => {
-                            self.open(true);
-                            St::KeyOrEnd
-                        }
-                        b'[' => {
-                            self.open(false);
-                            St::ValueOrEnd
-                        }
-                        b't' => St::Lit { word: b"true", at: 1 },
-                        b'f' => St::Lit { word: b"false", at: 1 },
-                        b'n' => St::Lit { word: b"null", at: 1 },
-                        b'-' => St::Num(Num::Sign),
-                        b'0' => St::Num(Num::Zero),
-                        b'1'..=b'9' => St::Num(Num::Int),
-                        _ => return self.bad(),
-                    };
-                }
-                St::After => match c {
-                    b',' => self.st = if self.in_object() { St::Key } else { St::Value },
-                    b'}' if self.in_object() => self.close(base + i + 1, b.get(mark..i + 1)),
-                    b']' if !self.in_object() => self.close(base + i + 1, b.get(mark..i + 1)),
-                    _ => return self.bad(),
-                },
-                St::Done | St::NotObject(_) | St::Bad => return self.bad(),
+        let mut at = At { base: self.seen, i: 0, mark: 0 };
+        while let Some(&c) = b.get(at.i) {
+            let step = match self.st {
+                St::Str { key } => self.string(b, &mut at, key, holds),
+                St::Esc { .. } | St::Hex { .. } | St::Num(_) | St::Lit { .. } => self.token(b, &mut at, c),
+                _ if matches!(c, b' ' | b'\t' | b'\n' | b'\r') => Ok(true),
+                _ => self.structure(b, &mut at, c),
+            };
+            match step {
+                Ok(true) => at.i += 1,
+                Ok(false) => {}
+                Err(fed) => return fed,
             }
-            i += 1;
         }
         if self.keep.on {
-            self.keep.add(b.get(mark..).unwrap_or_default());
+            self.keep.add(b.get(at.mark..).unwrap_or_default());
         }
         Fed::Read
+    }
+
+    /// Inside a string: past its run of plain bytes, to its end or its next escape. `Ok(false)`: the
+    /// position moved itself.
+    fn string(&mut self, b: &[u8], at: &mut At, key: bool, holds: &mut dyn FnMut(Option<&str>) -> bool) -> Result<bool, Fed> {
+        let j = special(b, at.i);
+        match b.get(j) {
+            None => at.i = j,
+            Some(b'"') => {
+                at.i = j + 1;
+                let top = self.depth == 1;
+                if !key {
+                    let text = if top { self.keep.end(b.get(at.mark..at.i).unwrap_or_default()) } else { None };
+                    self.value_done(at.base + at.i, text);
+                    return Ok(false);
+                }
+                if top {
+                    let raw = self.keep.end(b.get(at.mark..at.i).unwrap_or_default());
+                    let decoded = match raw.as_deref() {
+                        Some(q) => Some(key_text(q).ok_or_else(|| self.bad())?),
+                        None => None,
+                    };
+                    if holds(decoded.as_deref()) {
+                        return Err(Fed::Held(self.key_at));
+                    }
+                    self.key = decoded;
+                }
+                self.st = St::Colon;
+            }
+            Some(b'\\') => {
+                self.st = St::Esc { key };
+                at.i = j + 1;
+            }
+            Some(_) => return Err(self.bad()),
+        }
+        Ok(false)
+    }
+
+    /// A byte of an escape, a number or a literal. `Ok(false)`: the byte ends a number and is read
+    /// again, as what follows a value.
+    fn token(&mut self, b: &[u8], at: &mut At, c: u8) -> Result<bool, Fed> {
+        match self.st {
+            St::Esc { key } => {
+                self.st = match c {
+                    b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => St::Str { key },
+                    b'u' => St::Hex { key, left: 4 },
+                    _ => return Err(self.bad()),
+                };
+            }
+            St::Hex { key, left } => {
+                if !c.is_ascii_hexdigit() {
+                    return Err(self.bad());
+                }
+                self.st = if left > 1 { St::Hex { key, left: left - 1 } } else { St::Str { key } };
+            }
+            St::Num(n) => match n.next(c) {
+                Some(next) => self.st = St::Num(next),
+                None if n.complete() => {
+                    let text = self.kept(b, at, at.i);
+                    self.value_done(at.base + at.i, text);
+                    return Ok(false);
+                }
+                None => return Err(self.bad()),
+            },
+            St::Lit { word, at: k } => {
+                if word.get(usize::from(k)) != Some(&c) {
+                    return Err(self.bad());
+                }
+                if usize::from(k) + 1 == word.len() {
+                    let text = self.kept(b, at, at.i + 1);
+                    self.value_done(at.base + at.i + 1, text);
+                } else {
+                    self.st = St::Lit { word, at: k + 1 };
+                }
+            }
+            _ => return Err(self.bad()),
+        }
+        Ok(true)
+    }
+
+    /// The text a top-level member keeps of its scalar value, which ends before `end` in this piece.
+    fn kept(&mut self, b: &[u8], at: &At, end: usize) -> Option<String> {
+        if self.depth != 1 {
+            return None;
+        }
+        self.keep.end(b.get(at.mark..end).unwrap_or_default())
+    }
+
+    /// A structural byte: the object's start, a key's, a colon, a value's start, a comma or a
+    /// container's end.
+    fn structure(&mut self, b: &[u8], at: &mut At, c: u8) -> Result<bool, Fed> {
+        let end = at.base + at.i + 1;
+        match self.st {
+            St::Start => {
+                if c != b'{' {
+                    self.st = St::NotObject(at.base + at.i);
+                    return Err(Fed::NotObject(at.base + at.i));
+                }
+                self.open(Open::Object);
+                self.st = St::KeyOrEnd;
+            }
+            St::KeyOrEnd | St::Key => match c {
+                b'"' => {
+                    if self.depth == 1 {
+                        self.key_at = at.base + at.i;
+                        self.keep.start();
+                        at.mark = at.i;
+                    }
+                    self.st = St::Str { key: true };
+                }
+                b'}' if self.st == St::KeyOrEnd => self.close(end, b.get(at.mark..at.i + 1)),
+                _ => return Err(self.bad()),
+            },
+            St::Colon if c == b':' => self.st = St::Value,
+            St::ValueOrEnd if c == b']' => self.close(end, b.get(at.mark..at.i + 1)),
+            St::Value | St::ValueOrEnd => {
+                if self.depth == 1 {
+                    self.value_at = at.base + at.i;
+                    self.keep.start();
+                    at.mark = at.i;
+                }
+                self.st = self.value(c).ok_or_else(|| self.bad())?;
+            }
+            St::After => match c {
+                b',' => self.st = if self.in_object() { St::Key } else { St::Value },
+                b'}' if self.in_object() => self.close(end, b.get(at.mark..at.i + 1)),
+                b']' if !self.in_object() => self.close(end, b.get(at.mark..at.i + 1)),
+                _ => return Err(self.bad()),
+            },
+            _ => return Err(self.bad()),
+        }
+        Ok(true)
+    }
+
+    /// The state a value's first byte `c` starts (`None`: no value starts so).
+    fn value(&mut self, c: u8) -> Option<St> {
+        Some(match c {
+            b'"' => St::Str { key: false },
+            b'{' => {
+                self.open(Open::Object);
+                St::KeyOrEnd
+            }
+            b'[' => {
+                self.open(Open::Array);
+                St::ValueOrEnd
+            }
+            b't' => St::Lit { word: b"true", at: 1 },
+            b'f' => St::Lit { word: b"false", at: 1 },
+            b'n' => St::Lit { word: b"null", at: 1 },
+            b'-' => St::Num(Num::Sign),
+            b'0' => St::Num(Num::Zero),
+            b'1'..=b'9' => St::Num(Num::Int),
+            _ => return None,
+        })
     }
 
     /// The innermost container ends at offset `end` (past its closing byte); `last`: the part of
