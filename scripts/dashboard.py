@@ -36,7 +36,8 @@ panel("Lossy changes by route", [(f"sum by (route, profile) (rate(toolfit_lossy_
       unit="ops", desc="Changes that alter which values a schema accepts; the proxy log names the tool and JSON path.")
 panel("Rewrite time", [(f"histogram_quantile({q}, sum by (le) (rate(toolfit_rewrite_us_bucket{{{sel}}}[$__rate_interval])))", f"p{int(q * 100)}") for q in (0.5, 0.9, 0.99)],
       unit="µs", desc="Time to rewrite one body inside the Wasm VM.")
-panel("Body bytes", [(f"sum(rate(toolfit_bytes_in{{{sel}}}[$__rate_interval]))", "in"), (f"sum(rate(toolfit_bytes_out{{{sel}}}[$__rate_interval]))", "out")], unit="Bps")
+panel("Body bytes", [(f"sum(rate(toolfit_bytes_in{{{sel}}}[$__rate_interval]))", "in"), (f"sum(rate(toolfit_bytes_out{{{sel}}}[$__rate_interval]))", "out"),
+                     (f"sum(rate(toolfit_bytes_held{{{sel}}}[$__rate_interval]))", "held")], unit="Bps")
 panel("Tools seen", [(f"sum(rate(toolfit_tools_seen{{{sel}}}[$__rate_interval]))", "tools"), (f"sum(rate(toolfit_schemas_unparsed{{{sel}}}[$__rate_interval]))", "unparsed schemas")], unit="ops")
 panel("Tool calls in responses", [(f"sum(rate(toolfit_tool_calls_seen{{{sel}}}[$__rate_interval]))", "seen"),
                                   (f"sum(rate(toolfit_tool_calls_invalid{{{sel}}}[$__rate_interval]))", "invalid (the MCP server would refuse)"),

@@ -33,6 +33,9 @@ const MEMO: &str = "\0memo";
 /// One worker's cache (the Wasm VM is single-threaded; nothing here is shared between workers).
 pub struct SiteCache {
     lru: LruCache<u64, Entry>,
+    /// The lengths of the whole members stored last, each with its scope and name's hash: where a
+    /// body's member may be one of them, which lengths to look it up at ([`SiteCache::lengths`]).
+    recent: std::collections::VecDeque<(u64, usize)>,
     bytes: usize,
     max_bytes: usize,
     pub hits: u64,
@@ -60,7 +63,7 @@ pub struct Counts {
 
 impl SiteCache {
     pub fn new(max_bytes: usize) -> SiteCache {
-        SiteCache { lru: LruCache::unbounded(), bytes: 0, max_bytes, hits: 0, misses: 0, evictions: 0 }
+        SiteCache { lru: LruCache::unbounded(), recent: std::collections::VecDeque::new(), bytes: 0, max_bytes, hits: 0, misses: 0, evictions: 0 }
     }
 
     pub fn max_bytes(&self) -> usize {
@@ -91,6 +94,35 @@ impl SiteCache {
             }
             _ => None,
         }
+    }
+
+    /// Whether exactly this input is stored (a hit not taken: nothing is counted or cloned).
+    pub fn contains(&mut self, scope: u64, tool: &str, context: Context, input: &str) -> bool {
+        let k = Self::key(scope, tool, context, input);
+        matches!(self.lru.peek(&k), Some(e) if e.memo.is_none() && same(e.input.as_bytes(), input.as_bytes()) && &*e.tool == tool && e.context == context)
+    }
+
+    /// The lengths of the inputs stored last under `scope` and `tool` with [`SiteCache::put_sized`],
+    /// newest first, each once.
+    pub fn lengths(&self, scope: u64, tool: &str) -> Vec<usize> {
+        let id = Self::key(scope, tool, Context::Tool, "");
+        let mut out: Vec<usize> = Vec::new();
+        for (k, len) in self.recent.iter().rev() {
+            if *k == id && !out.contains(len) {
+                out.push(*len);
+            }
+        }
+        out
+    }
+
+    /// [`SiteCache::put`], and the input's length kept among the last few under `scope` and `tool`.
+    pub fn put_sized(&mut self, scope: u64, tool: &str, context: Context, input: &str, value: Hit) {
+        const RECENT: usize = 32;
+        if self.recent.len() == RECENT {
+            self.recent.pop_front();
+        }
+        self.recent.push_back((Self::key(scope, tool, Context::Tool, ""), input.len()));
+        self.put(scope, tool, context, input, value);
     }
 
     pub fn put(&mut self, scope: u64, tool: &str, context: Context, input: &str, value: Hit) {

@@ -18,6 +18,17 @@ pub(super) fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'
     }
 }
 
+/// The length of the schema-bearing member `key`'s value at the start of `rest` when the cache holds
+/// it whole, byte for byte (looked up at the lengths it stored last under that name): the body's scan
+/// then takes it without reading it again (`skim::object_known`). `None` for any other member.
+pub(super) fn known(c: &mut cache::SiteCache, scope: u64, format: Format, key: &str, rest: &str) -> Option<usize> {
+    if !format::holds_schemas(key) {
+        return None;
+    }
+    let tag = member_tag(key, format);
+    c.lengths(scope, &tag).into_iter().find(|&len| rest.get(..len).is_some_and(|v| c.contains(scope, &tag, Context::Tool, v)))
+}
+
 /// The cache's name for a whole member: no tool name can look like it.
 pub(super) fn member_tag(key: &str, format: Format) -> String {
     format!("\0member {key} {}", format.name())
@@ -63,6 +74,6 @@ pub(super) fn remember_members(c: &mut cache::SiteCache, scope: u64, format: For
             changed: inside.iter().filter(|r| r.schema && r.output.is_some()).count(),
         };
         let output = (!edits.is_empty()).then(|| splice(m, edits));
-        c.put(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
+        c.put_sized(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
     }
 }

@@ -27,7 +27,7 @@ pub use site::{Member, Missing, Site, StrictAt, Unset};
 
 use edit::{assemble, describe, parameterize, SiteResult};
 use locate::{locate_in, tool_lists, top, Read, Top};
-use members::{cached_members, from_members, remember_members};
+use members::{cached_members, from_members, known, remember_members};
 use strict::{strict_tools, StrictPolicy};
 
 use crate::schema::{Options, Profile, Report};
@@ -278,7 +278,13 @@ fn rewrite_schemas(
 ) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = skim::text(body).ok_or(Skip::NotJson)?;
-    let (parsed, lists) = top(text, format, if cache.is_some() { Read::Members } else { Read::WithLists });
+    // with a cache, a member it holds whole is not read again: the scan takes it as it is
+    let (parsed, lists) = match cache.as_deref_mut() {
+        Some(c) if !text.trim_start().starts_with('[') && profile.target.strict_tools.is_none() => {
+            (skim::object_known(text, &mut |key, rest| known(c, scope, format, key, rest)).map(|m| Top::Object(raw::raw_object(m))), Vec::new())
+        }
+        _ => top(text, format, if cache.is_some() { Read::Members } else { Read::WithLists }),
+    };
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
         Some(Top::Object(o)) => tool_lists(text, o, format),

@@ -45,7 +45,7 @@ pub fn object_and_tools<'t>(text: &'t str, list: (&str, Option<&str>)) -> Option
     Some((raw_object(members), lists.into_iter().map(|(at, list)| (at, list.into_iter().map(tool).collect())).collect()))
 }
 
-fn raw_object(m: Vec<(String, &str)>) -> RawObject<'_> {
+pub(super) fn raw_object(m: Vec<(String, &str)>) -> RawObject<'_> {
     RawObject(m.into_iter().map(|(k, v)| (k, Raw(v))).collect())
 }
 

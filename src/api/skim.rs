@@ -31,8 +31,26 @@ pub fn object_with_lists<'t>(text: &'t str, list: Option<(&str, Option<&str>)>) 
     }
     let mut split = Split::default();
     let mut lists = Vec::new();
-    let stop = members(text, at, None, list.map(|l| (l, &mut lists)), &mut split)?;
+    let stop = members(text, at, None, list.map(|l| (l, &mut lists)), &mut split, None)?;
     end(b, stop).then_some((split.members, lists))
+}
+
+/// Says, for a top-level member (its key, and the text from its value's first byte on), the length of
+/// a value there that is known to be JSON already (a member the rewrite cache holds, byte for byte),
+/// which the scan then takes whole without reading it again. Only an array, object or string is
+/// taken: no such value is the start of a longer one, so its bytes there are the member's value.
+pub type Known<'k> = &'k mut dyn FnMut(&str, &str) -> Option<usize>;
+
+/// [`object`], taking each member value `known` vouches for whole.
+pub fn object_known<'t>(text: &'t str, known: Known) -> Option<Vec<(String, &'t str)>> {
+    let b = text.as_bytes();
+    let at = ws(b, 0);
+    if b.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut split = Split::default();
+    let stop = members(text, at, None, None, &mut split, Some(known))?;
+    end(b, stop).then_some(split.members)
 }
 
 /// One object of [`objects`]: its members, and the members of each member named to be split too.
@@ -70,7 +88,7 @@ fn objects_at<'t>(text: &'t str, at: usize, expand: Option<&str>) -> Option<(Vec
     loop {
         let stop = if b.get(at) == Some(&b'{') {
             let mut split = Split::default();
-            let stop = members(text, at, expand, None, &mut split)?;
+            let stop = members(text, at, expand, None, &mut split, None)?;
             out.push(split);
             stop
         } else {
@@ -86,8 +104,8 @@ fn objects_at<'t>(text: &'t str, at: usize, expand: Option<&str>) -> Option<(Vec
 }
 
 /// The members of the object whose `{` is at `at`, into `split` (a member named `expand` split one
-/// level further, a member named in `lists` read as a list of objects beside), and the index past its
-/// `}`.
+/// level further, a member named in `lists` read as a list of objects beside, a value `known` vouches
+/// for taken whole), and the index past its `}`.
 #[allow(clippy::type_complexity)]
 fn members<'t>(
     text: &'t str,
@@ -95,6 +113,7 @@ fn members<'t>(
     expand: Option<&str>,
     mut lists: Option<((&str, Option<&str>), &mut Lists<'t>)>,
     split: &mut Split<'t>,
+    mut known: Option<Known>,
 ) -> Option<usize> {
     let b = text.as_bytes();
     let mut at = ws(b, at + 1);
@@ -116,14 +135,16 @@ fn members<'t>(
             split.named = true;
             if b.get(start) == Some(&b'{') {
                 let mut inner = Split::default();
-                let stop = members(text, start, None, None, &mut inner)?;
+                let stop = members(text, start, None, None, &mut inner, None)?;
                 split.expanded.push(inner.members);
                 stop
             } else {
                 value(b, start)?
             }
         } else {
+            let vouched = known.as_mut().and_then(|k| k(&key, text.get(start..)?)).filter(|_| matches!(b.get(start), Some(b'[' | b'{' | b'"')));
             let stop = match lists.as_mut() {
+                _ if vouched.is_some() => vouched.map_or(start, |len| start + len),
                 Some(((name, inner), found)) if *name == key.as_str() && b.get(start) == Some(&b'[') => match objects_at(text, start, *inner) {
                     Some((objs, stop)) => {
                         found.push((text.get(start..stop)?, objs));
@@ -581,6 +602,31 @@ pub(crate) mod tests {
                 )),
             ]
         })
+    }
+
+    /// A value vouched for is taken whole, and what follows it is read as ever: the same members as
+    /// the scan that reads every value, or the same refusal.
+    #[test]
+    fn vouched_values_are_taken_whole() {
+        let tools = r#"[{"type":"function","function":{"name":"a"}}]"#;
+        let mut vouch = |key: &str, rest: &str| (key == "tools" && rest.starts_with(tools)).then_some(tools.len());
+        for text in [
+            format!(r#"{{"model":"m","tools":{tools},"stream":true}}"#),
+            format!(r#"{{"tools" : {tools} }}"#),
+            format!(r#"{{"tools":{tools}]}}"#),
+            format!(r#"{{"tools":{tools},}}"#),
+            format!(r#"{{"tools":{tools}"#),
+            format!(r#"{{"a":{tools},"tools":[{{"x":1}}]}}"#),
+        ] {
+            assert_eq!(object_known(&text, &mut vouch), object(&text), "{text}");
+        }
+        // the control: a vouched value is not read again (here one that is not JSON, which only a
+        // caller's mistake would vouch for)
+        let mut lie = |_: &str, rest: &str| rest.starts_with("[1 2]").then_some(5);
+        assert!(object(r#"{"tools":[1 2]}"#).is_none() && object_known(r#"{"tools":[1 2]}"#, &mut lie).is_some());
+        // a scalar is never taken whole: a number may be the start of a longer one
+        let mut one = |_: &str, _: &str| Some(1);
+        assert_eq!(object_known(r#"{"tools":12}"#, &mut one), object(r#"{"tools":12}"#));
     }
 
     proptest! {

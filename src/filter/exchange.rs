@@ -458,7 +458,9 @@ impl Inference {
         drop(bytes);
         let mut clock = env.now_us;
         let prefix = part.text.get(..part.prefix).map(<[u8]>::to_vec).unwrap_or_default();
-        let (verdict, line, reply) = request::finish_part(env.config, &plan, Cow::Owned(part.text), size, env.metrics, &mut clock, env.cache.as_deref_mut());
+        let held = part.text.len() - part.prefix;
+        let (verdict, line, reply) =
+            request::finish_part(env.config, &plan, Cow::Owned(part.text), (size, held), env.metrics, &mut clock, env.cache.as_deref_mut());
         self.reply = reply;
         if let Some(line) = line {
             env.say(&plan.route, line);

@@ -320,22 +320,32 @@ mod tests {
 
     use crate::filter::stats::Metrics;
 
+    /// Streamed as whole, for both units; the most bytes a piece left held, and the bytes counted
+    /// `bytes_held`.
     fn same(cfg: &Config, body: &[u8], cuts: &[usize]) -> usize {
+        same_held(cfg, body, cuts).0
+    }
+
+    fn same_held(cfg: &Config, body: &[u8], cuts: &[usize]) -> (usize, u64) {
         let (want, want_reply, want_m) = whole(cfg, body);
-        let mut most = 0;
+        let (mut most, mut counted) = (0, 0);
         for unit in [Unit::Piece, Unit::Byte] {
             let (got, reply, m, held) = streamed(cfg, body, cuts, unit);
             let show = |b: &Option<Vec<u8>>| b.as_deref().map(String::from_utf8_lossy).map(|s| s.into_owned());
             assert_eq!(show(&got), show(&want), "{unit:?}: {:?} cut at {cuts:?}", String::from_utf8_lossy(body));
             assert_eq!(reply, want_reply, "{unit:?}: the response's tools");
-            let mut a: Vec<_> = m.0.iter().collect();
-            let mut b: Vec<_> = want_m.0.iter().collect();
+            // bytes_held says what streaming held: the one counter a whole body moves otherwise
+            let held_in = |m: &Counts| m.0.iter().filter(|(k, _)| k.ends_with(".bytes_held")).map(|(_, n)| *n).sum::<u64>();
+            assert!(held_in(&m) <= held_in(&want_m) && held_in(&want_m) <= body.len() as u64, "{unit:?}: bytes_held {} of {}", held_in(&m), held_in(&want_m));
+            let mut a: Vec<_> = m.0.iter().filter(|(k, _)| !k.ends_with(".bytes_held")).collect();
+            let mut b: Vec<_> = want_m.0.iter().filter(|(k, _)| !k.ends_with(".bytes_held")).collect();
             a.sort();
             b.sort();
             assert_eq!(a, b, "{unit:?}: counters of {:?}", String::from_utf8_lossy(body));
             most = most.max(held);
+            counted = counted.max(held_in(&m));
         }
-        most
+        (most, counted)
     }
 
     const TOOL_FIX: &str = r#"{"type":"function","function":{"name":"gh.search","description":"d","parameters":{"type":"object","properties":{"q":{"type":"string","pattern":"^\\d+$"},"n":{"type":"integer"}},"required":["q"]}}}"#;
@@ -417,10 +427,13 @@ mod tests {
         let cuts: Vec<usize> = (1..b.len() / 16_384 + 1).map(|i| i * 16_384).collect();
         for (p, held_most) in [(r#"{"profile": "llama-cpp"}"#, b.len() - tools_on + 16_384), (r#"{"profile": "openai-strict"}"#, b.len())] {
             let cfg = Config::parse(p.as_bytes()).unwrap();
-            let most = same(&cfg, b.as_bytes(), &cuts);
+            let (most, counted) = same_held(&cfg, b.as_bytes(), &cuts);
             assert!(most <= held_most, "{p}: held {most} of {} bytes (tools from {tools_on})", b.len());
             if p.contains("llama") {
                 assert!(most < 20_000, "{p}: held {most}");
+                assert_eq!(counted, (b.len() - tools_on) as u64, "{p}: bytes_held counts from the tools on");
+            } else {
+                assert!(counted as usize > b.len() - 1000, "{p}: the conversation names the tools, so it is held: {counted}");
             }
         }
         let exact = Config::parse(br#"{"profile": "llama-cpp", "framing": "exact"}"#).unwrap();

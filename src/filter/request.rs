@@ -207,16 +207,16 @@ pub fn finish<'b>(
 ) -> (Verdict, Option<Line>, Option<Reply>) {
     let body = body.into();
     let size = body.len();
-    finish_part(cfg, plan, body, size, m, elapsed_us, cache)
+    finish_part(cfg, plan, body, (size, size), m, elapsed_us, cache)
 }
 
-/// [`finish`] of what the engine reads of a body of `size` bytes (a streamed body's stubs and held
-/// bytes, `super::stream`): counted as that body.
+/// [`finish`] of what the engine reads of a body of `sizes.0` bytes, `sizes.1` of them held (a
+/// streamed body's stubs and held bytes, `super::incoming`): counted as that body.
 pub fn finish_part<'b>(
     cfg: &Config,
     plan: &Plan,
     body: Cow<'b, [u8]>,
-    size: usize,
+    (size, held): (usize, usize),
     m: &mut dyn Metrics,
     elapsed_us: &mut dyn FnMut() -> u64,
     mut cache: Option<&mut SiteCache>,
@@ -273,6 +273,7 @@ pub fn finish_part<'b>(
         }
     }
     plan.count(m, Stat::BytesIn, size as u64);
+    plan.count(m, Stat::BytesHeld, held as u64);
     let line = summary(plan, &o.report, o.tools, o.schemas_changed, &o.unparsed).map(observed);
     let read = body.len();
     let reply = reply(cfg, plan, owned, &o);

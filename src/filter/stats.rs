@@ -59,6 +59,10 @@ stats! {
     BytesIn = "bytes_in";
     /// Body bytes sent upstream for those requests.
     BytesOut = "bytes_out";
+    /// Of `bytes_in`, those held until the body's end to be rewritten: from the first top-level member
+    /// a rewrite may change (the tools) to the end. The rest went by as they were read (in `chunked`
+    /// framing, on to the upstream at once).
+    BytesHeld = "bytes_held";
     /// Tool schemas seen in request bodies.
     ToolsSeen = "tools_seen";
     /// Schemas that could not be parsed (numbers past f64, lone surrogates): forwarded as they were. A schema nested past
