@@ -205,8 +205,11 @@ def bootstrap(admin, p_sink, listeners, clusters=()):
             "static_resources": {"listeners": listeners + [sink], "clusters": [cluster, *clusters]}}
 
 
-def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm, p_floor, p_xfloor, g_floor):
+def config(p_filter, p_plain, p_sink, admin, p_cold, p_buffer, p_xcold, p_xwarm, g_cold, g_warm, p_floor, p_xfloor, g_floor, p_streamed, p_sfloor):
     return bootstrap(admin, p_sink, [listener("with_toolfit", p_filter, [toolfit_filter({"profile": "llama-cpp", "framing": "exact"})], "sink"),
+                                     # chunked framing: the body streams on, toolfit holds it from the tools on
+                                     listener("streamed", p_streamed, [toolfit_filter({"profile": "llama-cpp", "framing": "chunked"})], "sink"),
+                                     listener("streamed_floor", p_sfloor, [toolfit_filter({"profile": "llama-cpp", "framing": "chunked"}, FLOOR)], "sink"),
                                      listener("without", p_plain, [], "sink"),
                                      listener("cold", p_cold, [toolfit_filter({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0})], "sink"),
                                      listener("buffer_only", p_buffer, [BUFFER], "sink"),
@@ -262,7 +265,7 @@ def saturation(cases, targets, d, rounds, secs):
     """Requests per second at wrk -c64 through each listener, untouched and typical requests, rounds
     interleaved: what toolfit costs a saturated Envoy worker, beside the buffer filter and the peer."""
     keep = [(n, b) for n, b in cases if n in ("untouched", "typical")]
-    names = {"without": "Envoy alone", "buffer": "buffer filter", "warm": "toolfit Wasm", "ext warm": "toolfit ext_proc", "litellm": "LiteLLM proxy"}
+    names = {"without": "Envoy alone", "buffer": "buffer filter", "warm": "toolfit Wasm", "streamed": "Wasm, chunked", "ext warm": "toolfit ext_proc", "litellm": "LiteLLM proxy"}
     chosen = [(t, p) for t, p in targets if t in names]
     if not keep:
         return
@@ -287,7 +290,7 @@ def saturation(cases, targets, d, rounds, secs):
     # each round's share against the same round's Envoy alone, with its spread and the goal
     for name, _ in keep:
         for t, _ in chosen:
-            if t in ("warm", "ext warm"):
+            if t in ("warm", "streamed", "ext warm"):
                 shares = [w[0] / max(b[0], 1.0) * 100 for w, b in zip(got[(name, t)], got[(name, "without")])]
                 print(f"  {name}, {names[t]} share of Envoy alone per round: {spread(shares)}%  [goal >= {goals[name]}%: {judged(shares, goals[name], 10, True)}]")
 
@@ -297,14 +300,14 @@ def main():
     if not shutil.which("wrk"):
         subprocess.run(["apt-get", "install", "-y", "-qq", "wrk"], capture_output=True)
     venv = subprocess.run([os.path.join(ROOT, "scripts", "venv.sh")], check=True, capture_output=True, text=True).stdout.strip()
-    ports = [free_port() for _ in range(16)]
+    ports = [free_port() for _ in range(18)]
     # the floor: a Wasm filter that holds the request and copies its body into the VM once, deciding
     # and reading nothing (scripts/wasm.sh --floor)
     subprocess.run([os.path.join(ROOT, "scripts", "wasm.sh"), "--floor"], check=True, capture_output=True)
     d = tempfile.mkdtemp(prefix="toolfit-bench-")
     cfg = os.path.join(d, "envoy.json")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "toolfit-extproc", "--example", "extproc_floor"], check=True, cwd=ROOT)
-    json.dump(config(*ports[:10], ports[13], ports[14], ports[15]), open(cfg, "w"))
+    json.dump(config(*ports[:10], ports[13], ports[14], ports[15], ports[16], ports[17]), open(cfg, "w"))
     # the two processors: cache off (cold) and on (warm), as the Wasm listeners
     procs = {"ext cold": processor({"profile": "llama-cpp", "framing": "exact", "cache_bytes": 0}, ports[8], ports[10], d),
              "ext warm": processor({"profile": "llama-cpp", "framing": "exact"}, ports[9], ports[11], d)}
@@ -333,12 +336,14 @@ def main():
             keep = sys.argv[sys.argv.index("--only") + 1].split(",")
             cases = [c for c in cases if c[0] in keep]
         rounds, secs = (1, 2) if quick else (rounds_arg(3), 4)
-        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7]), ("floor", ports[13]), ("ext floor", ports[14])]
+        targets = [("without", ports[1]), ("buffer", ports[5]), ("cold", ports[4]), ("warm", ports[0]), ("ext cold", ports[6]), ("ext warm", ports[7]), ("floor", ports[13]), ("ext floor", ports[14]),
+                   ("streamed", ports[16]), ("streamed floor", ports[17])]
         if peer:
             targets.append(("litellm", ports[12]))
         res = {(c, t): [] for c, _ in cases for t, _ in targets}
         # toolfit's own time inside the VM, per request, each round: (request path us, response path us, requests)
-        inside = {(c, t): [] for c, _ in cases for t in ("cold", "warm", "floor")}
+        vm_targets = ("cold", "warm", "floor", "streamed", "streamed floor")
+        inside = {(c, t): [] for c, _ in cases for t in vm_targets}
         # the processors' CPU per request: their CPU time over the requests wrk completed against them
         cpu = {t: [0.0, 0] for t in procs}
         for r in range(rounds):
@@ -351,10 +356,10 @@ def main():
                                      f'local f = io.open("{bf}", "rb")\nwrk.body = f:read("*a")\nf:close()\n')
                 for target, port in (targets if r % 2 == 0 else targets[::-1]):
                     before = cpu_seconds(procs[target].pid) if target in procs else 0
-                    vm_before = vm_counters(ports[3]) if target in ("cold", "warm", "floor") else None
+                    vm_before = vm_counters(ports[3]) if target in vm_targets else None
                     res[(name, target)].append(wrk(port, lua, secs))
                     if vm_before is not None:
-                        build = "floor" if target == "floor" else "toolfit"
+                        build = "floor" if target.endswith("floor") else "toolfit"
                         after = vm_counters(ports[3])[build]
                         n = after.get("streams", 0) - vm_before[build].get("streams", 0)
                         if n > 0:
@@ -364,28 +369,32 @@ def main():
                         cpu[target][0] += cpu_seconds(procs[target].pid) - before
                         cpu[target][1] += res[(name, target)][-1][2]
         print(f"Envoy 1.40, --concurrency 1, wrk -c1; {rounds} interleaved rounds of {secs} s per case and listener; latency in ms")
-        print("listeners: without (no filter), buffer (Envoy's buffer filter only), cold (toolfit, cache off), warm (toolfit, cache on)\n")
-        print(f"{'case':10} {'KB':>6} | {'p50 without':>11} {'buffer':>7} {'cold':>8} {'warm':>7} | {'added cold':>10} {'added warm':>10} | {'p99 without':>11} {'cold':>8} {'warm':>7} | {'non-2xx':>7}")
+        print("listeners: without (no filter), buffer (Envoy's buffer filter only), cold (toolfit, cache off), warm (toolfit, cache on), exact framing;")
+        print("streamed: toolfit warm in chunked framing (the body goes on as it comes, held from the tools on)\n")
+        print(f"{'case':10} {'KB':>6} | {'p50 without':>11} {'buffer':>7} {'cold':>8} {'warm':>7} {'streamed':>8} | {'added cold':>10} {'added warm':>10} {'streamed':>8} | {'p99 without':>11} {'cold':>8} {'warm':>7} | {'non-2xx':>7}")
         med = lambda xs, i: statistics.median(x[i] for x in xs)
         for name, b in cases:
-            r0, rb, rc, rw = (res[(name, t)] for t in ("without", "buffer", "cold", "warm"))
-            bad = sum(x[3] for x in r0 + rb + rc + rw)
-            print(f"{name:10} {len(b) / 1024:6.0f} | {med(r0, 0):11.3f} {med(rb, 0):7.3f} {med(rc, 0):8.3f} {med(rw, 0):7.3f} | {med(rc, 0) - med(r0, 0):10.3f} {med(rw, 0) - med(r0, 0):10.3f} | "
+            r0, rb, rc, rw, rs = (res[(name, t)] for t in ("without", "buffer", "cold", "warm", "streamed"))
+            bad = sum(x[3] for x in r0 + rb + rc + rw + rs)
+            print(f"{name:10} {len(b) / 1024:6.0f} | {med(r0, 0):11.3f} {med(rb, 0):7.3f} {med(rc, 0):8.3f} {med(rw, 0):7.3f} {med(rs, 0):8.3f} | {med(rc, 0) - med(r0, 0):10.3f} {med(rw, 0) - med(r0, 0):10.3f} {med(rs, 0) - med(r0, 0):8.3f} | "
                   f"{med(r0, 1):11.3f} {med(rc, 1):8.3f} {med(rw, 1):7.3f} | {bad:7}")
         print("\ninside the VM: microseconds per request spent in the filter's callbacks (the per-VM counters vm_request_ns,")
         print("vm_response_ns over vm_streams; Envoy's clock read on entry and exit, the body's copy into the VM included),")
         print(f"median of {rounds} rounds (min-max), thousands of requests each; own work = toolfit warm - the floor")
-        print(f"{'case':12} | {'floor':>22} {'cold':>24} {'warm':>22} | {'own work (warm)':>24} | {'response warm':>13} | {'requests':>8}")
+        print(f"{'case':12} {'framing':8} | {'floor':>22} {'cold':>24} {'warm':>22} | {'own work (warm)':>24} | {'response warm':>13} | {'requests':>8}")
         for name, _ in cases:
-            got = {t: inside[(name, t)] for t in ("floor", "cold", "warm")}
-            if not all(got.values()) or len({len(v) for v in got.values()}) != 1:
-                print(f"{name:12} | not measured (the per-VM counters did not move)")
-                continue
-            own = [w[0] - f[0] for w, f in zip(got["warm"], got["floor"])]
-            budget = {"untouched": 50, "conversation": 150}.get(name)
-            verdict = f"  [budget <= {budget} us: {judged(own, budget)}]" if budget else ""
-            print(f"{name:12} | {spread([x[0] for x in got['floor']]):>22} {spread([x[0] for x in got['cold']]):>24} {spread([x[0] for x in got['warm']]):>22} | "
-                  f"{spread(own):>24} | {statistics.median(x[1] for x in got['warm']):13.3f} | {sum(x[2] for x in got['warm']):8}{verdict}")
+            # exact framing (the headers wait for the body) and chunked (the body streams on, held from the tools)
+            for framing, (f_t, w_t, c_t) in (("exact", ("floor", "warm", "cold")), ("chunked", ("streamed floor", "streamed", None))):
+                got = {t: inside[(name, t)] for t in (f_t, w_t, c_t) if t}
+                if not all(got.values()) or len({len(v) for v in got.values()}) != 1:
+                    print(f"{name:12} {framing:8} | not measured (the per-VM counters did not move)")
+                    continue
+                own = [w[0] - f[0] for w, f in zip(got[w_t], got[f_t])]
+                budget = {"untouched": 50, "conversation": 150}.get(name)
+                verdict = f"  [budget <= {budget} us: {judged(own, budget)}]" if budget else ""
+                cold = spread([x[0] for x in got[c_t]]) if c_t else "-"
+                print(f"{name:12} {framing:8} | {spread([x[0] for x in got[f_t]]):>22} {cold:>24} {spread([x[0] for x in got[w_t]]):>22} | "
+                      f"{spread(own):>24} | {statistics.median(x[1] for x in got[w_t]):13.3f} | {sum(x[2] for x in got[w_t]):8}{verdict}")
         for case in ("untouched", "conversation"):
             u = [res[(case, t)] for t, _ in targets] if (case, "warm") in res and res[(case, "warm")] else None
             if u:

@@ -14,7 +14,7 @@
 //! - Past `max_body_bytes` buffering stops before Envoy's own buffer limit answers 413.
 
 use crate::api::cache::SiteCache;
-use crate::filter::config::Config;
+use crate::filter::config::{Config, Framing};
 use crate::filter::exchange::{BodyAllowed, Exchange};
 use crate::filter::headers;
 use crate::filter::host::{self, Env, Headed, MetaValue, Next, RequestHost, RequestRead, ResponseHost, ResponseRead, RouteMeta, REJECT_HEADERS};
@@ -375,9 +375,22 @@ fn action(next: Next) -> Action {
     }
 }
 
-/// The floor build's filter (Cargo.toml's `bench-floor`): Envoy holding a request for a Wasm filter
-/// until its body's end and handing that body to the VM once; nothing is decided or read.
-fn floor(end_of_stream: bool, body_size: Option<usize>) -> Action {
+/// The floor build's filter (Cargo.toml's `bench-floor`), nothing decided or read: in `exact` framing
+/// Envoy holding a request for a Wasm filter until its body's end and handing that body to the VM
+/// once; in `chunked`, the headers sent on without their length and each piece handed to the VM as it
+/// comes and let go.
+fn floor(framing: Framing, end_of_stream: bool, body_size: Option<usize>) -> Action {
+    if framing == Framing::Chunked {
+        match body_size {
+            None => {
+                let _ = hostcalls::remove_map_value(MapType::HttpRequestHeaders, "content-length");
+            }
+            Some(size) => {
+                let _ = hostcalls::get_buffer(BufferType::HttpRequestBody, 0, size);
+            }
+        }
+        return Action::Continue;
+    }
     if !end_of_stream {
         return Action::Pause;
     }
@@ -424,7 +437,7 @@ impl Http {
 
     fn http_request_headers(&mut self, end_of_stream: bool) -> Action {
         if cfg!(feature = "bench-floor") {
-            return floor(end_of_stream, None);
+            return floor(self.config.framing, end_of_stream, None);
         }
         let read = headers_of(MapType::HttpRequestHeaders, |get| RequestRead::read(get));
         #[cfg(feature = "test-trap")]
@@ -445,7 +458,7 @@ impl Http {
 
     fn http_request_body(&mut self, body_size: usize, end_of_stream: bool) -> Action {
         if cfg!(feature = "bench-floor") {
-            return floor(end_of_stream, Some(body_size));
+            return floor(self.config.framing, end_of_stream, Some(body_size));
         }
         if !self.exchange.reading() {
             return Action::Continue;

@@ -210,7 +210,8 @@ impl Incoming {
 mod tests {
     use crate::filter::config::Config;
     use crate::filter::exchange::Exchange;
-    use crate::filter::host::{Env, Headers, Level, RequestHost, RouteMeta};
+    use crate::filter::host::testing::Recorder;
+    use crate::filter::host::{Env, Headers, Level, RouteMeta};
     use crate::filter::log::LogLimiter;
     use crate::filter::memory::Memory;
     use crate::filter::request::{self, Start, Verdict};
@@ -223,31 +224,6 @@ mod tests {
     enum Unit {
         Piece,
         Byte,
-    }
-
-    /// A host that holds a body's pieces, lets go what the core says may go, and writes down what
-    /// reached the upstream.
-    #[derive(Default)]
-    struct Sim {
-        set: Option<(usize, Vec<u8>)>,
-        rejected: bool,
-    }
-
-    impl RequestHost for Sim {
-        fn set_header(&mut self, _: &str, _: &str) -> bool {
-            true
-        }
-        fn remove_header(&mut self, _: &str) -> bool {
-            true
-        }
-        fn set_body(&mut self, at: usize, _: usize, bytes: &[u8]) -> bool {
-            self.set = Some((at, bytes.to_vec()));
-            true
-        }
-        fn reject(&mut self, _: u16, _: &[u8]) -> bool {
-            self.rejected = true;
-            true
-        }
     }
 
     fn headers() -> Headers<'static> {
@@ -263,7 +239,7 @@ mod tests {
         let memory = Memory::new();
         let mut env = Env { config: cfg, metrics: &mut m, logs: &mut logs, cache: None, memory: &memory, now_us: || 0, log: &mut log };
         let mut x = Exchange::default();
-        let mut sim = Sim::default();
+        let mut sim = Recorder::default();
         let _ = x.request_headers(&mut env, &headers(), Some("chat"), &RouteMeta::default(), &mut sim);
         let (mut held, mut up, mut released, mut most) = (Vec::new(), Vec::new(), 0usize, 0usize);
         let mut last = 0;
@@ -287,7 +263,7 @@ mod tests {
         if x.reading() {
             let _ = x.request_end(&mut env, |at| held.get(at.checked_sub(released)?..), body.len(), &mut sim);
         }
-        match sim.set.take() {
+        match sim.body.take().map(|b| (sim.body_at, b)) {
             Some((at, bytes)) => {
                 up.extend_from_slice(&held[..at - released]);
                 up.extend_from_slice(&bytes);
@@ -295,7 +271,8 @@ mod tests {
             None => up.extend_from_slice(&held),
         }
         let reply = format!("{:?}", x_reply(&x));
-        ((!sim.rejected).then_some(up), reply, m, most)
+        let rejected = sim.calls.iter().any(|c| c.starts_with("reject"));
+        ((!rejected).then_some(up), reply, m, most)
     }
 
     fn x_reply(x: &Exchange) -> Option<Vec<(String, String, String, bool)>> {
