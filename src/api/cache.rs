@@ -96,12 +96,6 @@ impl SiteCache {
         }
     }
 
-    /// Whether exactly this input is stored (a hit not taken: nothing is counted or cloned).
-    pub fn contains(&mut self, scope: u64, tool: &str, context: Context, input: &str) -> bool {
-        let k = Self::key(scope, tool, context, input);
-        matches!(self.lru.peek(&k), Some(e) if e.memo.is_none() && same(e.input.as_bytes(), input.as_bytes()) && &*e.tool == tool && e.context == context)
-    }
-
     /// The lengths of the inputs stored last under `scope` and `tool` with [`SiteCache::put_sized`],
     /// newest first, each once.
     pub fn lengths(&self, scope: u64, tool: &str) -> Vec<usize> {

@@ -18,15 +18,16 @@ pub(super) fn cached_members<'p, 't: 'p>(text: &'t str, parsed: Option<&'p Top<'
     }
 }
 
-/// The length of the schema-bearing member `key`'s value at the start of `rest` when the cache holds
-/// it whole, byte for byte (looked up at the lengths it stored last under that name): the body's scan
-/// then takes it without reading it again (`skim::object_known`). `None` for any other member.
-pub(super) fn known(c: &mut cache::SiteCache, scope: u64, format: Format, key: &str, rest: &str) -> Option<usize> {
+/// The length of the schema-bearing member `key`'s value at the start of `rest`, and the cache's hit,
+/// when the cache holds it whole, byte for byte (looked up at the lengths it stored last under that
+/// name): the body's scan then takes it without reading it again (`skim::object_known`). `None` for
+/// any other member.
+pub(super) fn known(c: &mut cache::SiteCache, scope: u64, format: Format, key: &str, rest: &str) -> Option<(usize, cache::Hit)> {
     if !format::holds_schemas(key) {
         return None;
     }
     let tag = member_tag(key, format);
-    c.lengths(scope, &tag).into_iter().find(|&len| rest.get(..len).is_some_and(|v| c.contains(scope, &tag, Context::Tool, v)))
+    c.lengths(scope, &tag).into_iter().find_map(|len| Some((len, c.get(scope, &tag, Context::Tool, rest.get(..len)?)?)))
 }
 
 /// The cache's name for a whole member: no tool name can look like it.
@@ -35,10 +36,23 @@ pub(super) fn member_tag(key: &str, format: Format) -> String {
 }
 
 /// The body from cached members, if every schema-bearing member was seen before as it is.
-pub(super) fn from_members(c: &mut cache::SiteCache, scope: u64, format: Format, text: &str, members: &[(&str, &str)]) -> Option<BodyOutcome> {
+/// `vouched`: the hits [`known`] found while the body was read, by the offset of their value.
+pub(super) fn from_members(
+    c: &mut cache::SiteCache,
+    scope: u64,
+    format: Format,
+    text: &str,
+    members: &[(&str, &str)],
+    mut vouched: Vec<(usize, cache::Hit)>,
+) -> Option<BodyOutcome> {
     let mut hits = Vec::with_capacity(members.len());
     for (key, m) in members {
-        hits.push((raw::offset(text, m)?, m.len(), c.get(scope, &member_tag(key, format), Context::Tool, m)?));
+        let at = raw::offset(text, m)?;
+        let found = match vouched.iter().position(|(v, _)| *v == at) {
+            Some(i) => vouched.swap_remove(i).1,
+            None => c.get(scope, &member_tag(key, format), Context::Tool, m)?,
+        };
+        hits.push((at, m.len(), found));
     }
     let (mut report, mut tools, mut schemas_changed, mut edits) = (Report::default(), 0, 0, Vec::new());
     for (at, len, hit) in hits {

@@ -269,6 +269,34 @@ fn apply(out: &mut BodyOutcome, body: &[u8], plan: &dyn Fn(&str) -> Option<Plan>
     Ok(Some(map))
 }
 
+/// The body's top level, as [`top`] reads it; with a cache, a member it holds whole is not read again:
+/// the scan takes it as it is, and its hit is kept (by its value's offset) for [`from_members`].
+#[allow(clippy::type_complexity)]
+fn read_top<'t>(
+    text: &'t str,
+    format: Format,
+    profile: &Profile,
+    scope: u64,
+    cache: Option<&mut cache::SiteCache>,
+) -> (Option<Top<'t>>, raw::ToolLists<'t>, Vec<(usize, cache::Hit)>) {
+    let mut vouched = Vec::new();
+    match cache {
+        Some(c) if !text.trim_start().starts_with('[') && profile.target.strict_tools.is_none() => {
+            let mut vouch = |key: &str, rest: &str| {
+                let (len, hit) = known(c, scope, format, key, rest)?;
+                vouched.push((raw::offset(text, rest)?, hit));
+                Some(len)
+            };
+            let parsed = skim::object_known(text, &mut vouch).map(|m| Top::Object(raw::raw_object(m)));
+            (parsed, Vec::new(), vouched)
+        }
+        c => {
+            let (parsed, lists) = top(text, format, if c.is_some() { Read::Members } else { Read::WithLists });
+            (parsed, lists, vouched)
+        }
+    }
+}
+
 fn rewrite_schemas(
     body: &[u8],
     format: Format,
@@ -278,20 +306,14 @@ fn rewrite_schemas(
 ) -> Result<BodyOutcome, Skip> {
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = skim::text(body).ok_or(Skip::NotJson)?;
-    // with a cache, a member it holds whole is not read again: the scan takes it as it is
-    let (parsed, lists) = match cache.as_deref_mut() {
-        Some(c) if !text.trim_start().starts_with('[') && profile.target.strict_tools.is_none() => {
-            (skim::object_known(text, &mut |key, rest| known(c, scope, format, key, rest)).map(|m| Top::Object(raw::raw_object(m))), Vec::new())
-        }
-        _ => top(text, format, if cache.is_some() { Read::Members } else { Read::WithLists }),
-    };
+    let (parsed, lists, vouched) = read_top(text, format, profile, scope, cache.as_deref_mut());
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
     let tool_lists = match &parsed {
         Some(Top::Object(o)) => tool_lists(text, o, format),
         _ => Vec::new(),
     };
     if let (Some(c), false) = (cache.as_deref_mut(), members.is_empty()) {
-        if let Some(done) = from_members(c, scope, format, text, &members) {
+        if let Some(done) = from_members(c, scope, format, text, &members, vouched) {
             return Ok(BodyOutcome { tool_lists, ..done });
         }
     }

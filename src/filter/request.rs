@@ -237,11 +237,7 @@ pub fn finish_part<'b>(
     let before = cache.as_deref().map(|c| (c.hits, c.misses, c.evictions));
     let outcome = api::rewrite_body_cached(body, plan.format, plan.profile, &opts, cache.as_deref_mut());
     let took = elapsed_us().saturating_sub(t0);
-    if let (Some(c), Some((h, mi, e))) = (cache.as_deref(), before) {
-        plan.count(m, Stat::CacheHits, c.hits.saturating_sub(h));
-        plan.count(m, Stat::CacheMisses, c.misses.saturating_sub(mi));
-        plan.count(m, Stat::CacheEvictions, c.evictions.saturating_sub(e));
-    }
+    count_cache(plan, m, cache.as_deref(), before);
     let o = match outcome {
         Ok(o) => o,
         Err(skip) => {
@@ -291,6 +287,15 @@ pub fn finish_part<'b>(
             plan.count(m, Stat::BytesOut, size as u64);
             (Verdict::Forward, line, reply)
         }
+    }
+}
+
+/// The cache's hits, misses and evictions since `before`, counted on the plan's route.
+fn count_cache(plan: &Plan, m: &mut dyn Metrics, cache: Option<&SiteCache>, before: Option<(u64, u64, u64)>) {
+    if let (Some(c), Some((h, mi, e))) = (cache, before) {
+        plan.count(m, Stat::CacheHits, c.hits.saturating_sub(h));
+        plan.count(m, Stat::CacheMisses, c.misses.saturating_sub(mi));
+        plan.count(m, Stat::CacheEvictions, c.evictions.saturating_sub(e));
     }
 }
 
