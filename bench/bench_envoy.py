@@ -18,8 +18,8 @@ and each processor's CPU time per request and resident memory. The peer: LiteLLM
 in ~/.cache/toolfit/litellm-proxy, one worker, the sink as its OpenAI-compatible backend) gets the same
 requests in the same rounds, its added latency beside toolfit's (`--no-peer` leaves it out).
 Saturation: requests per second at `wrk -t2 -c64` for the untouched and typical requests through Envoy
-alone, Envoy with the buffer filter, toolfit Wasm, toolfit ext_proc and LiteLLM's proxy, on the same
-cores in the same run (`--no-saturation` leaves it out).
+alone, Envoy with the buffer filter, the Wasm floors (exact and chunked), toolfit Wasm (exact and chunked),
+toolfit ext_proc and LiteLLM's proxy, on the same cores in the same run (`--no-saturation` leaves it out).
 The MCP leg: a `tools/list` answer (typical: 26 tools; huge: the 1,409-tool catalog) rewritten for Codex's
 profile on its way back, through Envoy without a filter and with toolfit cold and warm (`--no-mcp`
 leaves it out).
@@ -265,7 +265,10 @@ def saturation(cases, targets, d, rounds, secs):
     """Requests per second at wrk -c64 through each listener, untouched and typical requests, rounds
     interleaved: what toolfit costs a saturated Envoy worker, beside the buffer filter and the peer."""
     keep = [(n, b) for n, b in cases if n in ("untouched", "typical")]
-    names = {"without": "Envoy alone", "buffer": "buffer filter", "warm": "toolfit Wasm", "streamed": "Wasm, chunked", "ext warm": "toolfit ext_proc", "litellm": "LiteLLM proxy"}
+    # the floors: a Wasm filter that holds (exact) or reads each piece (chunked) and decides nothing, the
+    # most a Wasm filter's share can be on this host, whatever toolfit does
+    names = {"without": "Envoy alone", "buffer": "buffer filter", "floor": "Wasm floor", "warm": "toolfit Wasm", "streamed floor": "chunked floor",
+             "streamed": "Wasm, chunked", "ext warm": "toolfit ext_proc", "litellm": "LiteLLM proxy"}
     chosen = [(t, p) for t, p in targets if t in names]
     if not keep:
         return
@@ -290,9 +293,11 @@ def saturation(cases, targets, d, rounds, secs):
     # each round's share against the same round's Envoy alone, with its spread and the goal
     for name, _ in keep:
         for t, _ in chosen:
+            shares = [w[0] / max(b[0], 1.0) * 100 for w, b in zip(got[(name, t)], got[(name, "without")])]
             if t in ("warm", "streamed", "ext warm"):
-                shares = [w[0] / max(b[0], 1.0) * 100 for w, b in zip(got[(name, t)], got[(name, "without")])]
                 print(f"  {name}, {names[t]} share of Envoy alone per round: {spread(shares)}%  [goal >= {goals[name]}%: {judged(shares, goals[name], 10, True)}]")
+            elif t in ("floor", "streamed floor"):
+                print(f"  {name}, {names[t]} share of Envoy alone per round: {spread(shares)}% (no goal: what any Wasm filter that reads the body keeps)")
 
 
 def main():

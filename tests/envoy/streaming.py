@@ -13,7 +13,7 @@ says yes. Prints one line per check and 'streaming: N passed, M failed'.
   conversation, tools before it (held from them to the end), a body in 1-byte pieces, a gzip body the
   decompressor ends with trailers, and a body that is not JSON past its first megabyte (forwarded as it
   came, counted `skipped_not_json`).
-- Memory (the Wasm filter): a 6 MB conversation grows the VM's linear memory by less than 1 MiB; the
+- Memory (the Wasm filter): a 12 MB conversation grows the VM's linear memory by less than 1 MiB; the
   control, a 6 MB tool catalog, grows it by more than its size (its tools are what toolfit holds).
 """
 import gzip, json, socket, sys, threading, time
@@ -164,7 +164,7 @@ def vm_memory(prom):
 
 
 def memory(up_port, records):
-    """The Wasm VM's linear memory for one 6 MB conversation, then for one 6 MB tool catalog."""
+    """The Wasm VM's linear memory for one 12 MB conversation, then for one 6 MB tool catalog."""
     t = delivery.start("wasm", {"profile": "llama-cpp", "framing": "chunked", "cache_bytes": 0}, up_port)
     check("memory: Envoy starts", t.ready, t.logs()[-2000:])
     if not t.ready:
