@@ -91,3 +91,23 @@ pub(super) fn remember_members(c: &mut cache::SiteCache, scope: u64, format: For
         c.put_sized(scope, &member_tag(key, format), Context::Tool, m, cache::Hit { output, report, counts });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A member stored whole is found at the start of a body's rest by its stored length; the
+    /// controls: another member's name, another scope and one byte changed each find nothing.
+    #[test]
+    fn known_finds_a_stored_member_by_its_length() {
+        let mut c = cache::SiteCache::new(1 << 20);
+        let tools = r#"[{"type":"function","function":{"name":"a","parameters":{}}}]"#;
+        let hit = || cache::Hit { output: None, report: Report::default(), counts: cache::Counts::default() };
+        c.put_sized(7, &member_tag("tools", Format::OpenAiChat), Context::Tool, tools, hit());
+        let rest = format!(r#"{tools},"stream":true}}"#);
+        assert_eq!(known(&mut c, 7, Format::OpenAiChat, "tools", &rest).map(|k| k.0), Some(tools.len()));
+        assert!(known(&mut c, 7, Format::OpenAiChat, "messages", &rest).is_none());
+        assert!(known(&mut c, 8, Format::OpenAiChat, "tools", &rest).is_none());
+        assert!(known(&mut c, 7, Format::OpenAiChat, "tools", &rest.replacen(r#""a""#, r#""b""#, 1)).is_none());
+    }
+}
