@@ -25,6 +25,15 @@ for f in sorted(glob.glob("tests/corpus/servers/*.json")):
         n += 1
 for f in sorted(glob.glob("tests/corpus/issues/*.json")):
     open(f"{root}/engine/issue.{os.path.basename(f)}", "w").write(json.dumps(json.load(open(f))["schema"]))
+# body: a sequence (cut at 0xFF) whose first body has two tools members that read each other, then one
+# of those members alone (issue 71: the cache served the first's rewrite to the second)
+def fn(name, schema):
+    return {"type": "function", "function": {"name": name, "description": "d", "parameters": schema}}
+ap = fn("ap", {"type": "object", "properties": {"c": {"$ref": "#/$defs/Config"}}, "$defs": {"Config": {"type": "string"}}, "required": ["c"], "additionalProperties": False})
+cl = fn("cl", {"type": "object", "properties": {"c": {"$ref": "#/$defs/Config"}}, "$defs": {"Config": {"type": "integer"}}})
+pair = '{"model":"m","tools":[%s],"tools":[%s]}' % (json.dumps(cl), json.dumps(ap))
+alone = '{"model":"m","tools":[%s]}' % json.dumps(ap)
+open(f"{root}/body/sequence.pair-then-alone", "wb").write(pair.encode() + b"\xff" + alone.encode())
 # extproc: programs (fuzz/fuzz_targets/extproc.rs) of a request with a catalog's first tools, whole
 # or in two pieces, in both body modes, then a reply in the matching format
 import struct

@@ -57,6 +57,7 @@ def tiers():
             ("faults", ["python3", "tests/envoy/faults.py"]),
             ("hostile", ["python3", "tests/envoy/hostile.py"]),
             ("streaming", ["python3", "tests/envoy/streaming.py"]),
+            ("duplex", ["python3", "tests/envoy/duplex.py"]),
             ("extproc", ["python3", "tests/envoy/extproc.py"]),
             ("llama-server", [py, "tests/envoy/llama_server.py"]),
             ("agents", [py, "tests/envoy/mcp_agents.py"]),

@@ -16,12 +16,12 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_stream::Stream;
 use tonic::{Request, Response, Status, Streaming};
 use toolfit_extproc::extmcp::ExtMcpServer;
-use toolfit_extproc::session::{Session, Shared};
+use toolfit_extproc::session::{GiveUp, Inbound, Session, Shared};
 use toolfit_extproc::tls::{Handshakes, Reloading, TlsFiles};
 use toolfit_extproc::work::{Undone, Work};
 
@@ -60,17 +60,28 @@ struct Args {
     /// Streams one HTTP/2 connection may have open (its SETTINGS): one client cannot take every permit
     /// over one connection; Envoy opens another connection when it needs more.
     streams_per_connection: u32,
+    /// Longest a request body toolfit reads may take to arrive, from its headers: past it what the
+    /// stream keeps goes on unchanged and the stream in pass-through (its permit freed).
+    request_deadline: Duration,
+    /// Slowest a full-duplex request body may come (bytes a second, judged from `RATE_GRACE` after its
+    /// headers; 0: not judged): a client slower than that gets the same.
+    min_request_rate: u64,
     /// TLS on the gRPC listener, mutual with a client CA.
     tls: Option<TlsFiles>,
 }
 
-const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--tls-cert FILE --tls-key FILE [--client-ca FILE [--client-san NAME]...]] [--max-streams N] [--max-streams-per-connection N] [--message-timeout-ms N] [--first-message-timeout-ms N] [--idle-timeout-ms N]";
+const USAGE: &str = "usage: toolfit-extproc --config FILE --listen ADDR|unix:PATH --metrics-listen ADDR [--tls-cert FILE --tls-key FILE [--client-ca FILE [--client-san NAME]...]] [--max-streams N] [--max-streams-per-connection N] [--message-timeout-ms N] [--first-message-timeout-ms N] [--idle-timeout-ms N] [--request-deadline-ms N] [--min-request-bytes-per-s N]";
+
+/// How long a full-duplex request body may come slowly before its rate is judged (a client's first
+/// bytes may wait on its own start).
+const RATE_GRACE: Duration = Duration::from_secs(5);
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut config, mut listen, mut metrics_listen) = (None, None, None);
     let (mut max_streams, mut timeout_ms) = (1024usize, 1000u64);
     let (mut first_ms, mut idle_ms, mut per_connection) = (10_000u64, 300_000u64, 256u32);
+    let (mut deadline_ms, mut min_rate) = (60_000u64, 1024u64);
     let (mut cert, mut key, mut client_ca) = (None, None, None);
     let mut client_sans: Vec<String> = Vec::new();
     while let Some(arg) = it.next() {
@@ -101,6 +112,8 @@ fn parse_args() -> Result<Args, String> {
             "--first-message-timeout-ms" => first_ms = value.parse().map_err(|e| format!("--first-message-timeout-ms {value}: {e}"))?,
             "--idle-timeout-ms" => idle_ms = value.parse().map_err(|e| format!("--idle-timeout-ms {value}: {e}"))?,
             "--max-streams-per-connection" => per_connection = value.parse().map_err(|e| format!("--max-streams-per-connection {value}: {e}"))?,
+            "--request-deadline-ms" => deadline_ms = value.parse().map_err(|e| format!("--request-deadline-ms {value}: {e}"))?,
+            "--min-request-bytes-per-s" => min_rate = value.parse().map_err(|e| format!("--min-request-bytes-per-s {value}: {e}"))?,
             "--tls-cert" => cert = Some(std::path::PathBuf::from(value)),
             "--tls-key" => key = Some(std::path::PathBuf::from(value)),
             "--client-ca" => client_ca = Some(std::path::PathBuf::from(value)),
@@ -138,6 +151,8 @@ fn parse_args() -> Result<Args, String> {
         first_message_timeout: Duration::from_millis(first_ms.max(1)),
         idle_timeout: Duration::from_millis(idle_ms.max(1)),
         streams_per_connection: per_connection.max(1),
+        request_deadline: Duration::from_millis(deadline_ms.max(1)),
+        min_request_rate: min_rate,
         tls,
     })
 }
@@ -164,6 +179,11 @@ static LOG: JsonLog = JsonLog;
 struct Processor {
     shared: Arc<Shared>,
     streams: Arc<Semaphore>,
+    /// Streams past `streams` served in pass-through (as many again): past both, refused.
+    overflow: Arc<Semaphore>,
+    /// The request's deadline and slowest rate (`Args`).
+    request_deadline: Duration,
+    min_request_rate: u64,
     timeout: Duration,
     active: Arc<AtomicUsize>,
     /// Streams refused at `--max-streams` (the gateway fails open for them).
@@ -180,30 +200,49 @@ struct Processor {
     work: Arc<Work>,
 }
 
-/// `s.on(msg)` on a work slot within `timeout`; `None`: the stream is to be closed, so Envoy fails open
-/// for the request (no slot in time, counted by `Work`; a failure or a message past the timeout, said).
-async fn on_slot(work: &Work, mut s: Session, msg: ProcessingRequest, timeout: Duration) -> Option<(Session, Vec<ProcessingResponse>)> {
-    let large = msg.encoded_len() >= toolfit_extproc::RETURN_MEMORY_FROM;
+/// `s.take(msg)` on a work slot within `timeout`; `Err`: it did not answer (no slot in time or expected
+/// too slow, counted by `Work`; a failure or a message past the timeout, said), and the stream's
+/// rescue is to answer instead.
+async fn on_slot(work: &Work, mut s: Session, msg: Inbound, timeout: Duration) -> Result<(Session, Vec<ProcessingResponse>), GiveUp> {
+    let large = msg.message().encoded_len().saturating_add(msg.body_len()) >= toolfit_extproc::RETURN_MEMORY_FROM;
     let cost = read_at(&msg, s.kept());
+    let whole = s.must_finish(&msg);
     let job = move || {
-        let answers = s.on(msg);
+        let answers = s.take(msg);
         if large {
             toolfit_extproc::return_memory();
         }
         (s, answers)
     };
-    match work.run(cost, job, timeout).await {
-        Ok(done) => Some(done),
-        Err(Undone::Busy) => None,
+    let done = if whole { work.run_whole(cost, job).await } else { work.run(cost, job, timeout).await };
+    match done {
+        Ok(done) => Ok(done),
+        Err(Undone::Busy) => Err(GiveUp::Declined),
         Err(Undone::Failed(e)) => {
-            log::error!("toolfit: a message's processing failed ({e}); stream closed");
-            None
+            log::error!("toolfit: a message's processing failed ({e}); what the stream kept goes on unchanged");
+            Err(GiveUp::Failed)
         }
         Err(Undone::Late) => {
-            log::warn!("toolfit: a message took over --message-timeout-ms ({} ms); stream closed", timeout.as_millis());
-            None
+            log::warn!("toolfit: a message took over --message-timeout-ms ({} ms); it and what the stream kept go on unchanged", timeout.as_millis());
+            Err(GiveUp::Late)
         }
     }
+}
+
+/// When a stream's request body must have come by, in full or at the slowest rate, and which limit
+/// that is (`None`: neither applies).
+fn request_limit(s: &Session, started: Instant, received: u64, deadline: Duration, min_rate: u64) -> Option<(Instant, GiveUp)> {
+    if s.passing() || s.request_ended() {
+        return None;
+    }
+    let by_deadline = (started + deadline, GiveUp::Deadline);
+    if !s.request_streaming() || min_rate == 0 {
+        return Some(by_deadline);
+    }
+    // at `min_rate`, the bytes received so far were due by this time
+    let due = Duration::from_millis(received.saturating_mul(1000) / min_rate);
+    let by_rate = (started + RATE_GRACE + due, GiveUp::Slow);
+    Some(if by_rate.0 < by_deadline.0 { by_rate } else { by_deadline })
 }
 
 type Answers = Pin<Box<dyn Stream<Item = Result<ProcessingResponse, Status>> + Send>>;
@@ -213,25 +252,46 @@ impl ExternalProcessor for Processor {
     type ProcessStream = Answers;
 
     async fn process(&self, request: Request<Streaming<ProcessingRequest>>) -> Result<Response<Answers>, Status> {
-        let Ok(permit) = self.streams.clone().try_acquire_owned() else {
-            self.refused.fetch_add(1, Ordering::Relaxed);
-            return Err(Status::resource_exhausted("toolfit-extproc: too many streams"));
+        // past --max-streams a stream is served in pass-through (nothing read or kept: every message
+        // answered as it came), as many again; past those it is refused. A refused full-duplex stream
+        // is a 5xx at Envoy, not a request passed on unchanged.
+        let (permit, overflow) = match self.streams.clone().try_acquire_owned() {
+            Ok(p) => (Some(p), None),
+            Err(_) => {
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                let Ok(o) = self.overflow.clone().try_acquire_owned() else {
+                    return Err(Status::resource_exhausted("toolfit-extproc: too many streams"));
+                };
+                self.shared.passed_on(GiveUp::Overflow);
+                (None, Some(o))
+            }
         };
         let mut inbound = request.into_inner();
         let (tx, rx) = mpsc::channel::<Result<ProcessingResponse, Status>>(4);
         let shared = self.shared.clone();
         let timeout = self.timeout;
         let (first_wait, idle_wait, idle_closed, late) = (self.first_message_timeout, self.idle_timeout, self.idle_closed.clone(), self.late.clone());
+        let (deadline, min_rate) = (self.request_deadline, self.min_request_rate);
         let (active, work) = (self.active.clone(), self.work.clone());
         active.fetch_add(1, Ordering::Relaxed);
         tokio::spawn(async move {
-            let _permit = permit;
-            let mut session = Some(Session::new(shared));
+            let (mut permit, _overflow) = (permit, overflow);
+            let started = Instant::now();
+            let mut received = 0u64;
+            let mut session = Some(if permit.is_some() { Session::new(shared.clone()) } else { Session::passthrough(shared.clone()) });
             let mut wait = first_wait;
             while let Some(mut s) = session.take() {
-                // a stream that sends nothing frees its permit (counted, not logged: any client could
-                // open such streams, and a line each would be a way to fill the log)
-                let msg = match tokio::time::timeout(wait, inbound.message()).await {
+                if s.passing() {
+                    // nothing read or kept any more: the permit goes to a stream that may need it
+                    drop(permit.take());
+                }
+                let limit = request_limit(&s, started, received, deadline, min_rate);
+                let now = Instant::now();
+                let (until, why) = match limit {
+                    Some((at, why)) if at < now + wait => (at, why),
+                    _ => (now + wait, GiveUp::Idle),
+                };
+                let msg = match tokio::time::timeout_at(until.into(), inbound.message()).await {
                     Ok(Ok(Some(m))) => m,
                     Ok(Ok(None)) => {
                         session = Some(s);
@@ -245,26 +305,61 @@ impl ExternalProcessor for Processor {
                         break;
                     }
                     Err(_) => {
-                        idle_closed.fetch_add(1, Ordering::Relaxed);
+                        // in full duplex a piece may be on its way: the stream is never closed while the
+                        // request body comes, nor while it keeps bytes. What it keeps of the request goes
+                        // on unchanged, and the stream in pass-through
+                        let giving_up = !s.passing() && (why != GiveUp::Idle || s.request_streaming());
+                        if giving_up {
+                            shared.passed_on(why);
+                            let (p, answers) = s.rescue(None).answers();
+                            session = Some(p);
+                            if send_all(&tx, answers).await.is_err() {
+                                break;
+                            }
+                            continue;
+                        }
+                        let waits = s.request_streaming() || s.kept() > 0;
                         session = Some(s);
+                        if waits {
+                            continue;
+                        }
+                        // a stream that sends nothing frees its permit (counted, not logged: any client
+                        // could open such streams, and a line each would be a way to fill the log)
+                        idle_closed.fetch_add(1, Ordering::Relaxed);
                         break;
                     }
                 };
                 wait = idle_wait;
+                let msg = Inbound::from(msg);
+                if is_request_body(msg.message()) {
+                    received = received.saturating_add(msg.body_len() as u64);
+                }
                 // a message that may carry a rewrite (a body piece of some size) runs off the async
-                // workers, bounded by --message-timeout-ms: past it the stream is closed (Envoy fails
-                // open for the request) and the late answer dropped. Headers, trailers and small body
-                // pieces take microseconds: they run here, which saves two thread hand-offs per message
-                if !heavy(&msg, s.kept()) {
-                    let answers = s.on(msg);
+                // workers, bounded by --message-timeout-ms: past it, or declined, what the stream kept
+                // and the message go on unchanged (the rescue, taken first) and the late answer is
+                // dropped. Headers, trailers, small body pieces and a stream in pass-through take
+                // microseconds: they run here, which saves two thread hand-offs per message
+                if s.passing() || !heavy(&msg, s.kept()) {
+                    let answers = s.take(msg);
                     session = Some(s);
                     if send_all(&tx, answers).await.is_err() {
                         break;
                     }
                     continue;
                 }
-                let Some((s, answers)) = on_slot(&work, s, msg, timeout).await else { break };
-                session = Some(s);
+                let rescue = s.rescue(Some(&msg));
+                let answers = match on_slot(&work, s, msg, timeout).await {
+                    Ok((s, answers)) => {
+                        session = Some(s);
+                        answers
+                    }
+                    Err(why) => {
+                        shared.passed_on(why);
+                        let (p, answers) = rescue.answers();
+                        session = Some(p);
+                        answers
+                    }
+                };
                 if send_all(&tx, answers).await.is_err() {
                     // Envoy closed the stream while the message was processed
                     late.fetch_add(1, Ordering::Relaxed);
@@ -280,6 +375,12 @@ impl ExternalProcessor for Processor {
     }
 }
 
+/// Whether a message is a piece of the request body.
+fn is_request_body(msg: &ProcessingRequest) -> bool {
+    use envoy_types::pb::envoy::service::ext_proc::v3::processing_request::Request;
+    matches!(msg.request, Some(Request::RequestBody(_)))
+}
+
 /// Body pieces from this size on are processed off the async workers (see `process`): a body this
 /// small is read and rewritten in well under a millisecond.
 const INLINE_BODY_BYTES: usize = 64 << 10;
@@ -287,10 +388,10 @@ const INLINE_BODY_BYTES: usize = 64 << 10;
 /// Whether a message may take long: a body piece that, with what the stream keeps (`kept`: a
 /// streamed request body is rewritten whole at its end, a held JSON reply repaired whole), reaches
 /// `INLINE_BODY_BYTES`; trailers that end such a body.
-fn heavy(msg: &ProcessingRequest, kept: usize) -> bool {
+fn heavy(msg: &Inbound, kept: usize) -> bool {
     use envoy_types::pb::envoy::service::ext_proc::v3::processing_request::Request;
-    match &msg.request {
-        Some(Request::RequestBody(b) | Request::ResponseBody(b)) => b.body.len().saturating_add(kept) >= INLINE_BODY_BYTES,
+    match &msg.message().request {
+        Some(Request::RequestBody(_) | Request::ResponseBody(_)) => msg.body_len().saturating_add(kept) >= INLINE_BODY_BYTES,
         Some(Request::RequestTrailers(_) | Request::ResponseTrailers(_)) => kept >= INLINE_BODY_BYTES,
         _ => false,
     }
@@ -298,10 +399,10 @@ fn heavy(msg: &ProcessingRequest, kept: usize) -> bool {
 
 /// The bytes a message makes the session read at once: the whole body when it ends it (the rewrite,
 /// or the scan that finds none), none for a piece that is only kept.
-fn read_at(msg: &ProcessingRequest, kept: usize) -> usize {
+fn read_at(msg: &Inbound, kept: usize) -> usize {
     use envoy_types::pb::envoy::service::ext_proc::v3::processing_request::Request;
-    match &msg.request {
-        Some(Request::RequestBody(b) | Request::ResponseBody(b)) if b.end_of_stream => b.body.len().saturating_add(kept),
+    match &msg.message().request {
+        Some(Request::RequestBody(b) | Request::ResponseBody(b)) if b.end_of_stream => msg.body_len().saturating_add(kept),
         Some(Request::RequestTrailers(_) | Request::ResponseTrailers(_)) => kept,
         _ => 0,
     }
@@ -410,6 +511,9 @@ async fn serve(args: Args, config: toolfit::filter::config::Config) -> Result<()
     let extmcp = ExtMcpServer::new(shared.clone(), streams.clone(), refused.clone(), work.clone(), args.message_timeout);
     let processor = Processor {
         shared,
+        overflow: Arc::new(Semaphore::new(args.max_streams)),
+        request_deadline: args.request_deadline,
+        min_request_rate: args.min_request_rate,
         streams,
         timeout: args.message_timeout,
         active: active.clone(),
@@ -570,6 +674,10 @@ async fn metrics_server(listener: tokio::net::TcpListener, shared: Arc<Shared>, 
                         // process's resident memory
                         if let Some(rss) = resident_bytes() {
                             text.push_str(&format!("# TYPE toolfit_vm_memory_bytes gauge\ntoolfit_vm_memory_bytes {rss}\n"));
+                        }
+                        text.push_str("# TYPE toolfit_extproc_streams_passed_on counter\n");
+                        for (why, n) in GiveUp::ALL.iter().zip(shared.passed_on.iter()) {
+                            text.push_str(&format!("toolfit_extproc_streams_passed_on{{reason=\"{}\"}} {}\n", why.label(), n.load(Ordering::Relaxed)));
                         }
                         // what the requests in flight hold (max_held_bytes bounds it), as the Wasm filter's
                         text.push_str(&format!("# TYPE toolfit_held_bytes gauge\ntoolfit_held_bytes {}\n", shared.memory.held()));

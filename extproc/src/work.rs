@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The work slots, one per core, and the count of messages declined for want of one.
 pub struct Work {
@@ -62,20 +62,32 @@ impl Work {
         if self.expected(bytes) > left {
             return Err(self.decline(timeout, "its expected cost exceeds the time left"));
         }
+        let running = self.spawn(slot, bytes, job);
+        match tokio::time::timeout(left, running).await {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(e)) => Err(Undone::Failed(e.to_string())),
+            Err(_) => Err(Undone::Late),
+        }
+    }
+
+    /// `job` on a work slot, however long the wait and the job take: for work that must finish, whose
+    /// input no rescue can answer (a response's held bytes). Still one per core; measured like the rest.
+    pub async fn run_whole<T: Send + 'static>(&self, bytes: usize, job: impl FnOnce() -> T + Send + 'static) -> Result<T, Undone> {
+        let slot = self.slots.clone().acquire_owned().await.map_err(|e| Undone::Failed(e.to_string()))?;
+        self.spawn(slot, bytes, job).await.map_err(|e| Undone::Failed(e.to_string()))
+    }
+
+    /// `job` on the blocking pool, holding `slot` while it runs.
+    fn spawn<T: Send + 'static>(&self, slot: OwnedSemaphorePermit, bytes: usize, job: impl FnOnce() -> T + Send + 'static) -> tokio::task::JoinHandle<T> {
         let rate = self.rate.clone();
-        let running = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let _slot = slot;
             let began = std::time::Instant::now();
             let done = job();
             // measured here, so a job that ends past its time (the ones the rate is for) counts too
             measured(&rate, bytes, began.elapsed());
             done
-        });
-        match tokio::time::timeout(left, running).await {
-            Ok(Ok(done)) => Ok(done),
-            Ok(Err(e)) => Err(Undone::Failed(e.to_string())),
-            Err(_) => Err(Undone::Late),
-        }
+        })
     }
 
     /// What a job on `bytes` is expected to take at the measured rate (zero before any measure).

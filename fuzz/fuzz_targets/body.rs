@@ -5,7 +5,10 @@
 //! are there) gives exactly what a run without it gives. And the body scan (`api::skim`, behind
 //! `raw::object`, `raw::array` and `raw::value`) accepts exactly what serde_json accepts, splitting it
 //! into the same members; the scan of a body streamed in pieces (`api::scan`, cut where the input's
-//! first byte says) accepts what the skim accepts and finds the same members.
+//! first byte says) accepts what the skim accepts and finds the same members. And a sequence: the
+//! input cut at each 0xFF byte (never in UTF-8 text) into bodies sent one after another through one
+//! fresh cache, each of which must come out as it does without a cache (a cached rewrite depends
+//! only on its key, whatever came before it).
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 use std::sync::Mutex;
@@ -63,7 +66,24 @@ fn streamed_as_skimmed(data: &[u8]) {
     }
 }
 
+/// The bodies of the input cut at 0xFF, in order through one fresh cache, each against no cache.
+fn sequence_as_alone(data: &[u8]) {
+    let bodies: Vec<&[u8]> = data.split(|b| *b == 0xFF).take(4).collect();
+    if bodies.len() < 2 {
+        return;
+    }
+    for p in profile::ALL {
+        let mut cache = SiteCache::new(1 << 20);
+        for (i, body) in bodies.iter().enumerate() {
+            let plain = rewrite_body(body, Format::Auto, p, &Options::default()).map(|o| o.body);
+            let cached = rewrite_body_cached(body, Format::Auto, p, &Options::default(), Some(&mut cache)).map(|o| o.body);
+            assert_eq!(plain, cached, "body {i} of a sequence, after the ones before it ({})", p.name);
+        }
+    }
+}
+
 fuzz_target!(|data: &[u8]| {
+    sequence_as_alone(data);
     if let Ok(text) = std::str::from_utf8(data) {
         same_as_serde_json(text);
     }

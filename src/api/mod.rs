@@ -307,7 +307,12 @@ fn rewrite_schemas(
     let scope = if cache.is_some() { cache::scope(profile.name, opts) } else { 0 };
     let text = skim::text(body).ok_or(Skip::NotJson)?;
     let (parsed, lists, vouched) = read_top(text, format, profile, scope, cache.as_deref_mut());
+    // a member's rewrite may read the body's other schema-bearing members (a strict mode of all tools
+    // or none, definitions renamed apart across tools): it depends on its own bytes alone only where it
+    // is the only one, so only then is it looked up or stored whole (issue 71: `{"tools":[..],
+    // "tools":[..]}` stored one member's rewrite made beside the other and served it to later requests)
     let members = cached_members(text, parsed.as_ref(), profile, cache.is_some());
+    let members = if members.len() > 1 { Vec::new() } else { members };
     let tool_lists = match &parsed {
         Some(Top::Object(o)) => tool_lists(text, o, format),
         _ => Vec::new(),
@@ -373,6 +378,50 @@ mod tests {
             Ok(o) => o,
             Err(e) => panic!("{e:?}"),
         }
+    }
+
+    /// A cached rewrite depends only on its key: a body whose two `tools` members read each other (20
+    /// strict tools beside one, a tool strict declines, a `$defs` name that clashes) leaves nothing in the
+    /// cache that changes a later body holding one of those members alone, for every profile. The
+    /// control: the member alone, rewritten first beside the other, differs for some profile (so the
+    /// sequence can tell).
+    #[test]
+    fn a_cached_member_rewrite_depends_only_on_its_bytes() {
+        let tool = |name: &str, schema: &str| format!(r#"{{"type":"function","function":{{"name":"{name}","description":"d","parameters":{schema}}}}}"#);
+        let plain = tool(
+            "ap",
+            r##"{"type":"object","properties":{"c":{"$ref":"#/$defs/Config"}},"$defs":{"Config":{"type":"string"}},"required":["c"],"additionalProperties":false}"##,
+        );
+        let many: Vec<String> = (0..20)
+            .map(|i| tool(&format!("t{i}"), r#"{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}"#))
+            .collect();
+        let clash = tool(
+            "cl",
+            r##"{"type":"object","properties":{"c":{"$ref":"#/$defs/Config"},"r":{"type":"object","patternProperties":{"^x":{"type":"integer"}}}},"$defs":{"Config":{"type":"integer"}}}"##,
+        );
+        let alone = format!(r#"{{"model":"m","tools":[{plain}]}}"#);
+        let mut differs = false;
+        for p in crate::schema::profile::ALL {
+            let opts = Options::default();
+            let want = rewrite_body(alone.as_bytes(), Format::OpenAiChat, p, &opts).map(|o| o.body);
+            for other in [format!("{},{clash}", many.join(",")), clash.clone()] {
+                for pair in
+                    [format!(r#"{{"model":"m","tools":[{other}],"tools":[{plain}]}}"#), format!(r#"{{"model":"m","tools":[{plain}],"tools":[{other}]}}"#)]
+                {
+                    let mut c = cache::SiteCache::new(1 << 20);
+                    let _ = rewrite_body_cached(pair.as_bytes(), Format::OpenAiChat, p, &opts, Some(&mut c));
+                    let got = rewrite_body_cached(alone.as_bytes(), Format::OpenAiChat, p, &opts, Some(&mut c)).map(|o| o.body);
+                    assert_eq!(got, want, "{}: the member alone after {pair}", p.name);
+                    // the control: what the pair made of that member is not what it makes alone
+                    let paired = rewrite_body(pair.as_bytes(), Format::OpenAiChat, p, &opts).ok().and_then(|o| o.body).unwrap_or_default();
+                    let mine = want.as_ref().ok().and_then(|b| b.clone()).unwrap_or_else(|| alone.clone().into_bytes());
+                    let text = String::from_utf8_lossy(&mine);
+                    let core = text.trim_start_matches(r#"{"model":"m","tools":["#).trim_end_matches("]}");
+                    differs |= !String::from_utf8_lossy(&paired).contains(core);
+                }
+            }
+        }
+        assert!(differs, "control: some profile rewrites the member differently beside the other");
     }
 
     #[test]

@@ -173,6 +173,16 @@ impl Exchange {
         next
     }
 
+    /// The host cannot keep the request's pieces beside what requests in flight hold (a host that keeps
+    /// a streamed body itself counts those bytes in `max_held_bytes` too): the body, `size` bytes so
+    /// far, goes on unread from here, counted `skipped_over_budget` and said.
+    pub fn host_over_budget(&mut self, env: &mut Env, size: usize) {
+        if self.reading() {
+            self.over_budget(env, size);
+            self.settle(env);
+        }
+    }
+
     /// Asks the memory of the requests in flight for `bytes` in all for this exchange.
     fn hold(&mut self, env: &mut Env, bytes: usize) -> bool {
         let max = env.config.max_held_bytes;

@@ -7,16 +7,24 @@
 //! - A request toolfit will not read is answered with a `mode_override` that stops Envoy sending its
 //!   body and its response (Envoy's `allow_mode_override: true`): an untouched request costs one round
 //!   trip.
-//! - The request body comes whole (`BUFFERED`) or in pieces (`FULL_DUPLEX_STREAMED`: the pieces are
-//!   kept here and answered once, with the whole new body, when the last one arrives). The response
-//!   body comes in pieces (`STREAMED`), each answered with its own bytes or their replacement, which
-//!   is how the Wasm filter's response path already works.
+//! - The request body comes whole (`BUFFERED`) or in pieces (`FULL_DUPLEX_STREAMED`: each piece is
+//!   answered with the bytes the core has decided, the rest kept here, as the pieces Envoy sent, until
+//!   they may go or the body's end brings their rewrite). The response body comes in pieces
+//!   (`STREAMED`), each answered with its own bytes or their replacement, which is how the Wasm
+//!   filter's response path already works.
+//! - In full duplex Envoy forgets a piece once it has sent it here: every byte it hands over must come
+//!   back in an answer, exactly once and in order, whatever toolfit decides. So a stream is never
+//!   given up by closing it while it keeps bytes: a [`Rescue`] (taken before heavy work, sharing the
+//!   kept pieces) answers them unchanged, and the stream goes on in pass-through, every later message
+//!   answered as it came, until Envoy ends it.
 mod answers;
 mod attributes;
 mod mutations;
+mod pieces;
 #[cfg(test)]
 mod tests;
 
+use bytes::Bytes;
 use envoy_types::pb::envoy::extensions::filters::http::ext_proc::v3::processing_mode;
 use envoy_types::pb::envoy::service::ext_proc::v3::{
     processing_request, CommonResponse, HeaderMutation, HttpBody, HttpHeaders, ProcessingRequest, ProcessingResponse,
@@ -29,12 +37,13 @@ use toolfit::filter::config::Config;
 use toolfit::filter::exchange::{BodyAllowed, Exchange};
 use toolfit::filter::host::{self, Env, Headed, Next, RequestRead, ResponseRead, RouteMeta};
 use toolfit::filter::log::LogLimiter;
-use toolfit::filter::memory::Memory;
+use toolfit::filter::memory::{Held, Memory};
 
 use crate::metrics::Registry;
 use answers::*;
 use attributes::*;
 use mutations::*;
+use pieces::Pieces;
 
 /// What every stream of the process shares.
 pub struct Shared {
@@ -48,6 +57,44 @@ pub struct Shared {
     /// toolfit's own time, as the Wasm filter's per-VM counters: nanoseconds in the core's handling of
     /// request messages and of response messages (gRPC aside), and the streams that ended.
     pub spent: Spent,
+    /// Streams toolfit gave up on and answered in pass-through from there, by why.
+    pub passed_on: [AtomicU64; GiveUp::ALL.len()],
+}
+
+/// Why a stream went on in pass-through: what it kept answered unchanged, and every later message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GiveUp {
+    /// Its message found no free core in time, or was expected to take past `--message-timeout-ms`.
+    Declined,
+    /// Its message took past `--message-timeout-ms` (the late rewrite is dropped).
+    Late,
+    /// Its message's processing failed.
+    Failed,
+    /// Its request body had not arrived by `--request-deadline-ms`.
+    Deadline,
+    /// Its request body came slower than `--min-request-bytes-per-s`.
+    Slow,
+    /// Envoy sent nothing more within `--idle-timeout-ms` while the stream kept bytes.
+    Idle,
+    /// It came past `--max-streams`: served in pass-through from its first message.
+    Overflow,
+}
+
+impl GiveUp {
+    pub const ALL: [GiveUp; 7] = [GiveUp::Declined, GiveUp::Late, GiveUp::Failed, GiveUp::Deadline, GiveUp::Slow, GiveUp::Idle, GiveUp::Overflow];
+
+    /// The `reason` label of `toolfit_extproc_streams_passed_on`.
+    pub fn label(self) -> &'static str {
+        match self {
+            GiveUp::Declined => "declined",
+            GiveUp::Late => "late",
+            GiveUp::Failed => "failed",
+            GiveUp::Deadline => "deadline",
+            GiveUp::Slow => "slow",
+            GiveUp::Idle => "idle",
+            GiveUp::Overflow => "overflow",
+        }
+    }
 }
 
 /// The process's `toolfit_vm_request_ns`, `toolfit_vm_response_ns` and `toolfit_vm_streams`.
@@ -68,7 +115,68 @@ impl Shared {
             cache: Mutex::new(cache),
             memory: Memory::new(),
             spent: Spent::default(),
+            passed_on: Default::default(),
         }
+    }
+
+    /// Counts a stream given up on for `why`.
+    pub fn passed_on(&self, why: GiveUp) {
+        if let Some(n) = GiveUp::ALL.iter().position(|g| *g == why).and_then(|i| self.passed_on.get(i)) {
+            n.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+/// A message as the session takes it: a body piece's bytes taken out of the message as shared
+/// [`Bytes`], so a [`Rescue`] can keep them without a copy.
+pub struct Inbound {
+    msg: ProcessingRequest,
+    piece: Bytes,
+}
+
+impl From<ProcessingRequest> for Inbound {
+    fn from(mut msg: ProcessingRequest) -> Inbound {
+        let piece = match &mut msg.request {
+            Some(processing_request::Request::RequestBody(b) | processing_request::Request::ResponseBody(b)) => Bytes::from(std::mem::take(&mut b.body)),
+            _ => Bytes::new(),
+        };
+        Inbound { msg, piece }
+    }
+}
+
+impl Inbound {
+    pub fn message(&self) -> &ProcessingRequest {
+        &self.msg
+    }
+
+    /// The body bytes it carries.
+    pub fn body_len(&self) -> usize {
+        self.piece.len()
+    }
+
+    /// A copy sharing the piece (`piece`: false leaves it out, where Envoy holds the body itself).
+    fn copy(&self, piece: bool) -> Inbound {
+        Inbound { msg: self.msg.clone(), piece: if piece { self.piece.clone() } else { Bytes::new() } }
+    }
+}
+
+/// What answers a stream's kept bytes unchanged if the message about to be processed is not: a
+/// pass-through session sharing the kept pieces, and that message's copy.
+pub struct Rescue {
+    session: Session,
+    inbound: Option<Inbound>,
+}
+
+impl Rescue {
+    /// The answers that hand back, unchanged, every byte the stream kept and the message's own, and
+    /// the pass-through session that answers the stream's later messages.
+    pub fn answers(self) -> (Session, Vec<ProcessingResponse>) {
+        let Rescue { mut session, inbound } = self;
+        let out = match inbound {
+            Some(i) => session.take(i),
+            None => session.flush_request(),
+        };
+        (session, out)
     }
 }
 
@@ -77,13 +185,19 @@ pub struct Session {
     /// The request and its response as the core keeps them.
     exchange: Exchange,
     /// The bytes of a streamed request body not let go yet, kept until they may go (the core says when).
-    body: Vec<u8>,
+    body: Pieces,
+    /// What `body` holds of the memory of the requests in flight (`max_held_bytes`).
+    body_held: Held,
     /// The request body bytes let go: `body` starts at this offset.
     released: usize,
     /// How the request body comes, and what waits on it.
     request_body: RequestBody,
     /// How the response body comes, and what waits on it.
     response_body: ResponseBody,
+    /// toolfit gave this stream up: every message is answered as it came.
+    passthrough: bool,
+    /// The request body has ended here (its last piece or its trailers came), or will not come.
+    request_ended: bool,
 }
 
 /// How the request body reaches the processor (the stream's protocol configuration).
@@ -113,11 +227,84 @@ impl Session {
         Session {
             shared,
             exchange: Exchange::default(),
-            body: Vec::new(),
+            body: Pieces::default(),
+            body_held: Held::default(),
             released: 0,
             request_body: RequestBody::Buffered,
             response_body: ResponseBody::Streamed,
+            passthrough: false,
+            request_ended: false,
         }
+    }
+
+    /// A session that answers every message as it came (a stream past `--max-streams`).
+    pub fn passthrough(shared: Arc<Shared>) -> Session {
+        Session { passthrough: true, ..Session::new(shared) }
+    }
+
+    /// Whether toolfit gave this stream up (it reads and keeps nothing more).
+    pub fn passing(&self) -> bool {
+        self.passthrough
+    }
+
+    /// Whether the request body has ended here (or never comes through here).
+    pub fn request_ended(&self) -> bool {
+        self.request_ended
+    }
+
+    /// Whether the request body is still coming in full-duplex pieces (a stream closed now could lose
+    /// one in flight).
+    pub fn request_streaming(&self) -> bool {
+        self.streamed() && !self.request_ended
+    }
+
+    /// What answers, unchanged, what this stream keeps and `next` (the message about to be processed),
+    /// should that processing not answer. The kept pieces are shared, not copied.
+    pub fn rescue(&self, next: Option<&Inbound>) -> Rescue {
+        let request_body = match &self.request_body {
+            RequestBody::Buffered => RequestBody::Buffered,
+            // headers held for the body's new length go out unchanged, with the body as it came
+            RequestBody::Streamed { held } => RequestBody::Streamed { held: held.as_ref().map(|_| Mutations::default()) },
+        };
+        let response_body = match &self.response_body {
+            ResponseBody::Streamed => ResponseBody::Streamed,
+            ResponseBody::Buffered => ResponseBody::Buffered,
+            ResponseBody::Duplex { .. } => ResponseBody::Duplex { held: None },
+        };
+        let session = Session {
+            shared: self.shared.clone(),
+            exchange: Exchange::default(),
+            body: self.body.clone(),
+            body_held: Held::default(),
+            released: self.released,
+            request_body,
+            response_body,
+            passthrough: true,
+            request_ended: self.request_ended,
+        };
+        // the piece's bytes are needed only where the answer carries them (full duplex): elsewhere
+        // Envoy keeps its body, and a copy would cost the one-piece body its copy-free hand-over
+        let carried = |i: &Inbound| match i.msg.request {
+            Some(processing_request::Request::RequestBody(_)) => self.streamed(),
+            Some(processing_request::Request::ResponseBody(_)) => self.response_streamed(),
+            _ => false,
+        };
+        Rescue { session, inbound: next.map(|i| i.copy(carried(i))) }
+    }
+
+    /// Whether `next` must be processed to its end whatever it takes: a response message while the
+    /// response path holds bytes or headers (they are the core's, repaired or not, and no rescue can
+    /// give them back).
+    pub fn must_finish(&self, next: &Inbound) -> bool {
+        let response = matches!(
+            next.msg.request,
+            Some(
+                processing_request::Request::ResponseHeaders(_)
+                    | processing_request::Request::ResponseBody(_)
+                    | processing_request::Request::ResponseTrailers(_)
+            )
+        );
+        response && (self.exchange.kept() > 0 || matches!(self.response_body, ResponseBody::Duplex { held: Some(_) } | ResponseBody::Buffered))
     }
 
     /// The request body comes in pieces.
@@ -134,6 +321,12 @@ impl Session {
     /// piece of a streamed body kept for later, headers waiting for it), two when held headers go
     /// out with the body.
     pub fn on(&mut self, msg: ProcessingRequest) -> Vec<ProcessingResponse> {
+        self.take(Inbound::from(msg))
+    }
+
+    /// [`Session::on`] for a message whose body piece was taken out already.
+    pub fn take(&mut self, inbound: Inbound) -> Vec<ProcessingResponse> {
+        let Inbound { msg, piece } = inbound;
         let observe = msg.observability_mode;
         if let Some(p) = &msg.protocol_config {
             // (sent with the first message; a repeat changes nothing that is held)
@@ -156,14 +349,24 @@ impl Session {
             request,
             processing_request::Request::ResponseHeaders(_) | processing_request::Request::ResponseBody(_) | processing_request::Request::ResponseTrailers(_)
         );
-        let answers = match request {
-            processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref(), &meta).into_iter().collect(),
-            processing_request::Request::RequestBody(b) => self.request_body(b),
-            processing_request::Request::RequestTrailers(_) => self.request_trailers(),
-            processing_request::Request::ResponseHeaders(h) => self.response_headers(&h).into_iter().collect(),
-            processing_request::Request::ResponseBody(b) => self.response_body(b),
-            processing_request::Request::ResponseTrailers(_) => self.response_trailers(),
+        let ended = match &request {
+            processing_request::Request::RequestHeaders(h) => h.end_of_stream,
+            processing_request::Request::RequestBody(b) => b.end_of_stream,
+            _ => true,
         };
+        let answers = if self.passthrough {
+            self.pass(request, piece)
+        } else {
+            match request {
+                processing_request::Request::RequestHeaders(h) => self.request_headers(&h, route.as_deref(), &meta).into_iter().collect(),
+                processing_request::Request::RequestBody(b) => self.request_body(piece, b.end_of_stream),
+                processing_request::Request::RequestTrailers(_) => self.request_trailers(),
+                processing_request::Request::ResponseHeaders(h) => self.response_headers(&h).into_iter().collect(),
+                processing_request::Request::ResponseBody(b) => self.response_body(HttpBody { body: Vec::from(piece), ..b }),
+                processing_request::Request::ResponseTrailers(_) => self.response_trailers(),
+            }
+        };
+        self.request_ended |= ended;
         let took = u64::try_from(t0.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let spent = &self.shared.spent;
         (if response { &spent.response_ns } else { &spent.request_ns }).fetch_add(took, Ordering::Relaxed);
@@ -178,6 +381,48 @@ impl Session {
     /// message's own, what its processing grows with.
     pub fn kept(&self) -> usize {
         self.body.len() + self.exchange.kept()
+    }
+
+    /// The pass-through answer to each message: what the stream kept first, then the message as it
+    /// came. A request or response toolfit has not begun to read is skipped where the mode allows
+    /// (a mode override is not honoured in full duplex: there every piece is answered).
+    fn pass(&mut self, request: processing_request::Request, piece: Bytes) -> Vec<ProcessingResponse> {
+        use processing_request::Request as R;
+        match request {
+            R::RequestHeaders(_) => vec![skip_rest()],
+            R::RequestBody(b) => {
+                if !self.streamed() {
+                    return vec![body_answer(Leg::Request, None)];
+                }
+                let mut out: Vec<ProcessingResponse> = self.release_headers().into_iter().collect();
+                self.body.push(piece);
+                let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+                if !self.body.is_empty() || b.end_of_stream {
+                    out.push(streamed_answer(self.body.take_all(), b.end_of_stream));
+                }
+                out
+            }
+            R::RequestTrailers(_) => {
+                let mut out = self.flush_request();
+                out.push(trailers_answer(Leg::Request));
+                out
+            }
+            R::ResponseHeaders(_) if self.response_streamed() => vec![headers_answer(Leg::Response, None)],
+            R::ResponseHeaders(_) => vec![skip_response(None)],
+            R::ResponseBody(b) if self.response_streamed() => vec![streamed_body(Leg::Response, Vec::from(piece), b.end_of_stream)],
+            R::ResponseBody(_) => vec![body_answer(Leg::Response, None)],
+            R::ResponseTrailers(_) => vec![trailers_answer(Leg::Response)],
+        }
+    }
+
+    /// Held request headers (unchanged) and the request bytes kept, as they came.
+    fn flush_request(&mut self) -> Vec<ProcessingResponse> {
+        let mut out: Vec<ProcessingResponse> = self.release_headers().into_iter().collect();
+        if self.streamed() && !self.body.is_empty() {
+            out.push(streamed_answer(self.body.take_all(), false));
+        }
+        let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+        out
     }
 
     /// The stream ended (the response is complete, cut, or the client went away): the response's
@@ -205,39 +450,52 @@ impl Session {
         Some(headers_answer(Leg::Request, Some(m.common())))
     }
 
-    fn request_body(&mut self, b: HttpBody) -> Vec<ProcessingResponse> {
+    fn request_body(&mut self, piece: Bytes, end_of_stream: bool) -> Vec<ProcessingResponse> {
         if !self.exchange.reading() {
-            return vec![self.pass_body(b)];
+            self.body.push(piece);
+            return vec![self.pass_body(end_of_stream)];
         }
-        let total = self.released + self.body.len() + b.body.len();
+        let total = self.released + self.body.len() + piece.len();
         let Session { shared, exchange, .. } = self;
-        let go = with_env(shared, |env| exchange.request_piece(env, total, b.body.len(), || Some(b.body.as_slice())));
+        let go = with_env(shared, |env| exchange.request_piece(env, total, piece.len(), || Some(&piece[..])));
+        self.body.push(piece);
+        if self.streamed() && !end_of_stream && self.exchange.reading() {
+            // the pieces kept here count in max_held_bytes beside what the core holds
+            let max = self.shared.config.max_held_bytes;
+            if !self.body_held.resize(&self.shared.memory, self.body.len(), max) {
+                let Session { shared, exchange, .. } = self;
+                with_env(shared, |env| exchange.host_over_budget(env, total));
+            }
+        }
         if !self.exchange.reading() {
             // past max_body_bytes, not JSON, no memory: what was kept goes on as it came
-            let mut kept = std::mem::take(&mut self.body);
-            kept.extend_from_slice(&b.body);
-            return self.release_headers().into_iter().chain([self.pass_body(HttpBody { body: kept, ..b })]).collect();
+            return self.release_headers().into_iter().chain([self.pass_body(end_of_stream)]).collect();
         }
-        if self.streamed() && !b.end_of_stream {
+        if self.streamed() && !end_of_stream {
             // a piece: what the core has decided goes on now (none while the headers wait), the rest
             // is kept until it may go
-            self.body.extend_from_slice(&b.body);
             let n = go.min(total).saturating_sub(self.released).min(self.body.len());
             if n == 0 || matches!(self.request_body, RequestBody::Streamed { held: Some(_) }) {
                 return Vec::new();
             }
             self.released += n;
-            let out: Vec<u8> = self.body.drain(..n).collect();
+            let out = self.body.take_front(n);
+            let max = self.shared.config.max_held_bytes;
+            let _ = self.body_held.resize(&self.shared.memory, self.body.len(), max);
             return vec![streamed_answer(out, false)];
         }
-        let body = if self.body.is_empty() { b.body } else { [std::mem::take(&mut self.body), b.body].concat() };
+        let body = self.body.take_all();
+        let _ = self.body_held.resize(&self.shared.memory, 0, 0);
         self.finish(body, Ends::WithBody)
     }
 
-    /// A body toolfit does not change: in `BUFFERED` the answer without mutation, streamed its bytes.
-    fn pass_body(&mut self, b: HttpBody) -> ProcessingResponse {
+    /// The kept bytes, which toolfit does not change: in `BUFFERED` the answer without mutation (Envoy
+    /// holds the body), streamed the bytes themselves.
+    fn pass_body(&mut self, end_of_stream: bool) -> ProcessingResponse {
+        let kept = self.body.take_all();
+        let _ = self.body_held.resize(&self.shared.memory, 0, 0);
         if self.streamed() {
-            streamed_answer(b.body, b.end_of_stream)
+            streamed_answer(kept, end_of_stream)
         } else {
             body_answer(Leg::Request, None)
         }
@@ -253,8 +511,11 @@ impl Session {
         let mut out = Vec::new();
         if self.exchange.reading() && self.streamed() {
             // the body ended in trailers: what was kept is the whole body
-            let body = std::mem::take(&mut self.body);
+            let body = self.body.take_all();
+            let _ = self.body_held.resize(&self.shared.memory, 0, 0);
             out = self.finish(body, Ends::InTrailers);
+        } else if self.streamed() && !self.body.is_empty() {
+            out = self.flush_request();
         } else if let Some(h) = self.release_headers() {
             out.push(h);
         }

@@ -96,3 +96,121 @@ fn full_duplex_reject_holds_headers_until_the_verdict() {
     let (bytes, end) = streamed(&answers);
     assert!(end && String::from_utf8_lossy(&bytes).contains("toolfit_invalid_tool_call"), "then the error body, ending the stream");
 }
+
+fn duplex_msg(request: processing_request::Request, first: bool) -> ProcessingRequest {
+    let protocol_config = first.then(|| ProtocolConfiguration {
+        request_body_mode: processing_mode::BodySendMode::FullDuplexStreamed as i32,
+        response_body_mode: processing_mode::BodySendMode::FullDuplexStreamed as i32,
+        ..ProtocolConfiguration::default()
+    });
+    ProcessingRequest { request: Some(request), protocol_config, ..ProcessingRequest::default() }
+}
+
+fn request_piece(bytes: &[u8], end: bool) -> ProcessingRequest {
+    duplex_msg(processing_request::Request::RequestBody(HttpBody { body: bytes.to_vec(), end_of_stream: end, ..HttpBody::default() }), false)
+}
+
+/// What full-duplex request answers carry: the streamed bytes in order, whether the last ends the
+/// stream, and the header mutations answered (one entry per headers answer: its set headers' names).
+fn request_streamed(answers: &[ProcessingResponse]) -> (Vec<u8>, bool, Vec<Vec<String>>) {
+    let mut out = (Vec::new(), false, Vec::new());
+    for a in answers {
+        match &a.response {
+            Some(processing_response::Response::RequestBody(b)) => {
+                match b.response.as_ref().and_then(|c| c.body_mutation.as_ref()).and_then(|m| m.mutation.as_ref()) {
+                    Some(body_mutation::Mutation::StreamedResponse(r)) => {
+                        out.0.extend_from_slice(&r.body);
+                        out.1 = r.end_of_stream;
+                    }
+                    other => panic!("a full-duplex body answer must be streamed bytes, got {other:?}"),
+                }
+            }
+            Some(processing_response::Response::RequestHeaders(h)) => {
+                let set = h
+                    .response
+                    .as_ref()
+                    .and_then(|c| c.header_mutation.as_ref())
+                    .map(|m| m.set_headers.iter().filter_map(|o| o.header.as_ref()).map(|h| h.key.clone()).collect());
+                out.2.push(set.unwrap_or_default());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// A chat body whose tools openai-strict rewrites, after some conversation.
+fn chat_body() -> Vec<u8> {
+    let turns: Vec<String> = (0..40).map(|i| format!(r#"{{"role":"user","content":"turn {i} of the conversation"}}"#)).collect();
+    let tools =
+        r#"[{"type":"function","function":{"name":"gh.search","parameters":{"type":"object","properties":{"q":{"type":"string","pattern":"^\\p{Lu}"}}}}}]"#;
+    format!(r#"{{"model":"m","messages":[{}],"tools":{tools}}}"#, turns.join(",")).into_bytes()
+}
+
+/// A full-duplex request in `framing`, its body in pieces of `cut` bytes: every answer until the
+/// last piece, then the rescue taken before the last piece and what the session itself answers to it.
+fn duplex_until_last(framing: &str, cut: usize) -> (Vec<ProcessingResponse>, Rescue, Vec<ProcessingResponse>, Vec<u8>) {
+    let mut s = session(&format!(r#"{{"profile": "openai-strict", "framing": "{framing}"}}"#));
+    let body = chat_body();
+    let h = headers(&[(":method", "POST"), (":path", "/v1/chat/completions"), ("content-type", "application/json")], false);
+    let mut before = s.on(duplex_msg(processing_request::Request::RequestHeaders(h), true));
+    let pieces: Vec<&[u8]> = body.chunks(cut).collect();
+    let Some((last, rest)) = pieces.split_last() else { panic!("a body") };
+    for p in rest {
+        before.extend(s.on(request_piece(p, false)));
+    }
+    let next = Inbound::from(request_piece(last, true));
+    let rescue = s.rescue(Some(&next));
+    let own = s.take(next);
+    (before, rescue, own, body)
+}
+
+/// A message the processor gives up on (declined, late, failed) is answered by the rescue taken before
+/// it: every byte Envoy handed over comes back once, in order, unchanged, ending the stream, whatever
+/// the core had let go or kept. The control: the session's own answer to the same message is the
+/// rewrite (so the rescue is not the same answer by chance).
+#[test]
+fn a_rescue_answers_every_kept_byte_unchanged() {
+    for (framing, cut) in [("chunked", 97), ("chunked", 1), ("exact", 211)] {
+        let (before, rescue, own, body) = duplex_until_last(framing, cut);
+        let (rescued_session, rescued) = rescue.answers();
+        let all: Vec<ProcessingResponse> = before.iter().chain(&rescued).cloned().collect();
+        let (bytes, end, heads) = request_streamed(&all);
+        assert!(bytes == body && end, "{framing}/{cut}: the rescue gives back the body as it came ({} of {} bytes)", bytes.len(), body.len());
+        assert!(rescued_session.passing(), "the stream goes on in pass-through");
+        if framing == "exact" {
+            assert_eq!(heads, vec![Vec::<String>::new()], "exact: the held headers go out once, unchanged, with the body");
+        }
+        let (own_bytes, own_end, _) = request_streamed(&before.iter().chain(&own).cloned().collect::<Vec<_>>());
+        assert!(own_end && own_bytes != body && String::from_utf8_lossy(&own_bytes).contains("gh_search"), "control: the session's own answer is the rewrite");
+    }
+}
+
+/// The pieces a full-duplex stream keeps count in max_held_bytes: past it the body goes on unread,
+/// every kept byte answered unchanged, counted skipped_over_budget, and the memory given back. The
+/// control: the same body under a budget that fits is rewritten.
+#[test]
+fn kept_pieces_count_in_the_memory_budget() {
+    for (budget, rewritten) in [(2_000, false), (10_000_000, true)] {
+        let config = format!(r#"{{"profile": "openai-strict", "framing": "exact", "max_held_bytes": {budget}}}"#);
+        let mut s = session(&config);
+        let body = chat_body();
+        let h = headers(&[(":method", "POST"), (":path", "/v1/chat/completions"), ("content-type", "application/json")], false);
+        let mut answers = s.on(duplex_msg(processing_request::Request::RequestHeaders(h), true));
+        let pieces: Vec<&[u8]> = body.chunks(300).collect();
+        for (i, p) in pieces.iter().enumerate() {
+            answers.extend(s.on(request_piece(p, i + 1 == pieces.len())));
+            let held = s.shared.memory.held();
+            assert!(held <= budget, "held {held} past {budget}");
+            assert!(held >= s.body.len(), "the {} bytes kept are counted: held {held}", s.body.len());
+        }
+        let (bytes, end, _) = request_streamed(&answers);
+        assert!(end, "the stream ends");
+        assert_eq!(bytes != body, rewritten, "budget {budget}");
+        let rendered = s.shared.metrics.render();
+        let skipped = rendered.lines().any(|l| l.starts_with("toolfit_skipped_over_budget") && !l.ends_with(" 0"));
+        assert_eq!(skipped, !rewritten, "counted skipped_over_budget: {budget}");
+        drop(s.exchange);
+        assert!(s.body.is_empty(), "nothing kept");
+    }
+}

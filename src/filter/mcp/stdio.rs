@@ -89,7 +89,9 @@ impl Stdio {
     /// them): the answer to rewrite, with the leg as it is now; the ids it answers are no longer
     /// awaited.
     pub fn answers(&mut self, line: &[u8]) -> Option<Answer> {
-        if self.leg.ids.is_empty() || !line.windows(7).any(|w| w == b"\"tools\"") {
+        // only while a list is awaited is a server line read (and then every one: an error answers
+        // its id too, which a later result under a reused id must not find awaited)
+        if self.leg.ids.is_empty() || !line.windows(4).any(|w| w == b"\"id\"") {
             return None;
         }
         let text = std::str::from_utf8(line).ok()?;
@@ -99,7 +101,8 @@ impl Stdio {
             return None;
         }
         self.leg.ids.retain(|id| !answered.contains(id));
-        Some(Answer { leg: Leg { ids: answered, ..self.leg.clone() } })
+        let listed = line.windows(7).any(|w| w == b"\"tools\"");
+        listed.then(|| Answer { leg: Leg { ids: answered, ..self.leg.clone() } })
     }
 }
 

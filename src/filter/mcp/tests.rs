@@ -546,6 +546,26 @@ fn a_stdio_session_rewrites_the_lists_its_client_asked_for_and_nothing_else() {
     assert_eq!(m.0.get(&client_metric(stdio::ROUTE, "openai", "codex-mcp-client", Stat::McpToolsListed)).copied(), Some(2));
 }
 
+/// An awaited list answered with an error is no longer awaited: a later result with `tools` under the
+/// same id (reused, which MCP forbids) goes as it came. The control: without the error first, that
+/// result is rewritten.
+#[test]
+fn a_stdio_list_answered_with_an_error_is_not_awaited_any_more() {
+    let init = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"clientInfo":{"name":"codex-mcp-client","version":"1"}}}"#;
+    let error = r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32603,"message":"tools are not ready"}}"#;
+    for errored in [true, false] {
+        let mut m = Counts::default();
+        let mut s = stdio::Stdio::new(&Config::default(), None, "server");
+        let _ = stdio_line(&mut s, &mut m, init, true);
+        let _ = stdio_line(&mut s, &mut m, r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#, true);
+        if errored {
+            assert_eq!(stdio_line(&mut s, &mut m, error, false), None, "the error goes as it came");
+        }
+        let later = stdio_line(&mut s, &mut m, LIST, false);
+        assert_eq!(later.is_some(), !errored, "errored first: {errored}");
+    }
+}
+
 #[test]
 fn a_stdio_profile_given_holds_and_batches_are_read() {
     let mut m = Counts::default();
