@@ -470,8 +470,13 @@ impl Http {
         let offset = self.seen.saturating_sub(self.released);
         let read = || hostcalls::get_buffer(BufferType::HttpRequestBody, offset, fresh).ok().map(Option::unwrap_or_default);
         let Http { config, shared, exchange, .. } = self;
-        let go = with_env(config, shared, |env| exchange.request_piece(env, total, fresh, read));
+        let released = self.released;
+        let go = with_env(config, shared, |env| exchange.request_piece(env, total, fresh, read, &mut WasmRequest { released }));
         self.seen = total;
+        if self.exchange.answered() {
+            // toolfit answered the request itself (a local reply): nothing goes on
+            return Action::Pause;
+        }
         if !self.exchange.reading() {
             return Action::Continue;
         }

@@ -121,18 +121,42 @@ impl Exchange {
     /// up to its first member a rewrite may change, then held; an MCP message is read whole at its
     /// end). Returns the offset before which the body may go on: every byte before it is decided, and
     /// goes as it came (`usize::MAX`: all of it; toolfit reads no more of this body).
-    pub fn request_piece<B: AsRef<[u8]>>(&mut self, env: &mut Env, total: usize, size: usize, read: impl FnOnce() -> Option<B>) -> usize {
+    /// A message too large to read may be answered here through `host` ([`Exchange::answered`]).
+    pub fn request_piece<B: AsRef<[u8]>>(
+        &mut self,
+        env: &mut Env,
+        total: usize,
+        size: usize,
+        read: impl FnOnce() -> Option<B>,
+        host: &mut dyn RequestHost,
+    ) -> usize {
+        if let Exchange::Mcp(m) = self {
+            // an MCP message is read whole: nothing of it goes before its end, and its start is kept
+            // in case it proves too large (a call's name is all the leg changes)
+            m.absorb(read);
+            let go = if m.keep_reading(env, total) {
+                0
+            } else {
+                m.past_limit(env, total, host);
+                usize::MAX
+            };
+            self.settle(env);
+            return go;
+        }
         if !self.keep_reading(env, total) {
             return usize::MAX;
         }
         let go = match self {
-            Exchange::Pass => usize::MAX,
-            // an MCP message is read whole: nothing of it goes before its end
-            Exchange::Mcp(_) => 0,
+            Exchange::Pass | Exchange::Mcp(_) => usize::MAX,
             Exchange::Inference(i) => i.piece(env, total, size, read),
         };
         self.settle(env);
         go
+    }
+
+    /// Whether toolfit answered the request itself while its body came (the host sends nothing on).
+    pub fn answered(&self) -> bool {
+        matches!(self, Exchange::Mcp(m) if m.answered())
     }
 
     /// The request body has ended: `size` bytes. `read(at)` hands over its bytes from offset `at` on

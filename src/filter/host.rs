@@ -304,8 +304,8 @@ pub(crate) mod testing {
             self.body = Some(bytes.to_vec());
             true
         }
-        fn reject(&mut self, status: u16, _: &[u8]) -> bool {
-            self.calls.push(format!("reject {status}"));
+        fn reject(&mut self, status: u16, body: &[u8]) -> bool {
+            self.calls.push(format!("reject {status} {}", String::from_utf8_lossy(body)));
             true
         }
     }

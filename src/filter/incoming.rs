@@ -249,7 +249,7 @@ mod tests {
             last = cut;
             held.extend_from_slice(piece);
             let total = released + held.len();
-            let go = x.request_piece(&mut env, total, piece.len(), || Some(piece));
+            let go = x.request_piece(&mut env, total, piece.len(), || Some(piece), &mut sim);
             let n = match unit {
                 _ if !x.reading() => held.len(),
                 Unit::Piece if go >= total => held.len(),

@@ -277,6 +277,36 @@ def catalog_leg(kind, py, servers):
             g.stop()
 
 
+def large_call_leg(kind, py, servers):
+    """A `tools/call` past max_body_bytes (200 KB here) naming a listed name: toolfit cannot read it to
+    give the name back, so it refuses it with a JSON-RPC error under its id, and the server never sees
+    it (it ran the server's literal `get_weather__032e`, or nothing, before). The control: the same
+    call under the limit reaches the server as `get.weather`."""
+    cat = servers["catalog"]
+    g = gateway(kind, cat.port, {**plugin(), "max_body_bytes": 200_000})
+    try:
+        sid = initialize(g.port, "/mcp", "codex-mcp-client")
+        head = {"mcp-session-id": sid, "mcp-protocol-version": "2025-06-18"}
+        outcomes = {}
+        for size in (300_000, 100_000):
+            before = len([r for r in cat.records() if r.get("method") == "tools/call"])
+            call = {"jsonrpc": "2.0", "id": f"big-{size}", "method": "tools/call", "params": {"name": "get_weather__032e", "arguments": {"city": "P" * size}}}
+            status, _, body = rpc(g.port, "/mcp", call, head)
+            reached = [r.get("name") for r in cat.records() if r.get("method") == "tools/call"][before:]
+            try:
+                answer = json.loads(body)
+            except ValueError:
+                answer = {}
+            outcomes[size] = (status, answer, reached)
+        status, answer, reached = outcomes[300_000]
+        check("a listed call past max_body_bytes is refused with a JSON-RPC error under its id, and never reaches the server",
+              status == 200 and answer.get("id") == "big-300000" and "max_body_bytes" in str(answer.get("error")) and reached == [], (status, str(answer)[:300], reached))
+        status, answer, reached = outcomes[100_000]
+        check("control: the same call under the limit reaches the server as get.weather", status == 200 and reached == ["get.weather"], (status, str(answer)[:200], reached))
+    finally:
+        g.stop()
+
+
 def lossy_tools(tools, profile):
     """The tools whose rewrite for `profile` has a lossy record (the CLI's report)."""
     doc = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}}).encode()
@@ -727,7 +757,7 @@ def main():
             verdict.LABEL = delivery.label(kind)
             for leg in (fastmcp_leg, everything_leg):
                 leg(kind, py, servers, raw)
-            for leg in (catalog_leg, pieces_leg, replicas_leg, props_leg, lengths_leg):
+            for leg in (catalog_leg, large_call_leg, pieces_leg, replicas_leg, props_leg, lengths_leg):
                 leg(kind, py, servers)
         verdict.LABEL = ""
         dialect_leg()

@@ -457,7 +457,14 @@ impl Session {
         }
         let total = self.released + self.body.len() + piece.len();
         let Session { shared, exchange, .. } = self;
-        let go = with_env(shared, |env| exchange.request_piece(env, total, piece.len(), || Some(&piece[..])));
+        let mut m = Mutations::default();
+        let go = with_env(shared, |env| exchange.request_piece(env, total, piece.len(), || Some(&piece[..]), &mut m));
+        if let (true, Some((status, err))) = (self.exchange.answered(), m.reject.take()) {
+            // toolfit answered the request itself: what Envoy sent of it goes no further
+            self.body = Pieces::default();
+            let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+            return vec![reject(status, err)];
+        }
         self.body.push(piece);
         if self.streamed() && !end_of_stream && self.exchange.reading() {
             // the pieces kept here count in max_held_bytes beside what the core holds

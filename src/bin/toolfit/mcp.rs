@@ -273,7 +273,13 @@ fn pump(mut input: impl Read, output: &mut impl Write, shared: &Shared, dir: Dir
                     line.extend_from_slice(chunk);
                     if line.len() > max {
                         shared.too_large();
-                        output.write_all(&line)?;
+                        // a call's name sits in its start: given back there, the rest goes on unread
+                        let start = if dir == Direction::FromClient {
+                            shared.with_env(&mut logs, &mut cache, |env| shared.session.lock().ok()?.from_client_start(env, &line))
+                        } else {
+                            None
+                        };
+                        output.write_all(start.as_deref().unwrap_or(&line))?;
                         line.clear();
                         passing = true;
                     }

@@ -22,6 +22,7 @@
 mod apart;
 mod list;
 pub mod names;
+pub mod prefix;
 mod session;
 pub mod stdio;
 
@@ -58,7 +59,15 @@ pub struct State {
     /// The most bytes of the answer toolfit may hold from now on, when the memory of the requests in
     /// flight is short (else `max_body_bytes`).
     cap: Option<usize>,
+    /// The message's first bytes (up to [`PREFIX`]): what it calls, should it prove too large to read.
+    prefix: Vec<u8>,
+    /// toolfit answered the request itself (a call too large to give its server name back).
+    answered: bool,
 }
+
+/// How much of a message's start is kept for [`prefix::read`]: every client writes `params.name` well
+/// within it.
+const PREFIX: usize = 64 << 10;
 
 /// What the request said, as far as the MCP leg cares.
 #[derive(Debug, Clone)]
@@ -325,10 +334,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
     if !post && !get {
         // DELETE and the rest: only the session header's tag comes off (and goes back on the answer's)
         let keep = leg.tagged;
-        return (
-            keep.then_some(State { leg, reading: false, fixed: false, flow: Flow::Off, held: Held::default(), cap: None }),
-            if changed { Headed::Continue } else { Headed::Ignore },
-        );
+        return (keep.then_some(State::new(leg, false, false)), if changed { Headed::Continue } else { Headed::Ignore });
     }
     env.metrics.prepare(&leg.route, leg.profile.name);
     leg.count(env.metrics, Stat::RequestsSeen, 1);
@@ -337,7 +343,7 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
         leg.count(env.metrics, Stat::InternalErrors, 1);
     }
     if get {
-        return (Some(State { leg, reading: false, fixed: false, flow: Flow::Off, held: Held::default(), cap: None }), Headed::Continue);
+        return (Some(State::new(leg, false, false)), Headed::Continue);
     }
     // the body may change (a `tools/call` name): its length goes, or the headers wait for it. The
     // stateless protocol says the method in a header, which the server holds to the body's: a message
@@ -353,10 +359,65 @@ pub fn start(env: &mut Env, route: &Route, h: &Headers, route_name: Option<&str>
             return (None, Headed::Continue);
         }
     };
-    (Some(State { leg, reading: true, fixed, flow: Flow::Off, held: Held::default(), cap: None }), next)
+    (Some(State::new(leg, true, fixed)), next)
 }
 
 impl State {
+    fn new(leg: Leg, reading: bool, fixed: bool) -> State {
+        State { leg, reading, fixed, flow: Flow::Off, held: Held::default(), cap: None, prefix: Vec::new(), answered: false }
+    }
+
+    /// A piece of the request body, handed over by `read`: kept while the message's start is short of
+    /// [`PREFIX`] (a message that names no call in a header of its own).
+    pub(crate) fn absorb<B: AsRef<[u8]>>(&mut self, read: impl FnOnce() -> Option<B>) {
+        if self.reading && !self.fixed && self.prefix.len() < PREFIX {
+            if let Some(piece) = read() {
+                let piece = piece.as_ref();
+                self.prefix.extend_from_slice(piece.get(..PREFIX - self.prefix.len()).unwrap_or(piece));
+            }
+        }
+    }
+
+    /// The message went past `max_body_bytes` at `total` bytes (it goes on unread): a `tools/call` its
+    /// first bytes show naming a tool toolfit listed under another name would reach another tool, or
+    /// none, at the server; it is refused through `host` with a JSON-RPC error under its id, counted
+    /// `mcp_calls_unmapped` and said (observe mode: only counted and said).
+    pub(crate) fn past_limit(&mut self, env: &mut Env, total: usize, host: &mut dyn RequestHost) {
+        let start = prefix::read(&std::mem::take(&mut self.prefix));
+        let Some((sent, _)) = start.name.filter(|_| start.method.as_deref() == Some("tools/call")) else { return };
+        let Some(original) = names::decode(&sent) else { return };
+        self.leg.count_client(env.metrics, Stat::McpCallsUnmapped, 1);
+        let observe = self.leg.settings.observe();
+        let max = env.config.max_body_bytes;
+        let text = format!(
+            "route={} profile={} client={} a tools/call past max_body_bytes {max} ({total} bytes so far) names \"{}\", listed for \"{}\": {}",
+            self.leg.route,
+            self.leg.profile.name,
+            self.leg.client,
+            clip(&sent),
+            clip(&original),
+            if observe { "forwarded as it came (observe)" } else { "refused with a JSON-RPC error (raise max_body_bytes)" }
+        );
+        env.say(&self.leg.route, Line { warn: true, text });
+        if observe {
+            return;
+        }
+        // an id the client could not match is no better than none
+        let id = start.id.filter(|i| i.len() <= 256 && serde_json::from_str::<serde_json::Value>(i).is_ok()).unwrap_or_else(|| "null".to_string());
+        let message = format!("toolfit: this tools/call is larger than max_body_bytes ({max}), so the tool it names ({original}) cannot be given its server's name; it was not sent");
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": "ID", "error": {"code": -32600, "message": message}}).to_string().replacen("\"ID\"", &id, 1);
+        if host.reject(200, body.as_bytes()) {
+            self.answered = true;
+        } else {
+            self.leg.count(env.metrics, Stat::InternalErrors, 1);
+        }
+    }
+
+    /// Whether toolfit answered the request itself.
+    pub fn answered(&self) -> bool {
+        self.answered
+    }
+
     pub fn reading(&self) -> bool {
         self.reading
     }

@@ -85,6 +85,23 @@ impl Stdio {
         Some(splice(text, edits).into_bytes())
     }
 
+    /// The start of a client line too long to read whole (past `max_body_bytes`, going on unread): a
+    /// `tools/call` it shows naming a listed name gets the original there (the name comes before the
+    /// arguments), so the call cannot reach another tool. The start as it goes on instead, when it
+    /// changed.
+    pub fn from_client_start(&mut self, env: &mut Env, start: &[u8]) -> Option<Vec<u8>> {
+        let read = super::prefix::read(start);
+        let (sent, range) = read.name.filter(|_| read.method.as_deref() == Some("tools/call"))?;
+        let original = super::names::decode(&sent)?;
+        env.metrics.prepare(&self.leg.route, self.leg.profile.name);
+        self.leg.count(env.metrics, Stat::NamesRestored, 1);
+        if self.leg.settings.observe() {
+            return None;
+        }
+        let name = serde_json::Value::String(original).to_string();
+        Some([start.get(..range.start)?, name.as_bytes(), start.get(range.end..)?].concat())
+    }
+
     /// Whether a line from the server answers a `tools/list` the client sent (a batch: any of
     /// them): the answer to rewrite, with the leg as it is now; the ids it answers are no longer
     /// awaited.

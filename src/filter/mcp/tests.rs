@@ -546,6 +546,75 @@ fn a_stdio_session_rewrites_the_lists_its_client_asked_for_and_nothing_else() {
     assert_eq!(m.0.get(&client_metric(stdio::ROUTE, "openai", "codex-mcp-client", Stat::McpToolsListed)).copied(), Some(2));
 }
 
+/// A `tools/call` past max_body_bytes naming a listed name (`get_weather__032e`, for `get.weather`)
+/// cannot be given its server's name without reading it whole: it is refused with a JSON-RPC error
+/// under its id, counted and never sent (it would run the server's literal `get_weather__032e`, or
+/// nothing). The controls: a call of the server's own name past the limit goes on as it came; the
+/// same listed call within the limit is mapped; observe mode only counts.
+#[test]
+fn a_listed_call_past_max_body_bytes_is_refused_not_sent_to_another_tool() {
+    let call = |name: &str, pad: usize| {
+        format!(r#"{{"jsonrpc":"2.0","id":"c-7","method":"tools/call","params":{{"name":"{name}","arguments":{{"city":"{}"}}}}}}"#, "P".repeat(pad))
+    };
+    let run = |extra: &str, body: &str| {
+        let config =
+            Config::parse(format!(r#"{{"max_body_bytes": 4000, "routes": [{{"path": "/mcp", "format": "mcp"{extra}}}]}}"#).as_bytes()).unwrap_or_default();
+        let (mut m, mut logs, mut lines) = (Counts::default(), LogLimiter::default(), Vec::new());
+        let mut log = |_: Level, t: &str| lines.push(t.to_string());
+        let mut env = Env { config: &config, metrics: &mut m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
+        let (mut x, mut host) = (Exchange::default(), Host::default());
+        let _ = x.request_headers(&mut env, &post(None), Some("mcp"), &RouteMeta::default(), &mut host);
+        let (mut total, mut go) = (0, 0);
+        for piece in body.as_bytes().chunks(1000) {
+            total += piece.len();
+            go = x.request_piece(&mut env, total, piece.len(), || Some(piece), &mut host);
+            if x.answered() || !x.reading() {
+                break;
+            }
+        }
+        if x.reading() {
+            let _ = x.request_end(&mut env, |_| Some(body.as_bytes()), body.len(), &mut host);
+        }
+        let rejected = host.calls.iter().find(|c| c.starts_with("reject ")).cloned();
+        (x.answered(), go, rejected, host.body.clone(), m, lines)
+    };
+    let (answered, go, rejected, _, m, lines) = run("", &call("get_weather__032e", 9000));
+    let rejected = rejected.unwrap_or_default();
+    assert!(answered && go == usize::MAX, "refused, nothing held");
+    let error: serde_json::Value = serde_json::from_str(rejected.trim_start_matches("reject 200 ")).unwrap_or_default();
+    assert_eq!(error["id"], "c-7", "{rejected}");
+    assert!(error["error"]["message"].as_str().unwrap_or_default().contains("get.weather"), "{rejected}");
+    assert_eq!((m.get("mcp", "mcp", "skipped_too_large"), m.0.values().filter(|n| **n > 0).count() > 0), (1, true));
+    assert!(lines.iter().any(|l| l.contains("past max_body_bytes 4000") && l.contains("get_weather__032e")), "{lines:?}");
+    // the controls
+    let (answered, go, rejected, _, _, _) = run("", &call("get_weather", 9000));
+    assert!(!answered && go == usize::MAX && rejected.is_none(), "the server's own name goes on as it came");
+    let (answered, _, rejected, sent, _, _) = run("", &call("get_weather__032e", 100));
+    let sent = String::from_utf8_lossy(sent.as_deref().unwrap_or_default()).into_owned();
+    assert!(!answered && rejected.is_none() && sent.contains(r#""name":"get.weather""#), "within the limit: mapped: {sent}");
+    let (answered, _, rejected, _, _, lines) = run(r#", "mode": "observe""#, &call("get_weather__032e", 9000));
+    assert!(!answered && rejected.is_none() && lines.iter().any(|l| l.contains("observe")), "observe: said, not refused");
+}
+
+/// `toolfit mcp`: the start of a client line too long to read gives a listed call its server's name
+/// (the rest of the line goes on unread); the control: the server's own name, and a call whose name
+/// comes after the cut, are left alone.
+#[test]
+fn a_stdio_line_past_the_limit_has_its_call_mapped_in_its_start() {
+    let mut m = Counts::default();
+    let mut s = stdio::Stdio::new(&Config::default(), None, "server");
+    let config = Config::default();
+    let mut logs = LogLimiter::default();
+    let mut log = |_: Level, _: &str| {};
+    let mut env = Env { config: &config, metrics: &mut m, logs: &mut logs, cache: None, memory: &Memory::new(), now_us: now, log: &mut log };
+    let start = br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"get_weather__032e","arguments":{"city":"PPPP"#;
+    let out = s.from_client_start(&mut env, start).unwrap_or_default();
+    assert_eq!(String::from_utf8_lossy(&out), String::from_utf8_lossy(start).replace("get_weather__032e", "get.weather"));
+    assert!(s.from_client_start(&mut env, &String::from_utf8_lossy(start).replace("get_weather__032e", "get_weather").into_bytes()).is_none());
+    assert!(s.from_client_start(&mut env, &start[..60]).is_none(), "cut before the name's end");
+    assert_eq!(m.get(stdio::ROUTE, "mcp", "names_restored"), 1);
+}
+
 /// An awaited list answered with an error is no longer awaited: a later result with `tools` under the
 /// same id (reused, which MCP forbids) goes as it came. The control: without the error first, that
 /// result is rewritten.
