@@ -186,7 +186,7 @@ load: build wasm
 	python3 bench/load.py --delivery wasm
 	python3 bench/load.py --delivery ext_proc
 
-# An hour per delivery (wasm, ext_proc, mcp) of steady mixed load with faults injected on a schedule
+# An hour per delivery (wasm, ext_proc, duplex: ext_proc in FULL_DUPLEX_STREAMED, mcp) of steady mixed load with faults injected on a schedule
 # (bench/soak.py names them); every body and answer checked, memory judged over whole fault cycles.
 # Not in make test. SOAK_SECONDS=600 for a shorter run, SOAK_DELIVERY=mcp for one delivery.
 soak: build wasm

@@ -62,6 +62,16 @@ def with_non_200_log(path):
     return edit
 
 
+def listen_overflows():
+    """The kernel's count of connections dropped from a full accept queue (TcpExt ListenOverflows), or
+    None where /proc/net/netstat does not say: a rise during a run puts a reset on a listener's backlog."""
+    try:
+        lines = [l.split() for l in open("/proc/net/netstat") if l.startswith("TcpExt:")]
+        return int(dict(zip(lines[0], lines[1]))["ListenOverflows"])
+    except (OSError, IndexError, KeyError, ValueError):
+        return None
+
+
 def rss_kb(pid):
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("VmRSS:"):
@@ -132,6 +142,7 @@ def main():
                 statuses[s] = statuses.get(s, 0) + 1
                 sent.append(hashlib.sha256(body).hexdigest())
 
+    overflows = listen_overflows()
     t0 = time.time()
     threads = [threading.Thread(target=worker) for _ in range(conc)]
     for t in threads:
@@ -167,8 +178,11 @@ def main():
     print(f"the non-200 log's control (GET {CONTROL}, answered {control}): logged {len(seen_control)} time(s)")
     for entry in logged[:20]:
         print(f"not 200: {json.dumps(entry)}")
+    if overflows is not None:
+        print(f"the kernel's listen overflows during the run (any listener on this machine): {listen_overflows() - overflows}")
     if logged and kind == "ext_proc":
-        said = [l for l in e.processor.messages().splitlines() if "[warning]" in l or "[error]" in l]
+        # the processor's own warnings (a message declined, late or failed), not the lossy rewrites' lines
+        said = [l for l in e.processor.messages().splitlines() if ("[warning]" in l or "[error]" in l) and "route=" not in l]
         print(f"processor warnings and errors ({len(said)}):" + "".join(f"\n  {l[:300]}" for l in said[:20]))
     print(f"upstream: {len(rec)} requests received for {total} sent; Envoy logged {len(logged)} not answered 200")
     ok = non2xx == 0 and mismatched == 0 and len(rec) == total and errors == 0 and flat and not logged and len(seen_control) == 1

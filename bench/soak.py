@@ -23,6 +23,12 @@ tests/envoy/mcp_catalog_server.py. Every 20 s the next fault of the delivery's s
   restart          (ext_proc) the processor killed and started again on its port
   rotate           (ext_proc) the processor's certificate rotated as the kubelet updates a Secret; a new
                    TLS connection must be served the new certificate, with no restart
+  trickle          (duplex) 4 clients sending a byte a second for 8 s, then the rest: past the processor's
+                   slowest rate they go on in pass-through; each body must arrive whole, as it came
+The `duplex` delivery is toolfit-extproc with both bodies FULL_DUPLEX_STREAMED and `chunked` framing
+(agentgateway's mode), where Envoy forgets each piece it sends: there the burst makes the processor
+decline rewrites (every core busy), and each declined body must still reach the upstream whole. Its
+schedule has no restart: a processor killed mid-body takes the pieces it held (docs/extproc.md).
 Recorded: every request not answered 200 with Envoy's response flags (the ones the schedule's upstream
 faults cause are expected; any other is not), every upstream body against what it must be (the
 client's bytes, or exactly the engine's rewrite of them), VM traps and processor exits, the VMs Envoy
@@ -32,7 +38,7 @@ delivery and exits 1 if any body or answer was other than expected, anything cra
 unexpected, a reload or rotation did not take, or memory grew.
   python3 bench/soak.py [--seconds N] [--delivery wasm|ext_proc|mcp]..."""
 import hashlib, http.client, json, os, random, re, socket, ssl, sys, tempfile, threading, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
@@ -43,7 +49,8 @@ import load  # noqa: E402  (the mixes, the non-200 access log, rss_kb)
 MAX_BODY = 16 << 20
 SCHEDULES = {"wasm": ["upstream-reset", "upstream-5xx", "oversized", "malformed", "flood", "burst", "slow", "reload"],
              "ext_proc": ["upstream-reset", "upstream-5xx", "oversized", "malformed", "flood", "burst", "slow", "restart", "rotate"],
-             "mcp": ["oversized", "malformed", "flood", "burst", "slow", "reload"]}
+             "mcp": ["oversized", "malformed", "flood", "burst", "slow", "reload"],
+             "duplex": ["upstream-reset", "upstream-5xx", "oversized", "malformed", "flood", "burst", "slow", "trickle", "rotate"]}
 KINDS = tuple(SCHEDULES)
 # the faults the clients themselves carry out while they last
 CLIENT_FAULTS = ("upstream-reset", "upstream-5xx", "oversized", "malformed", "flood")
@@ -85,7 +92,7 @@ class Upstream:
                 self.wfile.write(data)
 
         self.port = runner.free_port()
-        self.srv = ThreadingHTTPServer(("127.0.0.1", self.port), H)
+        self.srv = runner.echo_upstream.Server(("127.0.0.1", self.port), H)  # a listen backlog of 128
         self.srv.daemon_threads = True
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
@@ -173,6 +180,24 @@ def slow_sender(port, path, body, note):
             for i in range(0, len(body), 128):
                 s.sendall(body[i:i + 128])
                 time.sleep(0.1)
+            r = http.client.HTTPResponse(s)
+            r.begin()
+            r.read()
+            note(r.status)
+    except (OSError, http.client.HTTPException) as ex:
+        note(type(ex).__name__)
+
+
+def trickler(port, path, body, note):
+    """Sends `body` chunked, a byte a second for 8 s, then the rest at once; reads the answer."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
+            s.sendall(f"POST {path} HTTP/1.1\r\nhost: soak\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n".encode())
+            for b in body[:8]:
+                s.sendall(b"1\r\n" + bytes([b]) + b"\r\n")
+                time.sleep(1)
+            rest = body[8:]
+            s.sendall(f"{len(rest):x}\r\n".encode() + rest + b"\r\n0\r\n\r\n")
             r = http.client.HTTPResponse(s)
             r.begin()
             r.read()
@@ -385,14 +410,15 @@ def start(kind, cfg, upstream, work):
             return type("SoakMcp", (Drain, work.leg.WasmGateway), {})(work.leg.plugin(), upstream), lds
         return SoakEnvoy(cfg, upstream), lds
     tls = Tls()
-    return delivery.ExtProc(cfg, upstream, flags=tls.flags, tls=tls.envoy), tls
+    duplex = {"body_mode": "FULL_DUPLEX_STREAMED", "response_mode": "FULL_DUPLEX_STREAMED"} if kind == "duplex" else {}
+    return delivery.ExtProc(cfg, upstream, flags=tls.flags, tls=tls.envoy, **duplex), tls
 
 
 def sample(e, kind, pids):
     """One memory sample: resident KiB per process, the held-bytes gauge (max over VMs), Envoy's live VMs."""
     prom = e.prom()
     held = [int(v) for v in re.findall(r"^toolfit_held_bytes(?:\{[^}]*\})? (\d+)", prom, re.M)]
-    vms = envoy_stat(e, "envoy_wasm_envoy_wasm_runtime_v8_active") if kind != "ext_proc" else 0
+    vms = envoy_stat(e, "envoy_wasm_envoy_wasm_runtime_v8_active") if kind not in ("ext_proc", "duplex") else 0
     return {n: load.rss_kb(p) for n, p in pids.items()}, max(held, default=0), vms
 
 
@@ -401,6 +427,8 @@ def run_fault(fault, e, aux, work, cfg, events):
     if fault == "burst":
         conns = [http.client.HTTPConnection("127.0.0.1", e.port, timeout=120) for _ in work.burst()]
         ts = [threading.Thread(target=lambda c=c, r=r: work.note(send(e.port, r[0], r[1], c, r[2])[0])) for c, r in zip(conns, work.burst())]
+    elif fault == "trickle":
+        ts = [threading.Thread(target=trickler, args=(e.port, *work.slow_send(), work.note)) for _ in range(4)]
     elif fault == "slow":
         ts = [threading.Thread(target=slow_sender, args=(e.port, *work.slow_send(), work.note)) for _ in range(4)]
         ts += [threading.Thread(target=slow_reader, args=(e.port, work)) for _ in range(2)]
@@ -430,7 +458,7 @@ def soak(kind, seconds):
     runner.CONFIG_EDITS[:] = [load.with_non_200_log(non_200)]
     work = McpLoad() if kind == "mcp" else Load()
     up = McpServer(work) if kind == "mcp" else Upstream()
-    cfg = {"profile": "llama-cpp", "framing": "exact", "max_body_bytes": MAX_BODY}
+    cfg = {"profile": "llama-cpp", "framing": "chunked" if kind == "duplex" else "exact", "max_body_bytes": MAX_BODY}
     e, aux = start(kind, cfg, up.port, work)
     if not e.ready:
         print(e.logs()[-2000:])
@@ -449,7 +477,7 @@ def soak(kind, seconds):
         time.sleep(max(0.0, 10 - (time.time() - started[0])))
         state["fault"] = up.fault = None
 
-    pids = lambda: {"Envoy": e.proc.pid, **({"toolfit-extproc": e.processor.proc.pid} if kind == "ext_proc" else {})}
+    pids = lambda: {"Envoy": e.proc.pid, **({"toolfit-extproc": e.processor.proc.pid} if kind in ("ext_proc", "duplex") else {})}
     memory, t0, started = [], time.time(), [0.0]
     threads = [threading.Thread(target=client) for _ in range(8)]
     for t in threads:
@@ -476,7 +504,10 @@ def soak(kind, seconds):
         for t in threads:
             t.join()
     time.sleep(1.5)
-    vm_created = envoy_stat(e, "envoy_wasm_envoy_wasm_runtime_v8_created") if kind != "ext_proc" else 0
+    vm_created = envoy_stat(e, "envoy_wasm_envoy_wasm_runtime_v8_created") if kind not in ("ext_proc", "duplex") else 0
+    if kind == "duplex":
+        # the streams the processor gave up and answered in pass-through, by why (each body still judged above)
+        events["passed_on"] = {r: int(v) for r, v in re.findall(r'^toolfit_extproc_streams_passed_on\{reason="(\w+)"\} (\d+)', e.prom(), re.M) if v != "0"}
     logs = e.logs()
     e.stop()
     if kind == "mcp":
@@ -517,7 +548,7 @@ def report(kind, seconds, other, work, non_200, logs, memory, pids, events, vm_c
     broken_answers = work.answers.count(False)
     took = (events["reloads"] == 0 or vm_created > events["reloads"]) and events["rotations_served"] == events["rotations"]
     print(f"\n{kind}: {seconds:.0f} s, {work.sent} requests, statuses {work.statuses}")
-    print(f"  faults: {memory[-1][4] if memory else 0} whole cycles of {cycle}; {events}" + (f"; VMs created {vm_created}" if kind != "ext_proc" else ""))
+    print(f"  faults: {memory[-1][4] if memory else 0} whole cycles of {cycle}; {events}" + (f"; VMs created {vm_created}" if kind not in ("ext_proc", "duplex") else ""))
     print(f"  bodies and answers other than expected: {len(other)}" + "".join(f"\n    {x}" for x in other[:10]))
     print(f"  big answers read slowly: {len(work.answers)}, other than they must be: {broken_answers}")
     print(f"  VM traps or panics in the logs: {traps}")
@@ -527,7 +558,7 @@ def report(kind, seconds, other, work, non_200, logs, memory, pids, events, vm_c
     for n, (a, b) in grew.items():
         print(f"  {n} resident, peak of a fault cycle: {a / 1024:.0f} MiB after warm-up, {b / 1024:.0f} MiB at the end; every 10 s: " + " ".join(f"{m[1].get(n, 0) / 1024:.0f}" for m in memory))
     print("  held bytes (max over VMs) every 10 s, MiB: " + " ".join(f"{m[2] / 2**20:.0f}" for m in memory))
-    if kind != "ext_proc":
+    if kind not in ("ext_proc", "duplex"):
         print("  live VMs every 10 s: " + " ".join(str(m[3]) for m in memory))
     ok = not other and not traps and not unexplained and flat and not broken_answers and took
     print(f"soak ({kind}): {'ok' if ok else 'FAILED'}")

@@ -62,10 +62,19 @@ class Recorder(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = handle_any
 
 
+class Server(ThreadingHTTPServer):
+    """Python's default listen backlog is 5: when Envoy opens many upstream connections at once (a batch
+    of ext_proc answers lets their requests go together), the kernel's accept queue overflowed and a
+    connection Envoy had already written a request to was reset (`make load` through toolfit-extproc:
+    1 or 2 requests in 20,000 answered 503, flag UC, never received; issue 71)."""
+
+    request_queue_size = 128
+
+
 def serve(port, strict_cl=False, digest_only=False, host="127.0.0.1"):
     """Starts a recorder in a thread; returns (server, records list)."""
     cls = type("R", (Recorder,), {"records": [], "strict_cl": strict_cl, "digest_only": digest_only})
-    srv = ThreadingHTTPServer((host, port), cls)
+    srv = Server((host, port), cls)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, cls.records
@@ -74,4 +83,4 @@ def serve(port, strict_cl=False, digest_only=False, host="127.0.0.1"):
 if __name__ == "__main__":
     port = int(sys.argv[1]) if len(sys.argv) > 1 else 8080
     print(f"echo upstream on 127.0.0.1:{port} (stands in for llama-server)", flush=True)
-    ThreadingHTTPServer(("127.0.0.1", port), Recorder).serve_forever()
+    Server(("127.0.0.1", port), Recorder).serve_forever()

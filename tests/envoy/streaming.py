@@ -17,7 +17,6 @@ says yes. Prints one line per check and 'streaming: N passed, M failed'.
   control, a 6 MB tool catalog, grows it by more than its size (its tools are what toolfit holds).
 """
 import gzip, json, socket, sys, threading, time
-from http.server import ThreadingHTTPServer
 
 from harness import delivery, verdict
 from harness.runner import NEEDS_FIX, cli, echo_upstream, free_port, metric, tool
@@ -59,7 +58,7 @@ class Progress(echo_upstream.Recorder):
 def upstream():
     port = free_port()
     cls = type("P", (Progress,), {"records": []})
-    srv = ThreadingHTTPServer(("127.0.0.1", port), cls)
+    srv = echo_upstream.Server(("127.0.0.1", port), cls)
     srv.daemon_threads = True
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return port, cls.records
