@@ -180,12 +180,17 @@ def slow_sender(port, path, body, note):
             for i in range(0, len(body), 128):
                 s.sendall(body[i:i + 128])
                 time.sleep(0.1)
-            r = http.client.HTTPResponse(s)
-            r.begin()
-            r.read()
-            note(r.status)
+            note(answer_status(s))
     except (OSError, http.client.HTTPException) as ex:
         note(type(ex).__name__)
+
+
+def answer_status(s):
+    """Reads the whole answer on socket `s`: its status."""
+    r = http.client.HTTPResponse(s)
+    r.begin()
+    r.read()
+    return r.status
 
 
 def trickler(port, path, body, note):
@@ -198,10 +203,7 @@ def trickler(port, path, body, note):
                 time.sleep(1)
             rest = body[8:]
             s.sendall(f"{len(rest):x}\r\n".encode() + rest + b"\r\n0\r\n\r\n")
-            r = http.client.HTTPResponse(s)
-            r.begin()
-            r.read()
-            note(r.status)
+            note(answer_status(s))
     except (OSError, http.client.HTTPException) as ex:
         note(type(ex).__name__)
 

@@ -9,8 +9,8 @@ pub mod session;
 pub mod tls;
 pub mod work;
 
-/// Messages from this size on give back what their processing freed once it is done (see
-/// [`return_memory`]).
+/// Processing that reads this many bytes at once (a message this large, or the last piece of a
+/// streamed body this large) gives back what it freed once it is done (see [`return_memory`]).
 pub const RETURN_MEMORY_FROM: usize = 1 << 20;
 
 /// Gives the memory the allocator holds free back to the system. glibc keeps what a large message's

@@ -204,8 +204,10 @@ struct Processor {
 /// too slow, counted by `Work`; a failure or a message past the timeout, said), and the stream's
 /// rescue is to answer instead.
 async fn on_slot(work: &Work, mut s: Session, msg: Inbound, timeout: Duration) -> Result<(Session, Vec<ProcessingResponse>), GiveUp> {
-    let large = msg.message().encoded_len().saturating_add(msg.body_len()) >= toolfit_extproc::RETURN_MEMORY_FROM;
     let cost = read_at(&msg, s.kept());
+    // what the processing reads at once, not the message's own size: in full duplex the small last
+    // piece is what makes a 14 MB body's rewrite, and what it freed stayed with the allocator
+    let large = cost.max(msg.message().encoded_len().saturating_add(msg.body_len())) >= toolfit_extproc::RETURN_MEMORY_FROM;
     let whole = s.must_finish(&msg);
     let job = move || {
         let answers = s.take(msg);

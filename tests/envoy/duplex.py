@@ -61,14 +61,7 @@ def post(port, body, piece=64 * 1024, pause_at=None, pause=0.0, every=0.0, timeo
             if every:
                 time.sleep(every)
         s.sendall(b"0\r\n\r\n")
-        head = b""
-        while b"\r\n" not in head:
-            got = s.recv(4096)
-            if not got:
-                break
-            head += got
-    status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1 ") else 0
-    return status, seen
+        return streaming.status_line(s), seen
 
 
 def passed_on(prom, reasons):
@@ -134,8 +127,7 @@ def slow_clients(up_port, records):
                         s.sendall(b"1\r\n" + bytes([b]) + b"\r\n")
                         time.sleep(1)
                     s.sendall(f"{len(rest):x}\r\n".encode() + rest + b"\r\n0\r\n\r\n")
-                    got = s.recv(4096)
-                    results[i] = int(got.split(b" ")[1]) if got.startswith(b"HTTP/1.1 ") else 0
+                    results[i] = streaming.status_line(s)
 
             threads = [threading.Thread(target=client, args=(i,)) for i in range(2)]
             for th in threads:

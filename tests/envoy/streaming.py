@@ -100,14 +100,19 @@ def send(port, body, split, encoding=None):
         early = Progress.progress
         chunk(body[split:])
         s.sendall(b"0\r\n\r\n")
-        head = b""
-        while b"\r\n" not in head:
-            got = s.recv(4096)
-            if not got:
-                break
-            head += got
-        status = int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1 ") else 0
+        status = status_line(s)
     return status, early
+
+
+def status_line(s):
+    """The status of the answer on socket `s` (0 if it closed without one)."""
+    head = b""
+    while b"\r\n" not in head:
+        got = s.recv(4096)
+        if not got:
+            break
+        head += got
+    return int(head.split(b" ")[1]) if head.startswith(b"HTTP/1.1 ") else 0
 
 
 def streams(kind, plugin, up_port, records, streamed, **kw):

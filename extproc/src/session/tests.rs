@@ -15,8 +15,14 @@ fn headers(pairs: &[(&str, &str)], end_of_stream: bool) -> HttpHeaders {
 }
 
 fn msg(request: processing_request::Request, first: bool) -> ProcessingRequest {
+    message(request, first, processing_mode::BodySendMode::Buffered)
+}
+
+/// A message of a stream whose response body is full duplex and whose request body comes as `mode`
+/// says (the stream's protocol configuration rides on its `first` message).
+fn message(request: processing_request::Request, first: bool, mode: processing_mode::BodySendMode) -> ProcessingRequest {
     let protocol_config = first.then(|| ProtocolConfiguration {
-        request_body_mode: processing_mode::BodySendMode::Buffered as i32,
+        request_body_mode: mode as i32,
         response_body_mode: processing_mode::BodySendMode::FullDuplexStreamed as i32,
         ..ProtocolConfiguration::default()
     });
@@ -98,12 +104,7 @@ fn full_duplex_reject_holds_headers_until_the_verdict() {
 }
 
 fn duplex_msg(request: processing_request::Request, first: bool) -> ProcessingRequest {
-    let protocol_config = first.then(|| ProtocolConfiguration {
-        request_body_mode: processing_mode::BodySendMode::FullDuplexStreamed as i32,
-        response_body_mode: processing_mode::BodySendMode::FullDuplexStreamed as i32,
-        ..ProtocolConfiguration::default()
-    });
-    ProcessingRequest { request: Some(request), protocol_config, ..ProcessingRequest::default() }
+    message(request, first, processing_mode::BodySendMode::FullDuplexStreamed)
 }
 
 fn request_piece(bytes: &[u8], end: bool) -> ProcessingRequest {
