@@ -60,7 +60,7 @@ impl Pieces {
             }
             out.extend_from_slice(&first);
         }
-        self.len -= out.len();
+        self.len = self.len.saturating_sub(out.len());
         out
     }
 
