@@ -231,19 +231,24 @@ async fn on_slot(work: &Work, mut s: Session, msg: Inbound, timeout: Duration) -
     }
 }
 
+/// `t` plus `d`, or a year past `t` where that would not fit an `Instant` (a huge flag value).
+fn after(t: Instant, d: Duration) -> Instant {
+    t.checked_add(d).or_else(|| t.checked_add(Duration::from_secs(365 * 86_400))).unwrap_or(t)
+}
+
 /// When a stream's request body must have come by, in full or at the slowest rate, and which limit
 /// that is (`None`: neither applies).
 fn request_limit(s: &Session, started: Instant, received: u64, deadline: Duration, min_rate: u64) -> Option<(Instant, GiveUp)> {
     if s.passing() || s.request_ended() {
         return None;
     }
-    let by_deadline = (started + deadline, GiveUp::Deadline);
+    let by_deadline = (after(started, deadline), GiveUp::Deadline);
     if !s.request_streaming() || min_rate == 0 {
         return Some(by_deadline);
     }
     // at `min_rate`, the bytes received so far were due by this time
     let due = Duration::from_millis(received.saturating_mul(1000) / min_rate);
-    let by_rate = (started + RATE_GRACE + due, GiveUp::Slow);
+    let by_rate = (after(after(started, RATE_GRACE), due), GiveUp::Slow);
     Some(if by_rate.0 < by_deadline.0 { by_rate } else { by_deadline })
 }
 
@@ -289,9 +294,10 @@ impl ExternalProcessor for Processor {
                 }
                 let limit = request_limit(&s, started, received, deadline, min_rate);
                 let now = Instant::now();
+                let idle_at = after(now, wait);
                 let (until, why) = match limit {
-                    Some((at, why)) if at < now + wait => (at, why),
-                    _ => (now + wait, GiveUp::Idle),
+                    Some((at, why)) if at < idle_at => (at, why),
+                    _ => (idle_at, GiveUp::Idle),
                 };
                 let msg = match tokio::time::timeout_at(until.into(), inbound.message()).await {
                     Ok(Ok(Some(m))) => m,

@@ -391,16 +391,11 @@ impl Session {
         match request {
             R::RequestHeaders(_) => vec![skip_rest()],
             R::RequestBody(b) => {
-                if !self.streamed() {
-                    return vec![body_answer(Leg::Request, None)];
+                // in BUFFERED Envoy holds the body: the answer carries none of it
+                if self.streamed() {
+                    self.body.push(piece);
                 }
-                let mut out: Vec<ProcessingResponse> = self.release_headers().into_iter().collect();
-                self.body.push(piece);
-                let _ = self.body_held.resize(&self.shared.memory, 0, 0);
-                if !self.body.is_empty() || b.end_of_stream {
-                    out.push(streamed_answer(self.body.take_all(), b.end_of_stream));
-                }
-                out
+                self.release_headers().into_iter().chain([self.pass_body(b.end_of_stream)]).collect()
             }
             R::RequestTrailers(_) => {
                 let mut out = self.flush_request();
@@ -418,11 +413,23 @@ impl Session {
     /// Held request headers (unchanged) and the request bytes kept, as they came.
     fn flush_request(&mut self) -> Vec<ProcessingResponse> {
         let mut out: Vec<ProcessingResponse> = self.release_headers().into_iter().collect();
-        if self.streamed() && !self.body.is_empty() {
-            out.push(streamed_answer(self.body.take_all(), false));
+        let kept = self.take_kept();
+        if self.streamed() && !kept.is_empty() {
+            out.push(streamed_answer(kept, false));
         }
-        let _ = self.body_held.resize(&self.shared.memory, 0, 0);
         out
+    }
+
+    /// The request bytes kept, taken out, and what they held of the memory budget given back.
+    fn take_kept(&mut self) -> Vec<u8> {
+        self.body_held.release();
+        self.body.take_all()
+    }
+
+    /// Holds in the memory budget what the request bytes kept take now: `false` if that would pass
+    /// `max_held_bytes` (nothing changes then).
+    fn count_kept(&mut self) -> bool {
+        self.body_held.resize(&self.shared.memory, self.body.len(), self.shared.config.max_held_bytes)
     }
 
     /// The stream ended (the response is complete, cut, or the client went away): the response's
@@ -461,15 +468,13 @@ impl Session {
         let go = with_env(shared, |env| exchange.request_piece(env, total, piece.len(), || Some(&piece[..]), &mut m));
         if let (true, Some((status, err))) = (self.exchange.answered(), m.reject.take()) {
             // toolfit answered the request itself: what Envoy sent of it goes no further
-            self.body = Pieces::default();
-            let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+            let _ = self.take_kept();
             return vec![reject(status, err)];
         }
         self.body.push(piece);
         if self.streamed() && !end_of_stream && self.exchange.reading() {
             // the pieces kept here count in max_held_bytes beside what the core holds
-            let max = self.shared.config.max_held_bytes;
-            if !self.body_held.resize(&self.shared.memory, self.body.len(), max) {
+            if !self.count_kept() {
                 let Session { shared, exchange, .. } = self;
                 with_env(shared, |env| exchange.host_over_budget(env, total));
             }
@@ -487,20 +492,17 @@ impl Session {
             }
             self.released += n;
             let out = self.body.take_front(n);
-            let max = self.shared.config.max_held_bytes;
-            let _ = self.body_held.resize(&self.shared.memory, self.body.len(), max);
+            let _ = self.count_kept();
             return vec![streamed_answer(out, false)];
         }
-        let body = self.body.take_all();
-        let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+        let body = self.take_kept();
         self.finish(body, Ends::WithBody)
     }
 
     /// The kept bytes, which toolfit does not change: in `BUFFERED` the answer without mutation (Envoy
     /// holds the body), streamed the bytes themselves.
     fn pass_body(&mut self, end_of_stream: bool) -> ProcessingResponse {
-        let kept = self.body.take_all();
-        let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+        let kept = self.take_kept();
         if self.streamed() {
             streamed_answer(kept, end_of_stream)
         } else {
@@ -518,8 +520,7 @@ impl Session {
         let mut out = Vec::new();
         if self.exchange.reading() && self.streamed() {
             // the body ended in trailers: what was kept is the whole body
-            let body = self.body.take_all();
-            let _ = self.body_held.resize(&self.shared.memory, 0, 0);
+            let body = self.take_kept();
             out = self.finish(body, Ends::InTrailers);
         } else if self.streamed() && !self.body.is_empty() {
             out = self.flush_request();

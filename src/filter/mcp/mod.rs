@@ -384,8 +384,7 @@ impl State {
     /// `mcp_calls_unmapped` and said (observe mode: only counted and said).
     pub(crate) fn past_limit(&mut self, env: &mut Env, total: usize, host: &mut dyn RequestHost) {
         let start = prefix::read(&std::mem::take(&mut self.prefix));
-        let Some((sent, _)) = start.name.filter(|_| start.method.as_deref() == Some("tools/call")) else { return };
-        let Some(original) = names::decode(&sent) else { return };
+        let Some((sent, _, original)) = start.listed_call() else { return };
         self.leg.count_client(env.metrics, Stat::McpCallsUnmapped, 1);
         let observe = self.leg.settings.observe();
         let max = env.config.max_body_bytes;
@@ -394,7 +393,7 @@ impl State {
             self.leg.route,
             self.leg.profile.name,
             self.leg.client,
-            clip(&sent),
+            clip(sent),
             clip(&original),
             if observe { "forwarded as it came (observe)" } else { "refused with a JSON-RPC error (raise max_body_bytes)" }
         );

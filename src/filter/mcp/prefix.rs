@@ -14,6 +14,15 @@ pub struct Start {
     pub name: Option<(String, std::ops::Range<usize>)>,
 }
 
+impl Start {
+    /// A `tools/call` naming a name toolfit listed for another: the name sent, where it sits, and the
+    /// tool's own name.
+    pub fn listed_call(&self) -> Option<(&str, std::ops::Range<usize>, String)> {
+        let (sent, at) = self.name.as_ref().filter(|_| self.method.as_deref() == Some("tools/call"))?;
+        Some((sent, at.clone(), super::names::decode(sent)?))
+    }
+}
+
 /// Reads `prefix` as the start of one JSON object.
 pub fn read(prefix: &[u8]) -> Start {
     let mut r = Reader { b: prefix, i: 0 };

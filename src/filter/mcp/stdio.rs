@@ -91,8 +91,7 @@ impl Stdio {
     /// changed.
     pub fn from_client_start(&mut self, env: &mut Env, start: &[u8]) -> Option<Vec<u8>> {
         let read = super::prefix::read(start);
-        let (sent, range) = read.name.filter(|_| read.method.as_deref() == Some("tools/call"))?;
-        let original = super::names::decode(&sent)?;
+        let (_, range, original) = read.listed_call()?;
         env.metrics.prepare(&self.leg.route, self.leg.profile.name);
         self.leg.count(env.metrics, Stat::NamesRestored, 1);
         if self.leg.settings.observe() {
